@@ -1,0 +1,17 @@
+module github.com/knue/syncjob
+
+go 1.26.0
+
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/google/go-github/v66 v66.0.0
+	go.etcd.io/bbolt v1.4.3
+	golang.org/x/sync v0.25.0
+	golang.org/x/term v0.48.0
+	golang.org/x/text v0.44.0
+)
+
+require (
+	github.com/google/go-querystring v1.1.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

@@ -1,0 +1,21 @@
+package policy
+
+// Registry key prefixes and fixed keys (DESIGN.md "Registry schema").
+const (
+	PolicyPrefix     = "policy:"
+	QueuePrefix      = "queue:"
+	DeadLetterPrefix = "dead-letter:"
+	RunPrefix        = "metadata:sync:run:"
+	LastRunKey       = "metadata:sync:lastRun"
+	LastCommitKey    = "metadata:sync:lastCommit"
+	LeaseKey         = "metadata:sync:lease"
+)
+
+// Cloudflare KV limits, enforced by every backend.
+const (
+	MaxKeyBytes        = 512
+	MaxValueBytes      = 25 << 20
+	MaxMetadataBytes   = 1024
+	MinTTLSeconds      = 60
+	DefaultMaxFileSize = 1 << 20
+)

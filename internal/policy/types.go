@@ -1,0 +1,226 @@
+package policy
+
+import (
+	"errors"
+	"time"
+)
+
+// Sentinel errors that adapters translate vendor errors into. Wrap them with
+// fmt.Errorf("github: get tree %s: %w", sha, err) and test with errors.Is.
+var (
+	// ErrNotFound: the thing asked for does not exist (a key, a blob, a repository).
+	ErrNotFound = errors.New("not found")
+	// ErrRateLimited: the remote API refused for a rate limit; see RateLimitError.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrConfig: the configuration names something that does not exist or is refused
+	// (unknown repository or branch, bad credentials). Not retried; exit code 2.
+	ErrConfig = errors.New("configuration error")
+	// ErrCompareUntrusted: the compare of two commits cannot be used for an
+	// incremental run (base unknown, diverged or behind, too many files).
+	ErrCompareUntrusted = errors.New("compare cannot be trusted")
+	// ErrTooLarge: a key, value or metadata breaks a registry limit.
+	ErrTooLarge = errors.New("over limit")
+)
+
+// RateLimitError says when the caller may try again. It matches ErrRateLimited.
+type RateLimitError struct {
+	API     string    // "github", "cloudflare"
+	Kind    string    // "primary" or "secondary"
+	RetryAt time.Time // zero when the API did not say
+}
+
+func (e *RateLimitError) Error() string {
+	msg := e.API + " " + e.Kind + " rate limit"
+	if !e.RetryAt.IsZero() {
+		msg += "; retry after " + e.RetryAt.UTC().Format(time.RFC3339)
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// File is one blob of the head tree (or of a changeset) that may be a policy.
+type File struct {
+	Path string // repository path as git stores it (may be NFD)
+	SHA  string // git blob sha, 40 hex
+	Size int64  // bytes; -1 when unknown (a compare does not say)
+}
+
+// ChangeStatus is a file status of GitHub's compare.
+type ChangeStatus string
+
+const (
+	Added    ChangeStatus = "added"
+	Modified ChangeStatus = "modified"
+	Removed  ChangeStatus = "removed"
+	Renamed  ChangeStatus = "renamed"
+	Copied   ChangeStatus = "copied"
+	Changed  ChangeStatus = "changed"
+	Unchange ChangeStatus = "unchanged"
+)
+
+// Change is one file of a compare. For Renamed, PreviousPath is the old path.
+// For Removed, SHA is empty. Size is -1 (unknown).
+type Change struct {
+	Status       ChangeStatus
+	Path         string
+	PreviousPath string
+	SHA          string
+}
+
+// Changeset is the trusted result of comparing base...head.
+type Changeset struct {
+	Base, Head string
+	Changes    []Change
+}
+
+// Entry is the value of policy:{policyName}.
+type Entry struct {
+	PolicyName  string `json:"policyName"`
+	Title       string `json:"title"`
+	Status      string `json:"status"`
+	LastUpdated string `json:"lastUpdated"`
+	SHA         string `json:"sha"`
+	Path        string `json:"path"`
+	// Legacy v1 fields, carried over for 90 days.
+	FileNo      string `json:"fileNo,omitempty"`
+	PreviewURL  string `json:"previewUrl,omitempty"`
+	DownloadURL string `json:"downloadUrl,omitempty"`
+}
+
+// StatusActive is the only status syncjob writes.
+const StatusActive = "active"
+
+// QueueEntry is the value of queue:{policyName}.
+type QueueEntry struct {
+	PolicyName   string  `json:"policyName"`
+	SHA          string  `json:"sha"`
+	Operation    string  `json:"operation"` // "add" or "update"
+	RetryCount   int     `json:"retryCount"`
+	CreatedAt    string  `json:"createdAt"`
+	ErrorMessage *string `json:"errorMessage"`
+	FileNo       string  `json:"fileNo,omitempty"`
+}
+
+// Queue operations.
+const (
+	OpAdd    = "add"
+	OpUpdate = "update"
+)
+
+// DeadLetter is the value of dead-letter:{policyName}.
+type DeadLetter struct {
+	QueueEntry
+	DeadAt string `json:"deadAt"`
+	Reason string `json:"reason"`
+}
+
+// Known is what the registry knows of one policy: enough to plan.
+type Known struct {
+	PolicyName string
+	SHA        string
+	Path       string
+}
+
+// Desired is one policy as the head should have it, before its content is read.
+type Desired struct {
+	PolicyName string
+	Path       string // winning path (as in the repository)
+	SHA        string
+	Size       int64 // -1 when unknown
+}
+
+// Skip is a file that is not written, with why. Its registry entry (if any) is kept.
+type Skip struct {
+	PolicyName string `json:"policyName,omitempty"`
+	Path       string `json:"path"`
+	Reason     string `json:"reason"`
+}
+
+// Conflict: several paths give one policyName; Winner is the bytewise-first path.
+type Conflict struct {
+	PolicyName string   `json:"policyName"`
+	Winner     string   `json:"winner"`
+	Losers     []string `json:"losers"`
+}
+
+// Action is what the plan does with one policy.
+type Action string
+
+const (
+	ActAdd    Action = "add"
+	ActUpdate Action = "update" // sha changed (content read, queue written)
+	ActMove   Action = "move"   // same sha, path changed: entry rewritten, no queue
+	ActDelete Action = "delete"
+)
+
+// Item is one planned operation.
+type Item struct {
+	Action     Action `json:"action"`
+	PolicyName string `json:"policyName"`
+	Path       string `json:"path,omitempty"`
+	SHA        string `json:"sha,omitempty"`
+	OldPath    string `json:"oldPath,omitempty"`
+	OldSHA     string `json:"oldSha,omitempty"`
+	Title      string `json:"title,omitempty"` // filled once the content is read
+}
+
+// Plan is what a run will write: puts (adds, updates, moves) before deletes.
+type Plan struct {
+	Items     []Item     `json:"items"`
+	Unchanged int        `json:"unchanged"`
+	Skipped   []Skip     `json:"skipped"`
+	Conflicts []Conflict `json:"conflicts"`
+}
+
+// Count returns how many items have the action.
+func (p Plan) Count(a Action) int {
+	n := 0
+	for _, it := range p.Items {
+		if it.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Run statuses.
+const (
+	RunSuccess = "success"
+	RunPartial = "partial"
+	RunFailed  = "failed"
+)
+
+// Failure is one item that did not land.
+type Failure struct {
+	PolicyName string `json:"policyName"`
+	Error      string `json:"error"`
+}
+
+// RunSummary is the value of metadata:sync:lastRun and of each run-history key.
+type RunSummary struct {
+	Timestamp         string           `json:"timestamp"`
+	TotalProcessed    int              `json:"totalProcessed"`
+	Added             int              `json:"added"`
+	Updated           int              `json:"updated"`
+	Deleted           int              `json:"deleted"`
+	Moved             int              `json:"moved"`
+	Unchanged         int              `json:"unchanged"`
+	Status            string           `json:"status"`
+	ErrorCount        int              `json:"errorCount"`
+	CommitSHA         string           `json:"commitSHA"`
+	PreviousCommitSHA string           `json:"previousCommitSHA"`
+	RunID             string           `json:"runId"`
+	Trigger           string           `json:"trigger"`
+	Mode              string           `json:"mode"`
+	ModeReason        string           `json:"modeReason,omitempty"`
+	DryRun            bool             `json:"dryRun,omitempty"`
+	DurationMs        int64            `json:"durationMs"`
+	Skipped           []Skip           `json:"skipped"`
+	Conflicts         []Conflict       `json:"conflicts"`
+	Failures          []Failure        `json:"failures,omitempty"`
+	Error             string           `json:"error,omitempty"`
+	Requests          map[string]int64 `json:"requests"`
+	LastFullRun       string           `json:"lastFullRun,omitempty"`
+}
