@@ -1,0 +1,248 @@
+package differ
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// Skip reasons. A too-large reason is "too large (N bytes > limit)".
+const (
+	ReasonEmpty      = "empty"
+	ReasonKeyTooLong = "key too long"
+)
+
+// Options tune what the differ accepts.
+type Options struct {
+	// MaxFileSize is the largest policy file written, in bytes; 0 means
+	// policy.DefaultMaxFileSize.
+	MaxFileSize int64
+}
+
+func (o Options) maxFileSize() int64 {
+	if o.MaxFileSize <= 0 {
+		return policy.DefaultMaxFileSize
+	}
+	return o.MaxFileSize
+}
+
+// SkipReason says why a policy of this name and size is not written, or ""
+// when it is. A negative size (unknown) passes the size checks: the
+// orchestrator calls SkipReason again once it has read the content, so both
+// places give the same reasons.
+func (o Options) SkipReason(name string, size int64) string {
+	switch {
+	case !policy.KeyFits(name):
+		return ReasonKeyTooLong
+	case size == 0:
+		return ReasonEmpty
+	case size > o.maxFileSize():
+		return fmt.Sprintf("too large (%d bytes > %d)", size, o.maxFileSize())
+	}
+	return ""
+}
+
+// FromTree returns the desired state of the registry from a full head tree.
+// Files that are not policies (policy.IsPolicyPath) are ignored. Paths that
+// give one policyName conflict: the bytewise-first path wins and the conflict
+// is reported. A winner that cannot be written (empty, too large, key too
+// long) is skipped, not replaced by a loser, so that Plan keeps its entry.
+// Skips are sorted by name, conflicts by name; the result does not depend on
+// the order of files.
+func FromTree(files []policy.File, opt Options) (desired map[string]policy.Desired, skipped []policy.Skip, conflicts []policy.Conflict) {
+	return resolve(groupByName(files, nil), opt)
+}
+
+// NeedsTree reports whether deletes for the changeset must be decided from the
+// head tree: it removes a policy path, renames one away, or changes its type
+// (status "changed", e.g. a file that became a symlink and is no longer a
+// policy). Without such changes every path the registry knows is still at head.
+func NeedsTree(cs policy.Changeset) bool {
+	for _, ch := range cs.Changes {
+		switch ch.Status {
+		case policy.Removed, policy.Changed:
+			if policy.IsPolicyPath(ch.Path) {
+				return true
+			}
+		case policy.Renamed:
+			if ch.PreviousPath != ch.Path && policy.IsPolicyPath(ch.PreviousPath) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FromChanges returns the desired state of the names an incremental changeset
+// touches: every name of a policy path it adds, modifies, removes or renames
+// (both the new and the previous path of a rename). Pass touched as Plan's
+// scope: a name the changeset does not touch is unchanged. touched is never
+// nil, so an empty changeset plans nothing rather than a full run.
+//
+// With tree (the head tree, needed when NeedsTree is true; nil means not given,
+// an empty non-nil slice is an empty head), each touched name
+// is decided exactly as FromTree decides it. Without it, the candidates for a
+// name are the registry's path (still at head, with the changeset's sha if it
+// changed) and the changeset's head paths of that name; sizes are unknown (-1),
+// so only long keys are skipped here and the orchestrator skips empty and
+// too-large files once it has read them (Options.SkipReason). A conflict is
+// then reported only when the changeset touches it.
+func FromChanges(cs policy.Changeset, known map[string]policy.Known, tree []policy.File, opt Options) (desired map[string]policy.Desired, touched map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) {
+	touched = make(map[string]bool)
+	for _, ch := range cs.Changes {
+		if policy.IsPolicyPath(ch.Path) {
+			touched[policy.NameOf(ch.Path)] = true
+		}
+		if ch.Status == policy.Renamed && policy.IsPolicyPath(ch.PreviousPath) {
+			touched[policy.NameOf(ch.PreviousPath)] = true
+		}
+	}
+	if tree != nil {
+		desired, skipped, conflicts = resolve(groupByName(tree, touched), opt)
+		return desired, touched, skipped, conflicts
+	}
+
+	// Paths at head according to the changeset, and paths it took away (none
+	// when NeedsTree is false; honoured anyway so a caller's mistake cannot
+	// keep a removed path).
+	head := make(map[string]policy.File)
+	gone := make(map[string]bool)
+	for _, ch := range cs.Changes {
+		switch ch.Status {
+		case policy.Removed:
+			gone[ch.Path] = true
+			continue
+		case policy.Renamed:
+			if ch.PreviousPath != ch.Path {
+				gone[ch.PreviousPath] = true
+			}
+		}
+		if policy.IsPolicyPath(ch.Path) {
+			head[ch.Path] = policy.File{Path: ch.Path, SHA: ch.SHA, Size: -1}
+		}
+	}
+	for p := range head {
+		delete(gone, p)
+	}
+
+	candidates := slices.Collect(maps.Values(head))
+	for name := range touched {
+		k, ok := known[name]
+		if !ok || gone[k.Path] || !policy.IsPolicyPath(k.Path) || policy.NameOf(k.Path) != name {
+			continue
+		}
+		if _, changed := head[k.Path]; !changed {
+			candidates = append(candidates, policy.File{Path: k.Path, SHA: k.SHA, Size: -1})
+		}
+	}
+	desired, skipped, conflicts = resolve(groupByName(candidates, touched), opt)
+	return desired, touched, skipped, conflicts
+}
+
+// Plan compares the desired state with what the registry knows. scope nil is
+// a full run: every known name is in scope. Otherwise only names in scope are
+// considered, and a known name out of scope is left alone. Skipped names are
+// never added, updated, moved or deleted. Items are puts (add, update, move)
+// before deletes, each group by policyName bytewise. An update and a move
+// carry OldPath and OldSHA; a delete carries only OldPath and OldSHA, the
+// entry it removes.
+func Plan(desired map[string]policy.Desired, known map[string]policy.Known, scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) policy.Plan {
+	plan := policy.Plan{
+		Items:     []policy.Item{},
+		Skipped:   append([]policy.Skip{}, skipped...),
+		Conflicts: append([]policy.Conflict{}, conflicts...),
+	}
+	isSkipped := make(map[string]bool, len(skipped))
+	for _, s := range skipped {
+		isSkipped[s.PolicyName] = true
+	}
+	inScope := func(name string) bool { return scope == nil || scope[name] }
+
+	for name, d := range desired {
+		if !inScope(name) || isSkipped[name] {
+			continue
+		}
+		k, ok := known[name]
+		switch {
+		case !ok:
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActAdd, PolicyName: name, Path: d.Path, SHA: d.SHA})
+		case k.SHA != d.SHA:
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActUpdate, PolicyName: name, Path: d.Path, SHA: d.SHA, OldPath: k.Path, OldSHA: k.SHA})
+		case k.Path != d.Path:
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMove, PolicyName: name, Path: d.Path, SHA: d.SHA, OldPath: k.Path, OldSHA: k.SHA})
+		default:
+			plan.Unchanged++
+		}
+	}
+	for name, k := range known {
+		if _, ok := desired[name]; ok || !inScope(name) || isSkipped[name] {
+			continue
+		}
+		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldPath: k.Path, OldSHA: k.SHA})
+	}
+	slices.SortFunc(plan.Items, func(a, b policy.Item) int {
+		return cmp.Or(
+			cmp.Compare(isDelete(a), isDelete(b)),
+			strings.Compare(a.PolicyName, b.PolicyName),
+		)
+	})
+	return plan
+}
+
+func isDelete(it policy.Item) int {
+	if it.Action == policy.ActDelete {
+		return 1
+	}
+	return 0
+}
+
+// groupByName groups policy files by policyName, keeping only names in keep
+// (all when keep is nil).
+func groupByName(files []policy.File, keep map[string]bool) map[string][]policy.File {
+	groups := make(map[string][]policy.File)
+	for _, f := range files {
+		if !policy.IsPolicyPath(f.Path) {
+			continue
+		}
+		name := policy.NameOf(f.Path)
+		if keep != nil && !keep[name] {
+			continue
+		}
+		groups[name] = append(groups[name], f)
+	}
+	return groups
+}
+
+// resolve picks each name's winner, reports conflicts and skips.
+func resolve(groups map[string][]policy.File, opt Options) (map[string]policy.Desired, []policy.Skip, []policy.Conflict) {
+	desired := make(map[string]policy.Desired, len(groups))
+	var skipped []policy.Skip
+	var conflicts []policy.Conflict
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
+		files := groups[name]
+		// Order by path, then sha and size so that a path listed twice
+		// resolves the same way whatever the input order.
+		slices.SortFunc(files, func(a, b policy.File) int {
+			return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.SHA, b.SHA), cmp.Compare(a.Size, b.Size))
+		})
+		files = slices.CompactFunc(files, func(a, b policy.File) bool { return a.Path == b.Path })
+		win := files[0]
+		if len(files) > 1 {
+			losers := make([]string, 0, len(files)-1)
+			for _, f := range files[1:] {
+				losers = append(losers, f.Path)
+			}
+			conflicts = append(conflicts, policy.Conflict{PolicyName: name, Winner: win.Path, Losers: losers})
+		}
+		if reason := opt.SkipReason(name, win.Size); reason != "" {
+			skipped = append(skipped, policy.Skip{PolicyName: name, Path: win.Path, Reason: reason})
+			continue
+		}
+		desired[name] = policy.Desired{PolicyName: name, Path: win.Path, SHA: win.SHA, Size: win.Size}
+	}
+	return desired, skipped, conflicts
+}
