@@ -1,0 +1,31 @@
+package registry
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// OpenBoltTimeout opens with a short lock timeout, so the "in use" test is fast.
+func OpenBoltTimeout(path string, now func() time.Time, timeout time.Duration) (*Bolt, error) {
+	return openBolt(path, now, timeout)
+}
+
+// RawKeys returns every key stored in the file, expired or not.
+func (b *Bolt) RawKeys() ([]string, error) {
+	var keys []string
+	err := b.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketName).ForEach(func(k, _ []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
+	})
+	return keys, err
+}
+
+// PutRaw stores raw bytes under key, bypassing the envelope.
+func (b *Bolt) PutRaw(key string, raw []byte) error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketName).Put([]byte(key), raw)
+	})
+}

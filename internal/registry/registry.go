@@ -1,0 +1,352 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// RunTTL is how long a run-history key lives.
+const RunTTL = 90 * 24 * time.Hour
+
+// maxInvertedMillis is the base of run-history keys: 13 nines, so keys stay
+// 13 digits (and sort newest first) until the year 2286.
+const maxInvertedMillis = 9999999999999
+
+// Registry reads and writes the registry schema (DESIGN.md "Registry
+// schema") over a Store. It holds no state of its own: two Registry values
+// over one Store see the same thing.
+type Registry struct {
+	store Store
+}
+
+// New returns a Registry over store.
+func New(store Store) *Registry { return &Registry{store: store} }
+
+// Store returns the Store the Registry reads and writes, for batched writes
+// of the pairs this package encodes.
+func (r *Registry) Store() Store { return r.store }
+
+// PolicyKey returns the key of a policy: policy:{name}.
+func PolicyKey(name string) string { return policy.PolicyPrefix + name }
+
+// QueueKey returns the key of a queue entry: queue:{name}.
+func QueueKey(name string) string { return policy.QueuePrefix + name }
+
+// DeadLetterKey returns the key of a dead letter: dead-letter:{name}.
+func DeadLetterKey(name string) string { return policy.DeadLetterPrefix + name }
+
+// RunKey returns the run-history key of a run that started at at:
+// metadata:sync:run:{invertedMillis}:{runID}, invertedMillis being
+// 9999999999999 minus at's Unix milliseconds, zero-padded to 13 digits, so
+// a prefix scan lists the newest run first.
+func RunKey(at time.Time, runID string) string {
+	inv := int64(maxInvertedMillis) - at.UnixMilli()
+	inv = min(max(inv, 0), maxInvertedMillis)
+	return fmt.Sprintf("%s%013d:%s", policy.RunPrefix, inv, runID)
+}
+
+// policyMetadata is the metadata of a policy key: its version, so a
+// Cloudflare listing shows versions without reading values.
+type policyMetadata struct {
+	SHA string `json:"sha"`
+}
+
+// PolicyPair encodes e as policy:{e.PolicyName} with metadata {"sha":e.SHA}.
+func PolicyPair(e policy.Entry) Pair {
+	return Pair{Key: PolicyKey(e.PolicyName), Value: mustJSON(e), Metadata: mustJSON(policyMetadata{SHA: e.SHA})}
+}
+
+// QueuePair encodes q as queue:{q.PolicyName}.
+func QueuePair(q policy.QueueEntry) Pair {
+	return Pair{Key: QueueKey(q.PolicyName), Value: mustJSON(q)}
+}
+
+// DeadLetterPair encodes d as dead-letter:{d.PolicyName}.
+func DeadLetterPair(d policy.DeadLetter) Pair {
+	return Pair{Key: DeadLetterKey(d.PolicyName), Value: mustJSON(d)}
+}
+
+// Policies returns every policy:{name} entry by name (the key without its
+// prefix: the policyName, or the title of a legacy v1 entry, whose value has
+// no policyName and no sha). Values that do not decode are returned in
+// problems, by key, rather than failing the read; err is for the read itself.
+func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
+	items, err := r.values(ctx, policy.PolicyPrefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries = make(map[string]policy.Entry, len(items))
+	for _, it := range items {
+		var e policy.Entry
+		if err := decodeObject(it.Value, &e); err != nil {
+			if problems == nil {
+				problems = make(map[string]error)
+			}
+			problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
+			continue
+		}
+		entries[strings.TrimPrefix(it.Key, policy.PolicyPrefix)] = e
+	}
+	return entries, problems, nil
+}
+
+// Queue returns every queue:{name} entry by name. When some values do not
+// decode, it returns the others with a *DecodeError naming those keys;
+// any other error means the read failed and the map is nil.
+func (r *Registry) Queue(ctx context.Context) (map[string]policy.QueueEntry, error) {
+	return readAll[policy.QueueEntry](ctx, r, policy.QueuePrefix)
+}
+
+// DeadLetters returns every dead-letter:{name} entry by name, with Queue's
+// error contract.
+func (r *Registry) DeadLetters(ctx context.Context) (map[string]policy.DeadLetter, error) {
+	return readAll[policy.DeadLetter](ctx, r, policy.DeadLetterPrefix)
+}
+
+func readAll[T any](ctx context.Context, r *Registry, prefix string) (map[string]T, error) {
+	items, err := r.values(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]T, len(items))
+	var bad *DecodeError
+	for _, it := range items {
+		var v T
+		if err := decodeObject(it.Value, &v); err != nil {
+			bad = bad.add(it.Key, err)
+			continue
+		}
+		out[strings.TrimPrefix(it.Key, prefix)] = v
+	}
+	if bad != nil {
+		return out, bad
+	}
+	return out, nil
+}
+
+// LastCommit returns the last synced commit sha, or "" when none was
+// recorded. The value is a raw string; surrounding space and JSON quotes
+// (as the v2 spec once showed it) are tolerated.
+func (r *Registry) LastCommit(ctx context.Context) (string, error) {
+	raw, err := r.store.Get(ctx, policy.LastCommitKey)
+	if errors.Is(err, policy.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("registry: read last commit: %w", err)
+	}
+	s := strings.TrimSpace(string(raw))
+	if len(s) >= 2 && s[0] == '"' {
+		if u, err := strconv.Unquote(s); err == nil {
+			s = u
+		}
+	}
+	return s, nil
+}
+
+// LastRun returns the summary of the last run, or nil when none was
+// recorded. A value that does not decode is an error.
+func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
+	raw, err := r.store.Get(ctx, policy.LastRunKey)
+	if errors.Is(err, policy.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry: read last run: %w", err)
+	}
+	var s policy.RunSummary
+	if err := decodeObject(raw, &s); err != nil {
+		return nil, fmt.Errorf("registry: decode %s: %w", policy.LastRunKey, err)
+	}
+	return &s, nil
+}
+
+// Runs returns up to limit run summaries from the run history, newest first
+// (all of them when limit <= 0). Undecodable ones are skipped and named in a
+// *DecodeError returned with the others, as Queue does.
+func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, error) {
+	items, err := r.store.List(ctx, policy.RunPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("registry: list runs: %w", err)
+	}
+	var (
+		runs []policy.RunSummary
+		bad  *DecodeError
+	)
+	for _, it := range items {
+		if limit > 0 && len(runs) == limit {
+			break
+		}
+		it, ok, err := r.fill(ctx, it)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		var s policy.RunSummary
+		if err := decodeObject(it.Value, &s); err != nil {
+			bad = bad.add(it.Key, err)
+			continue
+		}
+		runs = append(runs, s)
+	}
+	if bad != nil {
+		return runs, bad
+	}
+	return runs, nil
+}
+
+// RecordRun writes the metadata of a run, last of all its writes: the run
+// history key RunKey(at, s.RunID) (expiring after RunTTL) and lastRun in one
+// batch, then, only when advance is not empty and that batch landed,
+// lastCommit = advance. The error (a *BatchError) names every key that
+// failed; lastCommit is never advanced past a run that was not recorded.
+func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string) error {
+	value := mustJSON(s)
+	out := r.store.Put(ctx, []Pair{
+		{Key: RunKey(at, s.RunID), Value: value, TTL: RunTTL},
+		{Key: policy.LastRunKey, Value: value},
+	})
+	if out != nil {
+		return &BatchError{Op: "record run", Failed: out}
+	}
+	if advance == "" {
+		return nil
+	}
+	if out := r.store.Put(ctx, []Pair{{Key: policy.LastCommitKey, Value: []byte(advance)}}); out != nil {
+		return &BatchError{Op: "advance last commit", Failed: out}
+	}
+	return nil
+}
+
+// values lists prefix and fills the values a backend listed without (keys
+// deleted in between are dropped).
+func (r *Registry) values(ctx context.Context, prefix string) ([]Item, error) {
+	items, err := r.store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("registry: list %s: %w", prefix, err)
+	}
+	out := items[:0]
+	for _, it := range items {
+		it, ok, err := r.fill(ctx, it)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// fill gets the value of an item listed without it; ok is false when the key
+// has gone since it was listed.
+func (r *Registry) fill(ctx context.Context, it Item) (Item, bool, error) {
+	if it.Value != nil {
+		return it, true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return it, false, fmt.Errorf("registry: read %s: %w", it.Key, err)
+	}
+	v, err := r.store.Get(ctx, it.Key)
+	if errors.Is(err, policy.ErrNotFound) {
+		return it, false, nil
+	}
+	if err != nil {
+		return it, false, fmt.Errorf("registry: read %s: %w", it.Key, err)
+	}
+	it.Value = v
+	return it, true, nil
+}
+
+// DecodeError names the stored values that could not be decoded, by key.
+type DecodeError struct {
+	Problems map[string]error
+}
+
+func (e *DecodeError) add(key string, err error) *DecodeError {
+	if e == nil {
+		e = &DecodeError{Problems: make(map[string]error)}
+	}
+	e.Problems[key] = err
+	return e
+}
+
+func (e *DecodeError) Error() string {
+	return "registry: undecodable values: " + joinKeyErrors(e.Problems)
+}
+
+// BatchError names every key of a write that failed, with its error.
+type BatchError struct {
+	Op     string // what the write was for, e.g. "record run"
+	Failed map[string]error
+}
+
+func (e *BatchError) Error() string {
+	return "registry: " + e.Op + ": " + joinKeyErrors(e.Failed)
+}
+
+// Unwrap returns the errors of the failed keys, in key order, so errors.Is
+// sees policy.ErrTooLarge and the like.
+func (e *BatchError) Unwrap() []error {
+	keys := sortedKeys(e.Failed)
+	errs := make([]error, len(keys))
+	for i, k := range keys {
+		errs[i] = e.Failed[k]
+	}
+	return errs
+}
+
+func joinKeyErrors(m map[string]error) string {
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %v", k, m[k])
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]error) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// decodeObject decodes a JSON object into v; any other JSON (null, a string)
+// is an error rather than a zero value.
+func decodeObject(raw []byte, v any) error {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return errNotObject
+	}
+	return json.Unmarshal(t, v)
+}
+
+// mustJSON encodes v without HTML escaping (titles keep their '&'). The
+// domain types always encode, so an error is a programming error.
+func mustJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(fmt.Sprintf("registry: encode %T: %v", v, err))
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
