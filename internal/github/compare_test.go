@@ -1,0 +1,169 @@
+package github_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// longText is content git's rename detection still pairs after a small edit.
+func longText(title string) string {
+	s := "# " + title + "\n"
+	for i := range 20 {
+		s += fmt.Sprintf("제%d조 내용은 그대로 유지된다.\n", i)
+	}
+	return s
+}
+
+func mustCompare(t *testing.T, f *fixture, base, head string) policy.Changeset {
+	t.Helper()
+	cs, err := f.source(t).Compare(context.Background(), base, head)
+	if err != nil {
+		t.Fatalf("Compare(%s...%s): %v", base, head, err)
+	}
+	return cs
+}
+
+func TestCompare_AddModifyDelete(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("keep.md", "keep")
+	f.repo.Write("edit.md", "v1")
+	f.repo.Write("gone.md", "gone")
+	base := f.repo.Commit("base")
+	f.repo.Write("edit.md", "v2")
+	f.repo.Remove("gone.md")
+	f.repo.Write("새 규정 (신설).md", "new")
+	head := f.repo.Commit("head")
+
+	got := mustCompare(t, f, base, head)
+	want := policy.Changeset{Base: base, Head: head, Changes: []policy.Change{
+		{Status: policy.Modified, Path: "edit.md", SHA: f.repo.BlobSHA(head, "edit.md")},
+		{Status: policy.Removed, Path: "gone.md"},
+		{Status: policy.Added, Path: "새 규정 (신설).md", SHA: f.repo.BlobSHA(head, "새 규정 (신설).md")},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Compare (-want +got):\n%s", diff)
+	}
+}
+
+func TestCompare_Renames(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("학칙.md", longText("학칙"))
+	f.repo.Write("규정/같은 내용.md", longText("같은"))
+	f.repo.Write("old folder/a.md", longText("a"))
+	f.repo.Write("old folder/b.md", longText("b"))
+	base := f.repo.Commit("base")
+	f.repo.Move("학칙.md", "학칙 (개정).md")
+	f.repo.Write("학칙 (개정).md", longText("학칙")+"부칙 추가\n")
+	f.repo.Move("규정/같은 내용.md", "규정/새 이름.md")
+	f.repo.Move("old folder", "새 폴더/moved")
+	head := f.repo.Commit("renames")
+
+	got := mustCompare(t, f, base, head)
+	want := policy.Changeset{Base: base, Head: head, Changes: []policy.Change{
+		{Status: policy.Renamed, Path: "새 폴더/moved/a.md", PreviousPath: "old folder/a.md", SHA: f.repo.BlobSHA(head, "새 폴더/moved/a.md")},
+		{Status: policy.Renamed, Path: "새 폴더/moved/b.md", PreviousPath: "old folder/b.md", SHA: f.repo.BlobSHA(head, "새 폴더/moved/b.md")},
+		{Status: policy.Renamed, Path: "규정/새 이름.md", PreviousPath: "규정/같은 내용.md", SHA: f.repo.BlobSHA(base, "규정/같은 내용.md")},
+		{Status: policy.Renamed, Path: "학칙 (개정).md", PreviousPath: "학칙.md", SHA: f.repo.BlobSHA(head, "학칙 (개정).md")},
+	}}
+	sortChanges(got.Changes)
+	sortChanges(want.Changes)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Compare (-want +got):\n%s", diff)
+	}
+}
+
+func sortChanges(c []policy.Change) {
+	sort.Slice(c, func(i, j int) bool { return c[i].Path < c[j].Path })
+}
+
+func TestCompare_MergeCommit(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("a.md", "a")
+	f.repo.Commit("a")
+	f.repo.Branch("feature")
+	f.repo.Write("main.md", "main")
+	base := f.repo.Commit("main work")
+	f.repo.Checkout("feature")
+	f.repo.Write("feature.md", "feature")
+	f.repo.Write("a.md", "a2")
+	f.repo.Commit("feature work")
+	f.repo.Checkout("main")
+	head := f.repo.Merge("feature")
+
+	got := mustCompare(t, f, base, head)
+	want := policy.Changeset{Base: base, Head: head, Changes: []policy.Change{
+		{Status: policy.Modified, Path: "a.md", SHA: f.repo.BlobSHA(head, "a.md")},
+		{Status: policy.Added, Path: "feature.md", SHA: f.repo.BlobSHA(head, "feature.md")},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Compare (-want +got):\n%s", diff)
+	}
+}
+
+func TestCompare_Identical_Empty(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("a.md", "a")
+	head := f.repo.Commit("a")
+	got := mustCompare(t, f, head, head)
+	if diff := cmp.Diff(policy.Changeset{Base: head, Head: head}, got); diff != "" {
+		t.Errorf("Compare (-want +got):\n%s", diff)
+	}
+}
+
+func wantUntrusted(t *testing.T, f *fixture, base, head string) {
+	t.Helper()
+	_, err := f.source(t).Compare(context.Background(), base, head)
+	if !errors.Is(err, policy.ErrCompareUntrusted) {
+		t.Fatalf("Compare(%s...%s) = %v, want ErrCompareUntrusted", base, head, err)
+	}
+}
+
+func TestCompare_ForcePush_Untrusted(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("a.md", "a")
+	root := f.repo.Commit("root")
+	f.repo.Write("b.md", "b")
+	old := f.repo.Commit("old head")
+	f.repo.Reset(root)
+	f.repo.Write("c.md", "c")
+	rewritten := f.repo.Commit("rewritten")
+
+	wantUntrusted(t, f, old, rewritten) // diverged
+	wantUntrusted(t, f, old, root)      // behind
+}
+
+func TestCompare_UnknownBase_Untrusted(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("a.md", "a")
+	head := f.repo.Commit("a")
+	wantUntrusted(t, f, "0123456789abcdef0123456789abcdef01234567", head)
+
+	f.srv.FailNext(githubfake.KindCompare, 1, githubfake.StatusError(http.StatusUnprocessableEntity, "No common ancestor"))
+	wantUntrusted(t, f, head, head)
+}
+
+func TestCompare_300Files_Untrusted(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("a.md", "a")
+	base := f.repo.Commit("a")
+	for i := range 300 {
+		f.repo.Write(fmt.Sprintf("many/%03d.md", i), fmt.Sprint(i))
+	}
+	head := f.repo.Commit("300 files")
+	wantUntrusted(t, f, base, head)
+
+	f.repo.Remove("many/000.md")
+	head = f.repo.Commit("299 files")
+	if got := mustCompare(t, f, base, head); len(got.Changes) != 299 {
+		t.Errorf("Compare: %d changes, want 299", len(got.Changes))
+	}
+}

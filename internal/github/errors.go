@@ -1,0 +1,201 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	gh "github.com/google/go-github/v66/github"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// statusError is a non-success answer to a request go-github does not check
+// itself (the archive link and download).
+type statusError struct {
+	status  int
+	header  http.Header
+	message string
+}
+
+func (e *statusError) Error() string {
+	msg := strconv.Itoa(e.status) + " " + http.StatusText(e.status)
+	if e.message != "" {
+		msg += ": " + e.message
+	}
+	return msg
+}
+
+// do runs call, retrying transient failures after the backoff waits. It
+// returns the last error untranslated.
+func (s *Source) do(ctx context.Context, op string, call func(ctx context.Context) (*gh.Response, error)) error {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, err := call(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if attempt >= len(s.backoff) || !retryable(err) {
+			return err
+		}
+		wait := s.backoff[attempt]
+		s.log.WarnContext(ctx, "retrying request", keyOp, op, keyAttempt, attempt+1, keyWait, wait, keyError, s.scrub(err.Error()))
+		if err := s.sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// retryable: network errors, timeouts and 5xx; never 4xx or rate limits.
+func retryable(err error) bool {
+	var rl *gh.RateLimitError
+	var abuse *gh.AbuseRateLimitError
+	if errors.As(err, &rl) || errors.As(err, &abuse) {
+		return false
+	}
+	if st := statusOf(err); st != 0 {
+		return st >= 500
+	}
+	var netErr net.Error
+	var urlErr *url.Error
+	return errors.As(err, &netErr) || errors.As(err, &urlErr) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// statusOf is the HTTP status of an error answer, 0 when there was none.
+func statusOf(err error) int {
+	var er *gh.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode
+	}
+	var rl *gh.RateLimitError
+	if errors.As(err, &rl) && rl.Response != nil {
+		return rl.Response.StatusCode
+	}
+	var abuse *gh.AbuseRateLimitError
+	if errors.As(err, &abuse) && abuse.Response != nil {
+		return abuse.Response.StatusCode
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status
+	}
+	return 0
+}
+
+// rateLimitOf recognises GitHub's rate-limit answers, primary and secondary,
+// as 403 or 429, typed by go-github or not (it does not type a 429).
+func rateLimitOf(err error, now time.Time) *policy.RateLimitError {
+	var rl *gh.RateLimitError
+	if errors.As(err, &rl) {
+		e := &policy.RateLimitError{API: "github", Kind: "primary", RetryAt: rl.Rate.Reset.Time}
+		if e.RetryAt.IsZero() && rl.Response != nil {
+			e.RetryAt = resetAt(rl.Response.Header)
+		}
+		return e
+	}
+	var abuse *gh.AbuseRateLimitError
+	if errors.As(err, &abuse) {
+		e := &policy.RateLimitError{API: "github", Kind: "secondary"}
+		if abuse.RetryAfter != nil {
+			e.RetryAt = now.Add(*abuse.RetryAfter).Truncate(time.Second)
+		}
+		return e
+	}
+	var (
+		status int
+		header http.Header
+		msg    string
+	)
+	var er *gh.ErrorResponse
+	var se *statusError
+	switch {
+	case errors.As(err, &er) && er.Response != nil:
+		status, header, msg = er.Response.StatusCode, er.Response.Header, er.Message
+	case errors.As(err, &se):
+		status, header, msg = se.status, se.header, se.message
+	default:
+		return nil
+	}
+	if status != http.StatusForbidden && status != http.StatusTooManyRequests {
+		return nil
+	}
+	msg = strings.ToLower(msg)
+	retryAfter := header.Get("Retry-After")
+	switch {
+	case header.Get("X-RateLimit-Remaining") == "0":
+		return &policy.RateLimitError{API: "github", Kind: "primary", RetryAt: resetAt(header)}
+	case retryAfter != "" || strings.Contains(msg, "secondary rate limit") || strings.Contains(msg, "abuse"):
+		e := &policy.RateLimitError{API: "github", Kind: "secondary", RetryAt: resetAt(header)}
+		if secs, err := strconv.ParseInt(retryAfter, 10, 64); err == nil {
+			e.RetryAt = now.Add(time.Duration(secs) * time.Second).Truncate(time.Second)
+		} else if t, err := http.ParseTime(retryAfter); err == nil {
+			e.RetryAt = t
+		}
+		return e
+	case strings.Contains(msg, "rate limit"):
+		return &policy.RateLimitError{API: "github", Kind: "primary", RetryAt: resetAt(header)}
+	case status == http.StatusTooManyRequests:
+		return &policy.RateLimitError{API: "github", Kind: "secondary"}
+	}
+	return nil
+}
+
+func resetAt(h http.Header) time.Time {
+	if v, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil && v > 0 {
+		return time.Unix(v, 0).UTC()
+	}
+	return time.Time{}
+}
+
+// translate turns a go-github or transport error into the policy sentinels,
+// wrapped "github: {op}: ...".
+func (s *Source) translate(op string, err error) error {
+	if rl := rateLimitOf(err, s.now()); rl != nil {
+		return s.redact(fmt.Errorf("github: %s: %w", op, rl))
+	}
+	switch statusOf(err) {
+	case http.StatusUnauthorized:
+		return s.redact(fmt.Errorf("github: %s: bad credentials (check GITHUB_TOKEN): %w", op, policy.ErrConfig))
+	case http.StatusForbidden:
+		return s.redact(fmt.Errorf("github: %s: access forbidden: %w: %w", op, policy.ErrConfig, err))
+	case http.StatusNotFound:
+		return s.redact(fmt.Errorf("github: %s: %w: %w", op, policy.ErrNotFound, err))
+	}
+	return s.redact(fmt.Errorf("github: %s: %w", op, err))
+}
+
+// redactedError hides the token in an error's text.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func (s *Source) redact(err error) error {
+	if err == nil || s.token == "" || !strings.Contains(err.Error(), s.token) {
+		return err
+	}
+	return &redactedError{msg: s.scrub(err.Error()), err: err}
+}
+
+func (s *Source) scrub(msg string) string {
+	if s.token == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, s.token, "[REDACTED]")
+}

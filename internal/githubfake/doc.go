@@ -1,0 +1,33 @@
+// Package githubfake is a fake GitHub REST API for tests: an httptest server
+// that answers the paths and JSON shapes the real go-github client uses, backed
+// by a real git repository the test builds with Repo, so blob shas, renames,
+// merges and force-pushes are the ones git computes.
+//
+// Build a repository, serve it, point go-github at Server.URL:
+//
+//	repo := githubfake.NewRepo(t)
+//	repo.Write("규정/학칙 (2024).md", "# 학칙\n")
+//	head := repo.Commit("add")
+//	srv := githubfake.NewServer(t, "knue", "policies", repo)
+//	client, _ := github.NewClient(nil).WithEnterpriseURLs(srv.URL(), srv.URL())
+//
+// Served (endpoint kind in parentheses, as counted by Server.Requests):
+//
+//	GET /repos/{o}/{r}/commits/{ref}           ("commit-sha" with Accept application/vnd.github.v3.sha, else "commit")
+//	GET /repos/{o}/{r}/branches/{branch}       ("branch")
+//	GET /repos/{o}/{r}/git/trees/{sha}         ("tree"; ?recursive=1; Server.TruncateTreesOver)
+//	GET /repos/{o}/{r}/compare/{base}...{head} ("compare"; files from the merge base, at most 300)
+//	GET /repos/{o}/{r}/git/blobs/{sha}         ("blob"; JSON base64 or raw with Accept application/vnd.github.v3.raw)
+//	GET /repos/{o}/{r}/tarball/{ref}           ("archive-link"; 302 to the download below)
+//	GET /_codeload/{o}/{r}/tar.gz/{sha}        ("archive"; git archive --prefix={o}-{r}-{sha7}/)
+//
+// Faults are injected per endpoint kind with FailNext (the next n requests)
+// or FailRandom (seeded, deterministic), using the constructors
+// PrimaryRateLimit, SecondaryRateLimit, ServerError, StatusError and Hang.
+// Every request is counted (Requests) and logged (Log).
+//
+// When Server.Token is set, API requests must carry "Authorization: Bearer
+// {token}" (or "token {token}"): a missing header answers 404 as GitHub does
+// for a private repository, a wrong one 401 "Bad credentials". The download
+// URL is not checked, like GitHub's pre-signed codeload links.
+package githubfake

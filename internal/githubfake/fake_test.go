@@ -1,0 +1,261 @@
+package githubfake_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-github/v66/github"
+
+	"github.com/knue/syncjob/internal/githubfake"
+)
+
+func mustClient(t *testing.T, s *githubfake.Server) *github.Client {
+	t.Helper()
+	c := github.NewClient(nil)
+	u, err := url.Parse(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.BaseURL = u
+	return c
+}
+
+func TestServer_CommitSHAAndTree(t *testing.T) {
+	repo := githubfake.NewRepo(t)
+	repo.Write("규정/학칙 (2024).md", "# 학칙\n")
+	repo.Write("a/b/c.md", "c")
+	repo.Symlink("link.md", "a/b/c.md")
+	first := repo.Commit("first")
+	repo.Submodule("vendor/sub", first)
+	head := repo.Commit("second")
+	s := githubfake.NewServer(t, "knue", "policies", repo)
+	c := mustClient(t, s)
+	ctx := context.Background()
+
+	got, _, err := c.Repositories.GetCommitSHA1(ctx, "knue", "policies", "main", "")
+	if err != nil || got != head {
+		t.Fatalf("GetCommitSHA1 = %q, %v; want %q", got, err, head)
+	}
+	_, _, err = c.Repositories.GetCommitSHA1(ctx, "knue", "policies", "nope", "")
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("unknown ref: err = %v, want 422", err)
+	}
+	_, _, err = c.Repositories.GetCommitSHA1(ctx, "knue", "other", "main", "")
+	if !errors.As(err, &er) || er.Response.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown repo: err = %v, want 404", err)
+	}
+
+	tree, _, err := c.Git.GetTree(ctx, "knue", "policies", head, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, e := range tree.Entries {
+		kinds[e.GetPath()] = e.GetMode() + " " + e.GetType()
+	}
+	want := map[string]string{
+		"a":               "040000 tree",
+		"a/b":             "040000 tree",
+		"a/b/c.md":        "100644 blob",
+		"link.md":         "120000 blob",
+		"vendor":          "040000 tree",
+		"vendor/sub":      "160000 commit",
+		"규정":              "040000 tree",
+		"규정/학칙 (2024).md": "100644 blob",
+	}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("tree (-want +got):\n%s", diff)
+	}
+	if tree.GetTruncated() {
+		t.Error("tree truncated")
+	}
+	s.TruncateTreesOver = 3
+	tree, _, err = c.Git.GetTree(ctx, "knue", "policies", head, true)
+	if err != nil || !tree.GetTruncated() || len(tree.Entries) != 3 {
+		t.Fatalf("truncated tree: %v entries, truncated %v, err %v", len(tree.Entries), tree.GetTruncated(), err)
+	}
+	if got := s.Requests(); got[githubfake.KindCommitSHA] != 3 || got[githubfake.KindTree] != 2 || got.Total() != 5 {
+		t.Errorf("Requests() = %v", got)
+	}
+}
+
+func TestServer_CompareRenameAndDiverged(t *testing.T) {
+	repo := githubfake.NewRepo(t)
+	repo.Write("old/a.md", "same content\n")
+	repo.Write("b.md", "b\n")
+	base := repo.Commit("base")
+	repo.Move("old/a.md", "new/a 2.md")
+	repo.Remove("b.md")
+	repo.Write("c.md", "c\n")
+	head := repo.Commit("head")
+	s := githubfake.NewServer(t, "o", "r", repo)
+	c := mustClient(t, s)
+	ctx := context.Background()
+
+	cmpr, _, err := c.Repositories.CompareCommits(ctx, "o", "r", base, head, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type file struct{ Status, Name, Prev, SHA string }
+	var got []file
+	for _, f := range cmpr.Files {
+		got = append(got, file{f.GetStatus(), f.GetFilename(), f.GetPreviousFilename(), f.GetSHA()})
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
+	want := []file{
+		{"removed", "b.md", "", repo.BlobSHA(base, "b.md")},
+		{"added", "c.md", "", repo.BlobSHA(head, "c.md")},
+		{"renamed", "new/a 2.md", "old/a.md", repo.BlobSHA(head, "new/a 2.md")},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	if cmpr.GetStatus() != "ahead" || cmpr.GetAheadBy() != 1 || cmpr.GetTotalCommits() != 1 {
+		t.Errorf("status %s ahead %d", cmpr.GetStatus(), cmpr.GetAheadBy())
+	}
+
+	repo.Reset(base)
+	forced := repo.Commit("rewritten")
+	cmpr, _, err = c.Repositories.CompareCommits(ctx, "o", "r", head, forced, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmpr.GetStatus() != "diverged" || cmpr.GetMergeBaseCommit().GetSHA() != base {
+		t.Errorf("status %s merge base %s, want diverged %s", cmpr.GetStatus(), cmpr.GetMergeBaseCommit().GetSHA(), base)
+	}
+	_, _, err = c.Repositories.CompareCommits(ctx, "o", "r", "0123456789012345678901234567890123456789", forced, nil)
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown base: err = %v, want 404", err)
+	}
+}
+
+func TestServer_BlobAndArchive(t *testing.T) {
+	repo := githubfake.NewRepo(t)
+	nfd := "\u1112\u1161\u11a8\u110e\u1175\u11a8.md" // 학칙 in NFD
+	repo.Write(nfd, "# nfd\n")
+	repo.Write("x/y.md", "y")
+	head := repo.Commit("c")
+	s := githubfake.NewServer(t, "o", "r", repo)
+	c := mustClient(t, s)
+	ctx := context.Background()
+
+	raw, _, err := c.Git.GetBlobRaw(ctx, "o", "r", repo.BlobSHA(head, nfd))
+	if err != nil || string(raw) != "# nfd\n" {
+		t.Fatalf("GetBlobRaw = %q, %v", raw, err)
+	}
+	blob, _, err := c.Git.GetBlob(ctx, "o", "r", repo.BlobSHA(head, "x/y.md"))
+	if err != nil || blob.GetEncoding() != "base64" || blob.GetSize() != 1 {
+		t.Fatalf("GetBlob = %v, %v", blob, err)
+	}
+	link, _, err := c.Repositories.GetArchiveLink(ctx, "o", "r", github.Tarball, &github.RepositoryContentGetOptions{Ref: head}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(link.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	paths, err := githubfake.ArchiveEntries(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(paths)
+	if diff := cmp.Diff([]string{"x/y.md", nfd}, paths); diff != "" {
+		t.Errorf("archive (-want +got):\n%s", diff)
+	}
+	if got := s.Requests(); got[githubfake.KindArchiveLink] != 1 || got[githubfake.KindArchive] != 1 {
+		t.Errorf("Requests() = %v", got)
+	}
+}
+
+func TestServer_Faults(t *testing.T) {
+	repo := githubfake.NewRepo(t)
+	repo.Commit("empty")
+	s := githubfake.NewServer(t, "o", "r", repo)
+	c := mustClient(t, s)
+	ctx := context.Background()
+
+	reset := time.Now().Add(time.Hour).Truncate(time.Second)
+	s.FailNext(githubfake.KindCommitSHA, 1, githubfake.PrimaryRateLimit(http.StatusForbidden, reset))
+	_, _, err := c.Repositories.GetCommitSHA1(ctx, "o", "r", "main", "")
+	var rl *github.RateLimitError
+	if !errors.As(err, &rl) || !rl.Rate.Reset.Time.Equal(reset) {
+		t.Fatalf("primary: err = %v", err)
+	}
+
+	c = mustClient(t, s)
+	s.FailNext(githubfake.AnyKind, 1, githubfake.SecondaryRateLimit(http.StatusForbidden, time.Minute))
+	_, _, err = c.Repositories.GetCommitSHA1(ctx, "o", "r", "main", "")
+	var abuse *github.AbuseRateLimitError
+	if !errors.As(err, &abuse) || abuse.GetRetryAfter() != time.Minute {
+		t.Fatalf("secondary: err = %v", err)
+	}
+
+	c = mustClient(t, s)
+	s.FailNext(githubfake.AnyKind, 1, githubfake.ServerError(http.StatusBadGateway))
+	_, _, err = c.Repositories.GetCommitSHA1(ctx, "o", "r", "main", "")
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response.StatusCode != http.StatusBadGateway {
+		t.Fatalf("502: err = %v", err)
+	}
+
+	s.FailNext(githubfake.AnyKind, 1, githubfake.Hang())
+	hc := &http.Client{Timeout: 50 * time.Millisecond}
+	resp, err := hc.Get(s.URL() + "repos/o/r/commits/main")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("hang: want a timeout")
+	}
+
+	s.FailRandom(githubfake.KindTree, 7, 0.5, githubfake.ServerError(http.StatusBadGateway))
+	pattern := func() []int {
+		var st []int
+		for range 8 {
+			resp, err := http.Get(s.URL() + "repos/o/r/git/trees/main")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			st = append(st, resp.StatusCode)
+		}
+		return st
+	}
+	first := pattern()
+	s.ClearFaults()
+	s.FailRandom(githubfake.KindTree, 7, 0.5, githubfake.ServerError(http.StatusBadGateway))
+	if diff := cmp.Diff(first, pattern()); diff != "" {
+		t.Errorf("seeded faults not deterministic (-first +second):\n%s", diff)
+	}
+}
+
+func TestServer_Token(t *testing.T) {
+	repo := githubfake.NewRepo(t)
+	repo.Commit("empty")
+	s := githubfake.NewServer(t, "o", "r", repo)
+	s.Token = "s3cret"
+	ctx := context.Background()
+
+	_, _, err := mustClient(t, s).WithAuthToken("wrong").Repositories.GetCommitSHA1(ctx, "o", "r", "main", "")
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong token: err = %v, want 401", err)
+	}
+	if _, _, err := mustClient(t, s).WithAuthToken("s3cret").Repositories.GetCommitSHA1(ctx, "o", "r", "main", ""); err != nil {
+		t.Fatalf("right token: %v", err)
+	}
+	log := s.Log()
+	if len(log) != 2 || log[1].Status != http.StatusOK || log[0].Status != http.StatusUnauthorized {
+		t.Errorf("log = %+v", log)
+	}
+}

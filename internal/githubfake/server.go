@@ -1,0 +1,696 @@
+package githubfake
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Endpoint kinds, as counted by Requests and logged by Log.
+const (
+	KindCommitSHA   = "commit-sha"   // GET commits/{ref} with the sha media type
+	KindCommit      = "commit"       // GET commits/{ref} as JSON
+	KindBranch      = "branch"       // GET branches/{branch}
+	KindTree        = "tree"         // GET git/trees/{sha}
+	KindCompare     = "compare"      // GET compare/{base}...{head}
+	KindBlob        = "blob"         // GET git/blobs/{sha}
+	KindArchiveLink = "archive-link" // GET tarball/{ref}
+	KindArchive     = "archive"      // GET the download the archive link points at
+	KindUnknown     = "unknown"      // anything else (answered 404)
+)
+
+// MaxCompareFiles is how many files GitHub lists in a compare at most.
+const MaxCompareFiles = 300
+
+// Server is a fake GitHub REST API serving one repository. Set its exported
+// fields before issuing requests.
+type Server struct {
+	// TruncateTreesOver > 0 makes a recursive tree listing with more entries
+	// answer only the first n and "truncated": true, as GitHub does for big trees.
+	TruncateTreesOver int
+	// Token, when set, is the token API requests must carry.
+	Token string
+
+	owner, name string
+	repo        *Repo
+	ts          *httptest.Server
+	done        chan struct{}
+
+	mu     sync.Mutex
+	counts Counts
+	log    []Request
+	faults []*faultRule
+}
+
+// Request is one request the server received.
+type Request struct {
+	Method string
+	Path   string // decoded URL path
+	Query  string // raw query
+	Kind   string
+	Status int // 0 when the request hung
+	Header http.Header
+}
+
+// Counts is a number of requests per endpoint kind.
+type Counts map[string]int
+
+// Total is the number of requests of every kind.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// NewServer serves repo as {owner}/{name} until the test ends.
+func NewServer(t testing.TB, owner, name string, repo *Repo) *Server {
+	t.Helper()
+	s := &Server{owner: owner, name: name, repo: repo, done: make(chan struct{}), counts: Counts{}}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.ts.Close)
+	// Registered last so it runs first: releases hanging handlers before Close waits for them.
+	t.Cleanup(func() { close(s.done) })
+	return s
+}
+
+// URL is the API base URL with a trailing slash (go-github's BaseURL).
+func (s *Server) URL() string { return s.ts.URL + "/" }
+
+// Client is an HTTP client for the server.
+func (s *Server) Client() *http.Client { return s.ts.Client() }
+
+// Requests returns the number of requests per endpoint kind since the start
+// or the last ResetRequests.
+func (s *Server) Requests() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.counts)
+}
+
+// Log returns the requests received since the start or the last ResetRequests.
+func (s *Server) Log() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.log...)
+}
+
+// ResetRequests forgets the counts and the log (fault rules stay).
+func (s *Server) ResetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts = Counts{}
+	s.log = nil
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// route is a parsed request path.
+type route struct {
+	kind        string
+	owner, name string
+	arg         string // ref, sha, basehead
+}
+
+func parseRoute(r *http.Request) route {
+	p := strings.TrimPrefix(r.URL.Path, "/api/v3")
+	if rest, ok := strings.CutPrefix(p, "/_codeload/"); ok {
+		parts := strings.SplitN(rest, "/", 4)
+		if len(parts) == 4 && parts[2] == "tar.gz" {
+			return route{kind: KindArchive, owner: parts[0], name: parts[1], arg: parts[3]}
+		}
+		return route{kind: KindUnknown}
+	}
+	rest, ok := strings.CutPrefix(p, "/repos/")
+	if !ok {
+		return route{kind: KindUnknown}
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) < 3 {
+		return route{kind: KindUnknown}
+	}
+	rt := route{owner: parts[0], name: parts[1], kind: KindUnknown}
+	tail := parts[2]
+	cut := func(prefix string) bool {
+		if a, ok := strings.CutPrefix(tail, prefix); ok {
+			rt.arg = a
+			return true
+		}
+		return false
+	}
+	switch {
+	case cut("commits/"):
+		rt.kind = KindCommit
+		if strings.Contains(r.Header.Get("Accept"), "vnd.github.v3.sha") || strings.Contains(r.Header.Get("Accept"), "vnd.github.sha") {
+			rt.kind = KindCommitSHA
+		}
+	case cut("branches/"):
+		rt.kind = KindBranch
+	case cut("git/trees/"):
+		rt.kind = KindTree
+	case cut("git/blobs/"):
+		rt.kind = KindBlob
+	case cut("compare/"):
+		rt.kind = KindCompare
+	case tail == "tarball" || cut("tarball/"):
+		rt.kind = KindArchiveLink
+	}
+	return rt
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	rt := parseRoute(r)
+	sw := &statusWriter{ResponseWriter: w}
+
+	s.mu.Lock()
+	s.counts[rt.kind]++
+	total := s.counts.Total()
+	idx := len(s.log)
+	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Kind: rt.kind, Header: r.Header.Clone()})
+	fault := s.nextFault(rt.kind)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if idx < len(s.log) && s.log[idx].Kind == rt.kind {
+			s.log[idx].Status = sw.status
+		}
+		s.mu.Unlock()
+	}()
+
+	h := sw.Header()
+	h.Set("X-RateLimit-Limit", "5000")
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(5000-total, 1)))
+	h.Set("X-RateLimit-Used", strconv.Itoa(min(total, 4999)))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+	h.Set("X-RateLimit-Resource", "core")
+	h.Set("X-GitHub-Media-Type", "github.v3; format=json")
+
+	if fault != nil {
+		if fault.Hang {
+			select {
+			case <-r.Context().Done():
+			case <-s.done:
+			case <-time.After(time.Minute):
+			}
+			return
+		}
+		for k, v := range fault.Header {
+			h[k] = v
+		}
+		writeJSONRaw(sw, fault.Status, fault.Body)
+		return
+	}
+
+	if r.Method != http.MethodGet {
+		writeError(sw, http.StatusNotFound, "Not Found")
+		return
+	}
+	if rt.kind != KindArchive && s.Token != "" {
+		auth := r.Header.Get("Authorization")
+		switch auth {
+		case "Bearer " + s.Token, "token " + s.Token:
+		case "":
+			writeError(sw, http.StatusNotFound, "Not Found")
+			return
+		default:
+			writeJSONRaw(sw, http.StatusUnauthorized, jsonMessage("Bad credentials", "https://docs.github.com/rest"))
+			return
+		}
+	}
+	if rt.kind == KindUnknown || !strings.EqualFold(rt.owner, s.owner) || !strings.EqualFold(rt.name, s.name) {
+		writeError(sw, http.StatusNotFound, "Not Found")
+		return
+	}
+	switch rt.kind {
+	case KindCommitSHA:
+		s.serveCommitSHA(sw, r, rt.arg)
+	case KindCommit:
+		s.serveCommit(sw, rt.arg)
+	case KindBranch:
+		s.serveBranch(sw, rt.arg)
+	case KindTree:
+		s.serveTree(sw, r, rt.arg)
+	case KindCompare:
+		s.serveCompare(sw, r, rt.arg)
+	case KindBlob:
+		s.serveBlob(sw, r, rt.arg)
+	case KindArchiveLink:
+		s.serveArchiveLink(sw, rt.arg)
+	case KindArchive:
+		s.serveArchive(sw, rt.arg)
+	}
+}
+
+func jsonMessage(msg, doc string) string {
+	m := map[string]string{"message": msg}
+	if doc != "" {
+		m["documentation_url"] = doc
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func writeJSONRaw(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSONRaw(w, status, jsonMessage(msg, "https://docs.github.com/rest"))
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSONRaw(w, http.StatusOK, string(b))
+}
+
+func (s *Server) api(format string, args ...any) string {
+	return s.ts.URL + "/repos/" + s.owner + "/" + s.name + "/" + fmt.Sprintf(format, args...)
+}
+
+func (s *Server) serveCommitSHA(w http.ResponseWriter, r *http.Request, ref string) {
+	sha, ok := s.repo.resolve(ref, "commit")
+	if !ok {
+		writeError(w, http.StatusUnprocessableEntity, "No commit found for SHA: "+ref)
+		return
+	}
+	etag := `"` + sha + `"`
+	w.Header().Set("ETag", etag)
+	if inm := r.Header.Get("If-None-Match"); inm == etag || inm == sha || inm == "W/"+etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.github.sha; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, sha)
+}
+
+// commitJSON is the part of GitHub's commit object go-github reads.
+type commitJSON struct {
+	SHA     string      `json:"sha"`
+	URL     string      `json:"url"`
+	Commit  commitInner `json:"commit"`
+	Parents []shaURL    `json:"parents"`
+}
+
+type commitInner struct {
+	Message   string    `json:"message"`
+	Tree      shaURL    `json:"tree"`
+	Author    signature `json:"author"`
+	Committer signature `json:"committer"`
+}
+
+type signature struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Date  string `json:"date"`
+}
+
+type shaURL struct {
+	SHA string `json:"sha"`
+	URL string `json:"url,omitempty"`
+}
+
+// commits reads commit objects with git log (args select them).
+func (s *Server) commits(args ...string) ([]commitJSON, error) {
+	out, err := s.repo.git(nil, append([]string{"log", "-z", "--format=%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B"}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	var list []commitJSON
+	for rec := range strings.SplitSeq(string(out), "\x00") {
+		if rec == "" {
+			continue
+		}
+		f := strings.SplitN(rec, "\x1f", 10)
+		if len(f) != 10 {
+			return nil, fmt.Errorf("git log: bad record %q", rec)
+		}
+		c := commitJSON{
+			SHA: f[0],
+			URL: s.api("commits/%s", f[0]),
+			Commit: commitInner{
+				Message:   strings.TrimRight(f[9], "\n"),
+				Tree:      shaURL{SHA: f[1], URL: s.api("git/trees/%s", f[1])},
+				Author:    signature{Name: f[3], Email: f[4], Date: f[5]},
+				Committer: signature{Name: f[6], Email: f[7], Date: f[8]},
+			},
+			Parents: []shaURL{},
+		}
+		for p := range strings.FieldsSeq(f[2]) {
+			c.Parents = append(c.Parents, shaURL{SHA: p, URL: s.api("commits/%s", p)})
+		}
+		list = append(list, c)
+	}
+	return list, nil
+}
+
+func (s *Server) commit(sha string) (commitJSON, error) {
+	list, err := s.commits("-1", sha, "--")
+	if err != nil {
+		return commitJSON{}, err
+	}
+	if len(list) != 1 {
+		return commitJSON{}, fmt.Errorf("git log %s: %d commits", sha, len(list))
+	}
+	return list[0], nil
+}
+
+func (s *Server) serveCommit(w http.ResponseWriter, ref string) {
+	sha, ok := s.repo.resolve(ref, "commit")
+	if !ok {
+		writeError(w, http.StatusUnprocessableEntity, "No commit found for SHA: "+ref)
+		return
+	}
+	c, err := s.commit(sha)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, c)
+}
+
+func (s *Server) serveBranch(w http.ResponseWriter, branch string) {
+	sha, ok := s.repo.resolve("refs/heads/"+branch, "commit")
+	if !ok {
+		writeError(w, http.StatusNotFound, "Branch not found")
+		return
+	}
+	c, err := s.commit(sha)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, map[string]any{"name": branch, "commit": c, "protected": false})
+}
+
+type treeEntryJSON struct {
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+	Type string `json:"type"`
+	SHA  string `json:"sha"`
+	Size *int64 `json:"size,omitempty"`
+	URL  string `json:"url,omitempty"`
+}
+
+func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, ref string) {
+	tree, ok := s.repo.resolve(ref, "tree")
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	recursive := r.URL.Query().Has("recursive")
+	entries, err := s.repo.lsTree(tree, recursive)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	truncated := false
+	if recursive && s.TruncateTreesOver > 0 && len(entries) > s.TruncateTreesOver {
+		entries, truncated = entries[:s.TruncateTreesOver], true
+	}
+	list := make([]treeEntryJSON, 0, len(entries))
+	for _, e := range entries {
+		j := treeEntryJSON{Path: e.Path, Mode: e.Mode, Type: e.Type, SHA: e.SHA}
+		switch e.Type {
+		case "blob":
+			size := e.Size
+			j.Size = &size
+			j.URL = s.api("git/blobs/%s", e.SHA)
+		case "tree":
+			j.URL = s.api("git/trees/%s", e.SHA)
+		}
+		list = append(list, j)
+	}
+	writeJSON(w, map[string]any{"sha": tree, "url": s.api("git/trees/%s", tree), "tree": list, "truncated": truncated})
+}
+
+type compareFileJSON struct {
+	SHA              string `json:"sha"`
+	Filename         string `json:"filename"`
+	Status           string `json:"status"`
+	Additions        int    `json:"additions"`
+	Deletions        int    `json:"deletions"`
+	Changes          int    `json:"changes"`
+	PreviousFilename string `json:"previous_filename,omitempty"`
+}
+
+func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead string) {
+	baseRef, headRef, ok := strings.Cut(basehead, "...")
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	base, ok1 := s.repo.resolve(baseRef, "commit")
+	head, ok2 := s.repo.resolve(headRef, "commit")
+	if !ok1 || !ok2 {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	mbOut, err := s.repo.git(nil, "merge-base", base, head)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "No common ancestor between "+baseRef+" and "+headRef+".")
+		return
+	}
+	mergeBase := strings.TrimSpace(string(mbOut))
+	count := func(rng string) (int, error) {
+		out, err := s.repo.git(nil, "rev-list", "--count", rng, "--")
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(strings.TrimSpace(string(out)))
+	}
+	ahead, err1 := count(base + ".." + head)
+	behind, err2 := count(head + ".." + base)
+	if err1 != nil || err2 != nil {
+		writeError(w, http.StatusInternalServerError, "rev-list failed")
+		return
+	}
+	status := "diverged"
+	switch {
+	case ahead == 0 && behind == 0:
+		status = "identical"
+	case behind == 0:
+		status = "ahead"
+	case ahead == 0:
+		status = "behind"
+	}
+
+	page, perPage := 1, 250
+	if v, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && v > 0 {
+		page = v
+	}
+	if v, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && v > 0 {
+		perPage = min(v, 250)
+	}
+	commits, err := s.commits("--reverse", "--topo-order", base+".."+head, "--")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	from := min((page-1)*perPage, len(commits))
+	commits = commits[from:min(from+perPage, len(commits))]
+	if commits == nil {
+		commits = []commitJSON{}
+	}
+
+	files, err := s.diffFiles(mergeBase, head)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	baseCommit, err1 := s.commit(base)
+	mbCommit, err2 := s.commit(mergeBase)
+	if err1 != nil || err2 != nil {
+		writeError(w, http.StatusInternalServerError, "git log failed")
+		return
+	}
+	writeJSON(w, map[string]any{
+		"url":               s.api("compare/%s...%s", baseRef, headRef),
+		"status":            status,
+		"ahead_by":          ahead,
+		"behind_by":         behind,
+		"total_commits":     ahead,
+		"base_commit":       baseCommit,
+		"merge_base_commit": mbCommit,
+		"commits":           commits,
+		"files":             files,
+	})
+}
+
+// diffFiles lists what changed from base to head as GitHub's compare files,
+// with rename detection, at most MaxCompareFiles.
+func (s *Server) diffFiles(base, head string) ([]compareFileJSON, error) {
+	out, err := s.repo.git(nil, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", base, head, "--")
+	if err != nil {
+		return nil, err
+	}
+	toks := strings.Split(string(out), "\x00")
+	files := []compareFileJSON{}
+	for i := 0; i < len(toks); i++ {
+		meta := toks[i]
+		if meta == "" {
+			continue
+		}
+		f := strings.Fields(strings.TrimPrefix(meta, ":"))
+		if len(f) != 5 || i+1 >= len(toks) {
+			return nil, fmt.Errorf("git diff: bad record %q", meta)
+		}
+		oldSHA, newSHA, letter := f[2], f[3], f[4][:1]
+		i++
+		path := toks[i]
+		cf := compareFileJSON{SHA: newSHA, Filename: path}
+		switch letter {
+		case "A":
+			cf.Status = "added"
+		case "M":
+			cf.Status = "modified"
+		case "D":
+			cf.Status, cf.SHA = "removed", oldSHA
+		case "T":
+			cf.Status = "changed"
+		case "R", "C":
+			if i+1 >= len(toks) {
+				return nil, fmt.Errorf("git diff: bad record %q", meta)
+			}
+			i++
+			cf.Filename, cf.PreviousFilename = toks[i], path
+			cf.Status = map[string]string{"R": "renamed", "C": "copied"}[letter]
+		default:
+			cf.Status = "changed"
+		}
+		files = append(files, cf)
+		if len(files) == MaxCompareFiles {
+			break
+		}
+	}
+	return files, nil
+}
+
+func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, sha string) {
+	id, ok := s.repo.resolve(sha, "blob")
+	if !ok || len(sha) < 40 {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	content, err := s.repo.git(nil, "cat-file", "blob", id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if strings.Contains(r.Header.Get("Accept"), "raw") {
+		w.Header().Set("Content-Type", "application/vnd.github.raw")
+		w.Header().Set("Content-Length", strconv.Itoa(len(content)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(content)
+		return
+	}
+	enc := base64.StdEncoding.EncodeToString(content)
+	var b strings.Builder
+	for len(enc) > 60 {
+		b.WriteString(enc[:60])
+		b.WriteByte('\n')
+		enc = enc[60:]
+	}
+	b.WriteString(enc)
+	writeJSON(w, map[string]any{"sha": id, "size": len(content), "url": s.api("git/blobs/%s", id), "content": b.String(), "encoding": "base64"})
+}
+
+func (s *Server) serveArchiveLink(w http.ResponseWriter, ref string) {
+	if ref == "" {
+		ref = "HEAD"
+	}
+	sha, ok := s.repo.resolve(ref, "commit")
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	w.Header().Set("Location", s.ts.URL+"/_codeload/"+s.owner+"/"+s.name+"/tar.gz/"+sha)
+	w.WriteHeader(http.StatusFound)
+}
+
+func (s *Server) serveArchive(w http.ResponseWriter, sha string) {
+	id, ok := s.repo.resolve(sha, "commit")
+	if !ok || id != sha {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	prefix := s.owner + "-" + s.name + "-" + sha[:7] + "/"
+	tarball, err := s.repo.git(nil, "archive", "--format=tar", "--prefix="+prefix, sha)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(tarball)
+	if err := zw.Close(); err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-gzip")
+	w.Header().Set("Content-Disposition", "attachment; filename="+s.owner+"-"+s.name+"-"+sha[:7]+".tar.gz")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+// ArchiveEntries lists the regular-file paths (without the prefix folder) of
+// a tar.gz archive; a helper for tests of the archive itself.
+func ArchiveEntries(r io.Reader) ([]string, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(zr)
+	var paths []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return paths, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		_, p, _ := strings.Cut(h.Name, "/")
+		paths = append(paths, p)
+	}
+}
