@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/knue/syncjob/internal/github"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// Exit codes (DESIGN.md "Interface").
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	exitPartial = 3
+	exitRefused = 4
+)
+
+const usage = `syncjob keeps a policy registry equal to the markdown policies of a GitHub branch.
+
+Usage:
+  syncjob sync [--full] [--dry-run] [--json] [settings]
+  syncjob list [--json] [settings]
+
+Commands:
+  sync   read the branch head and bring the registry up to date
+  list   print the registry's policies
+
+Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
+3 partial (failures recorded for retry), 4 refused by a safety guard.
+
+Run "syncjob COMMAND --help" for every setting, its environment variable and its default.
+`
+
+// env is how the program reads its environment; tests pass a map.
+type env func(string) string
+
+// deps lets tests replace what the real program takes from the world.
+type deps struct {
+	now        func() time.Time
+	httpClient *githubHTTP
+	isTerminal func(w io.Writer) bool
+}
+
+// githubHTTP carries test-only knobs of the GitHub adapter.
+type githubHTTP struct {
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) int {
+	return runWith(ctx, args, getenv, stdout, stderr, deps{})
+}
+
+func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer, d deps) int {
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.isTerminal == nil {
+		d.isTerminal = isTerminal
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("syncjob "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var full, dryRun, asJSON bool
+	switch cmd {
+	case "sync":
+		fs.BoolVar(&full, "full", false, "compare the whole head tree with the registry, not only the changes since the last commit")
+		fs.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
+		fs.BoolVar(&asJSON, "json", false, "print the plan and the run summary as JSON")
+	case "list":
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	default:
+		fmt.Fprintf(stderr, "syncjob: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+	load := bindConfig(fs, getenv)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: syncjob %s [flags]\n\nEvery setting is a flag and an environment variable; the flag wins.\n\n", cmd)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "syncjob %s: unexpected argument %q\n", cmd, fs.Arg(0))
+		return exitUsage
+	}
+	cfg, err := load()
+	if err == nil && cmd == "sync" {
+		err = cfg.ValidateSource()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "syncjob:", err)
+		return exitUsage
+	}
+	logger := newLogger(cfg, stderr, d.isTerminal(stderr))
+
+	reg, closeReg, err := openRegistry(cfg, d.now)
+	if err != nil {
+		logger.Error("registry unavailable", syncer.KeyError, err)
+		fmt.Fprintln(stderr, "syncjob:", redact(err.Error(), cfg.secrets()))
+		return exitUsage
+	}
+	defer closeReg()
+
+	switch cmd {
+	case "list":
+		return listPolicies(ctx, reg, asJSON, stdout, stderr)
+	default:
+		return syncOnce(ctx, cfg, d, reg, logger, syncer.Options{Full: full, DryRun: dryRun, Trigger: "cli"}, asJSON, stdout, stderr)
+	}
+}
+
+func openRegistry(cfg Config, now func() time.Time) (*registry.Registry, func(), error) {
+	b, err := registry.OpenBolt(cfg.RegistryPath, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return registry.New(b), func() { _ = b.Close() }, nil
+}
+
+func syncOnce(ctx context.Context, cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, opt syncer.Options, asJSON bool, stdout, stderr io.Writer) int {
+	owner, name, _ := strings.Cut(cfg.Repo, "/")
+	gcfg := github.Config{
+		Owner: owner, Repo: name, Branch: cfg.Branch,
+		Token:   cfg.GitHubToken,
+		BaseURL: cfg.GitHubAPIURL,
+		Logger:  logger.With("component", "github"),
+	}
+	if d.httpClient != nil {
+		gcfg.Sleep = d.httpClient.sleep
+	}
+	if d.isTerminal(stderr) && !asJSON {
+		gcfg.Progress = progress(stderr)
+	}
+	src, err := github.New(gcfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "syncjob:", redact(err.Error(), cfg.secrets()))
+		return exitUsage
+	}
+	opt.MaxFileSize = cfg.MaxFileSize
+	opt.BatchSize = cfg.BatchSize
+	opt.Concurrency = cfg.Concurrency
+	opt.ReconcileInterval = cfg.ReconcileInterval
+	s := &syncer.Syncer{
+		Source: src, Registry: reg,
+		Repo: cfg.Repo, Branch: cfg.Branch,
+		Logger: logger, Now: d.now,
+	}
+	res, runErr := s.Run(ctx, opt)
+	if asJSON {
+		out := struct {
+			Summary policy.RunSummary `json:"summary"`
+			Plan    policy.Plan       `json:"plan"`
+		}{res.Summary, res.Plan}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(out)
+	} else {
+		printPlan(stdout, res, opt.DryRun)
+	}
+	if runErr != nil {
+		fmt.Fprintln(stderr, "syncjob: sync:", redact(runErr.Error(), cfg.secrets()))
+	}
+	return exitCode(runErr)
+}
+
+// exitCode maps the outcome of a run to DESIGN.md's exit codes.
+func exitCode(err error) int {
+	var ce *ConfigError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ce), errors.Is(err, policy.ErrConfig):
+		return exitUsage
+	default:
+		return exitFailed
+	}
+}
+
+func printPlan(w io.Writer, res syncer.Result, dry bool) {
+	s := res.Summary
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(res.Plan.Items) > 0 {
+		fmt.Fprintln(tw, "ACTION\tPOLICY\tPATH\tTITLE")
+		for _, it := range res.Plan.Items {
+			path := it.Path
+			if it.OldPath != "" && it.OldPath != it.Path {
+				path = it.OldPath + " -> " + it.Path
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Action, it.PolicyName, path, it.Title)
+		}
+	}
+	for _, sk := range res.Plan.Skipped {
+		fmt.Fprintf(tw, "skip\t%s\t%s\t(%s)\n", sk.PolicyName, sk.Path, sk.Reason)
+	}
+	for _, c := range res.Plan.Conflicts {
+		fmt.Fprintf(tw, "conflict\t%s\t%s\t(wins over %s)\n", c.PolicyName, c.Winner, strings.Join(c.Losers, ", "))
+	}
+	_ = tw.Flush()
+	verb := "synced"
+	if dry {
+		verb = "dry run, nothing written:"
+	}
+	fmt.Fprintf(w, "%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %d failed (github %d requests, registry %d)\n",
+		verb, short(s.CommitSHA), orDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), s.ErrorCount,
+		s.Requests["github"], s.Requests["registry"])
+}
+
+func listPolicies(ctx context.Context, reg *registry.Registry, asJSON bool, stdout, stderr io.Writer) int {
+	entries, problems, err := reg.Policies(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "syncjob: list:", err)
+		return exitFailed
+	}
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if asJSON {
+		list := make([]policy.Entry, 0, len(names))
+		for _, n := range names {
+			list = append(list, entries[n])
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(list)
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "POLICY\tTITLE\tPATH\tSHA\tUPDATED")
+		for _, n := range names {
+			e := entries[n]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.PolicyName, e.Title, e.Path, short(e.SHA), e.LastUpdated)
+		}
+		_ = tw.Flush()
+		fmt.Fprintf(stdout, "%d policies\n", len(names))
+	}
+	for key, perr := range problems {
+		fmt.Fprintf(stderr, "syncjob: list: %s unreadable: %v\n", key, perr)
+	}
+	return exitOK
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress returns a callback that keeps one updating line on a terminal.
+func progress(w io.Writer) func(done, total int) {
+	return func(done, total int) {
+		fmt.Fprintf(w, "\rreading policies %d/%d", done, total)
+		if done >= total {
+			fmt.Fprint(w, "\n")
+		}
+	}
+}

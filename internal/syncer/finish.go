@@ -1,0 +1,93 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// recordTimeout bounds the metadata writes that end a run, even one whose
+// context has expired: an operator must see that the run happened.
+const recordTimeout = 10 * time.Second
+
+// finish sets the status, records the run (unless dry) and logs the summary line.
+func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
+	sum := &r.sum
+	sum.Timestamp = r.start.Format(timeLayout)
+	sum.ErrorCount = len(sum.Failures)
+	switch {
+	case err != nil:
+		sum.Status = policy.RunFailed
+		sum.Error = err.Error()
+		if sum.ErrorCount == 0 {
+			sum.ErrorCount = 1
+		}
+	case len(sum.Failures) > 0:
+		// Until failed items are queued for retry, a failure must keep
+		// lastCommit where it was so the next run sees the change again.
+		sum.Status = policy.RunFailed
+	default:
+		sum.Status = policy.RunSuccess
+	}
+	sum.Requests = r.requests()
+	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
+
+	if !r.opt.DryRun {
+		advance := ""
+		if sum.Status == policy.RunSuccess && sum.CommitSHA != sum.PreviousCommitSHA {
+			advance = sum.CommitSHA
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		rerr := r.Registry.RecordRun(rctx, *sum, r.start, advance)
+		cancel()
+		if rerr != nil {
+			r.log.Error("run not recorded", KeyError, rerr)
+			if sum.Status == policy.RunSuccess {
+				sum.Status = policy.RunFailed
+			}
+			sum.Error = errors.Join(errorOrNil(sum.Error), rerr).Error()
+		}
+		sum.Requests = r.requests()
+	}
+
+	level := slog.LevelInfo
+	if sum.Status != policy.RunSuccess {
+		level = slog.LevelError
+	}
+	r.log.Log(ctx, level, "run finished",
+		KeyStatus, sum.Status,
+		KeyCommit, sum.CommitSHA,
+		KeyPrevious, sum.PreviousCommitSHA,
+		KeyMode, sum.Mode,
+		"dryRun", sum.DryRun,
+		"added", sum.Added,
+		"updated", sum.Updated,
+		"moved", sum.Moved,
+		"deleted", sum.Deleted,
+		"unchanged", sum.Unchanged,
+		"skipped", len(sum.Skipped),
+		"conflicts", len(sum.Conflicts),
+		"failed", sum.ErrorCount,
+		KeyRequests, sum.Requests,
+		KeyDuration, sum.DurationMs,
+		KeyError, sum.Error,
+	)
+	return *sum
+}
+
+func errorOrNil(msg string) error {
+	if msg == "" {
+		return nil
+	}
+	return errors.New(msg)
+}
+
+func (r *run) requests() map[string]int64 {
+	return map[string]int64{
+		"github":   r.Source.Requests() - r.baseGitHub,
+		"registry": r.Registry.Store().Requests() - r.baseRegistry,
+	}
+}

@@ -1,0 +1,339 @@
+package syncer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// Source is what the repository holds (internal/github implements it).
+type Source interface {
+	// Head returns the branch head commit in one request. Errors wrap
+	// policy.ErrConfig (unknown repository or branch) or policy.ErrRateLimited.
+	Head(ctx context.Context) (string, error)
+	// Tree returns every regular file of the commit, complete even when GitHub truncates.
+	Tree(ctx context.Context, commit string) ([]policy.File, error)
+	// Compare returns base...head; errors wrap policy.ErrCompareUntrusted when a
+	// full run is needed instead.
+	Compare(ctx context.Context, base, head string) (policy.Changeset, error)
+	// Contents reads files at commit: contents by path, per-path failures, and
+	// an error only when the whole read must abort (rate limit, configuration).
+	Contents(ctx context.Context, commit string, files []policy.File) (map[string][]byte, map[string]error, error)
+	// Requests is the number of HTTP requests made so far.
+	Requests() int64
+}
+
+// Modes of a run.
+const (
+	ModeFull        = "full"
+	ModeIncremental = "incremental"
+	ModeUnchanged   = "unchanged"
+)
+
+// Options of one run.
+type Options struct {
+	Full              bool
+	DryRun            bool
+	Trigger           string        // "cli", "schedule", "manual"
+	MaxFileSize       int64         // 0 → policy.DefaultMaxFileSize
+	BatchSize         int           // registry pairs per batch; 0 → 50
+	Concurrency       int           // batches in flight; 0 → 4
+	ReconcileInterval time.Duration // full run when the last one is older; 0 → 7 days
+}
+
+// Syncer holds the adapters of a run. It carries no state between runs.
+type Syncer struct {
+	Source   Source
+	Registry *registry.Registry
+	Repo     string // owner/name, for logs and the summary
+	Branch   string
+	Logger   *slog.Logger
+	Now      func() time.Time
+	NewRunID func() string
+}
+
+// Result is what a run did (or, on a dry run, would do).
+type Result struct {
+	Summary policy.RunSummary
+	Plan    policy.Plan
+}
+
+// ErrItemsFailed is returned when the run completed but some items did not land.
+var ErrItemsFailed = errors.New("items failed")
+
+func (o Options) withDefaults() Options {
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = policy.DefaultMaxFileSize
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 50
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.ReconcileInterval <= 0 {
+		o.ReconcileInterval = 7 * 24 * time.Hour
+	}
+	if o.Trigger == "" {
+		o.Trigger = "cli"
+	}
+	return o
+}
+
+func (s *Syncer) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Syncer) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// run is the state of one run in progress.
+type run struct {
+	*Syncer
+	opt   Options
+	log   *slog.Logger
+	start time.Time
+	sum   policy.RunSummary
+	prev  *policy.RunSummary
+	// request counters at the start, so a reused adapter reports this run only
+	baseGitHub, baseRegistry int64
+}
+
+// Run performs one sync. The returned error is nil for a success (including
+// "nothing to do"), wraps ErrItemsFailed when items failed, and otherwise says
+// why the run aborted; in every case but a dry run the run is recorded.
+func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
+	opt = opt.withDefaults()
+	id := s.NewRunID
+	if id == nil {
+		id = newRunID
+	}
+	r := &run{Syncer: s, opt: opt, start: s.now(),
+		baseGitHub: s.Source.Requests(), baseRegistry: s.Registry.Store().Requests()}
+	r.sum = policy.RunSummary{
+		RunID:     id(),
+		Trigger:   opt.Trigger,
+		DryRun:    opt.DryRun,
+		Skipped:   []policy.Skip{},
+		Conflicts: []policy.Conflict{},
+	}
+	r.log = s.logger().With(KeyRunID, r.sum.RunID, KeyRepo, s.Repo, KeyBranch, s.Branch)
+	res, err := r.execute(ctx)
+	res.Summary = r.finish(ctx, err)
+	if res.Summary.Status == policy.RunFailed && err == nil {
+		err = fmt.Errorf("%w: %d", ErrItemsFailed, res.Summary.ErrorCount)
+	}
+	return res, err
+}
+
+func (r *run) execute(ctx context.Context) (Result, error) {
+	head, err := r.Source.Head(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	r.sum.CommitSHA = head
+	last, err := r.Registry.LastCommit(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("registry: read last commit: %w", err)
+	}
+	r.sum.PreviousCommitSHA = last
+	if r.prev, err = r.Registry.LastRun(ctx); err != nil {
+		r.log.Warn("last run unreadable", KeyError, err)
+		r.prev = nil
+	}
+	if r.prev != nil {
+		r.sum.LastFullRun = r.prev.LastFullRun
+	}
+
+	mode, reason := r.chooseMode(last, head)
+	if mode == ModeUnchanged {
+		r.sum.Mode = ModeUnchanged
+		r.log.Info("head unchanged", KeyCommit, head)
+		return Result{}, nil
+	}
+
+	entries, problems, err := r.Registry.Policies(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("registry: read policies: %w", err)
+	}
+	for key, perr := range problems {
+		r.log.Warn("registry entry unreadable", KeyKey, key, KeyError, perr)
+	}
+	known := make(map[string]policy.Known, len(entries))
+	for name, e := range entries {
+		known[name] = policy.Known{PolicyName: name, SHA: e.SHA, Path: e.Path}
+	}
+
+	var (
+		desired   map[string]policy.Desired
+		scope     map[string]bool
+		skipped   []policy.Skip
+		conflicts []policy.Conflict
+		dopt      = differ.Options{MaxFileSize: r.opt.MaxFileSize}
+	)
+	if mode == ModeIncremental {
+		cs, cerr := r.Source.Compare(ctx, last, head)
+		switch {
+		case errors.Is(cerr, policy.ErrCompareUntrusted):
+			mode, reason = ModeFull, cerr.Error()
+		case cerr != nil:
+			return Result{}, cerr
+		default:
+			var tree []policy.File
+			if differ.NeedsTree(cs) {
+				if tree, err = r.Source.Tree(ctx, head); err != nil {
+					return Result{}, err
+				}
+			}
+			desired, scope, skipped, conflicts = differ.FromChanges(cs, known, tree, dopt)
+		}
+	}
+	if mode == ModeFull {
+		tree, err := r.Source.Tree(ctx, head)
+		if err != nil {
+			return Result{}, err
+		}
+		desired, skipped, conflicts = differ.FromTree(tree, dopt)
+	}
+	r.sum.Mode, r.sum.ModeReason = mode, reason
+	r.log.Info("mode chosen", KeyMode, mode, KeyReason, reason, KeyCommit, head, KeyPrevious, last)
+
+	plan := differ.Plan(desired, known, scope, skipped, conflicts)
+	plan, failures, err := r.readTitles(ctx, head, plan, entries)
+	if err != nil {
+		return Result{Plan: plan}, err
+	}
+	r.sum.Failures = failures
+	for _, c := range plan.Conflicts {
+		r.log.Warn("duplicate policy name", KeyPolicy, c.PolicyName, KeyWinner, c.Winner, KeyLosers, c.Losers)
+	}
+	for _, sk := range plan.Skipped {
+		r.log.Warn("file skipped", KeyPath, sk.Path, KeyReason, sk.Reason)
+	}
+	r.countPlan(plan)
+	if r.opt.DryRun {
+		return Result{Plan: plan}, nil
+	}
+	applied := r.apply(ctx, plan, entries)
+	r.sum.Failures = append(r.sum.Failures, applied...)
+	r.countPlan(withoutFailed(plan, r.sum.Failures))
+	if mode == ModeFull && len(r.sum.Failures) == 0 {
+		r.sum.LastFullRun = r.start.Format(time.RFC3339)
+	}
+	return Result{Plan: plan}, ctx.Err()
+}
+
+// chooseMode decides the mode from the stored commit and the last run.
+func (r *run) chooseMode(last, head string) (mode, reason string) {
+	switch {
+	case r.opt.Full:
+		return ModeFull, "requested"
+	case last == "":
+		return ModeFull, "first run"
+	case r.prev == nil || r.prev.LastFullRun == "":
+		if last == head {
+			return ModeUnchanged, ""
+		}
+		return ModeFull, "no full run recorded"
+	}
+	if t, err := time.Parse(time.RFC3339, r.prev.LastFullRun); err != nil || r.start.Sub(t) > r.opt.ReconcileInterval {
+		return ModeFull, "reconcile interval passed"
+	}
+	if last == head {
+		return ModeUnchanged, ""
+	}
+	return ModeIncremental, ""
+}
+
+// readTitles reads the content of every add and update, fills in titles,
+// turns empty and oversized content into skips and unreadable files into
+// failures (never deletes).
+func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry) (policy.Plan, []policy.Failure, error) {
+	var files []policy.File
+	for _, it := range plan.Items {
+		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
+			files = append(files, policy.File{Path: it.Path, SHA: it.SHA, Size: -1})
+		}
+	}
+	var (
+		contents map[string][]byte
+		fetchErr map[string]error
+	)
+	if len(files) > 0 {
+		var err error
+		r.log.Info("reading contents", KeyFiles, len(files))
+		contents, fetchErr, err = r.Source.Contents(ctx, head, files)
+		if err != nil {
+			return plan, nil, err
+		}
+	}
+	var failures []policy.Failure
+	items := plan.Items[:0:0]
+	for _, it := range plan.Items {
+		switch it.Action {
+		case policy.ActMove:
+			it.Title = entries[it.PolicyName].Title
+		case policy.ActAdd, policy.ActUpdate:
+			body, ok := contents[it.Path]
+			if !ok {
+				ferr := fetchErr[it.Path]
+				if ferr == nil {
+					ferr = errors.New("content not returned")
+				}
+				failures = append(failures, policy.Failure{PolicyName: it.PolicyName, Error: "read content: " + ferr.Error()})
+				r.log.Warn("content unreadable", KeyPolicy, it.PolicyName, KeyPath, it.Path, KeyError, ferr)
+				continue
+			}
+			if reason := (differ.Options{MaxFileSize: r.opt.MaxFileSize}).SkipReason(it.PolicyName, int64(len(body))); reason != "" {
+				plan.Skipped = append(plan.Skipped, policy.Skip{PolicyName: it.PolicyName, Path: it.Path, Reason: reason})
+				continue
+			}
+			it.Title = policy.Title(body, it.PolicyName)
+		}
+		items = append(items, it)
+	}
+	plan.Items = items
+	return plan, failures, nil
+}
+
+func (r *run) countPlan(p policy.Plan) {
+	r.sum.Added = p.Count(policy.ActAdd)
+	r.sum.Updated = p.Count(policy.ActUpdate)
+	r.sum.Moved = p.Count(policy.ActMove)
+	r.sum.Deleted = p.Count(policy.ActDelete)
+	r.sum.Unchanged = p.Unchanged
+	r.sum.TotalProcessed = len(p.Items) + p.Unchanged
+	r.sum.Skipped = append([]policy.Skip{}, p.Skipped...)
+	r.sum.Conflicts = append([]policy.Conflict{}, p.Conflicts...)
+}
+
+func withoutFailed(p policy.Plan, failures []policy.Failure) policy.Plan {
+	failed := make(map[string]bool, len(failures))
+	for _, f := range failures {
+		failed[f.PolicyName] = true
+	}
+	p.Items = slices.DeleteFunc(slices.Clone(p.Items), func(it policy.Item) bool { return failed[it.PolicyName] })
+	return p
+}
