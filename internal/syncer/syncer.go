@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
@@ -142,8 +143,12 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
 	r.log = s.logger().With(KeyRunID, r.sum.RunID, KeyRepo, s.Repo, KeyBranch, s.Branch)
 	res, err := r.execute(ctx)
 	res.Summary = r.finish(ctx, err)
-	if res.Summary.Status == policy.RunFailed && err == nil {
-		err = fmt.Errorf("%w: %d", ErrItemsFailed, res.Summary.ErrorCount)
+	if len(res.Summary.Failures) > 0 && err == nil {
+		names := make([]string, len(res.Summary.Failures))
+		for i, f := range res.Summary.Failures {
+			names[i] = f.PolicyName
+		}
+		err = fmt.Errorf("%w: %d: %s", ErrItemsFailed, len(names), strings.Join(names, ", "))
 	}
 	return res, err
 }
@@ -164,7 +169,11 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		r.prev = nil
 	}
 	if r.prev != nil {
+		// Until this run plans, what is known to be skipped or in conflict is
+		// what the last run knew: an aborted or unchanged run reports it too.
 		r.sum.LastFullRun = r.prev.LastFullRun
+		r.sum.Skipped = append(r.sum.Skipped, r.prev.Skipped...)
+		r.sum.Conflicts = append(r.sum.Conflicts, r.prev.Conflicts...)
 	}
 
 	mode, reason := r.chooseMode(last, head)
@@ -201,13 +210,17 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		case cerr != nil:
 			return Result{}, cerr
 		default:
-			var tree []policy.File
-			if differ.NeedsTree(cs) {
-				if tree, err = r.Source.Tree(ctx, head); err != nil {
+			desired, scope, skipped, conflicts = differ.FromChanges(cs, known, nil, dopt)
+			// Deletes, and names whose skipped or losing paths the changeset
+			// does not show, are decided from the head tree.
+			if differ.NeedsTree(cs) || r.touchesCarried(scope) {
+				tree, err := r.Source.Tree(ctx, head)
+				if err != nil {
 					return Result{}, err
 				}
+				desired, scope, skipped, conflicts = differ.FromChanges(cs, known, tree, dopt)
 			}
-			desired, scope, skipped, conflicts = differ.FromChanges(cs, known, tree, dopt)
+			skipped, conflicts = r.carryOver(scope, skipped, conflicts)
 		}
 	}
 	if mode == ModeFull {
@@ -265,6 +278,40 @@ func (r *run) chooseMode(last, head string) (mode, reason string) {
 		return ModeUnchanged, ""
 	}
 	return ModeIncremental, ""
+}
+
+// touchesCarried reports whether the changeset touches a name that the last
+// run skipped or found in conflict.
+func (r *run) touchesCarried(scope map[string]bool) bool {
+	for _, sk := range r.sum.Skipped {
+		if scope[sk.PolicyName] {
+			return true
+		}
+	}
+	for _, c := range r.sum.Conflicts {
+		if scope[c.PolicyName] {
+			return true
+		}
+	}
+	return false
+}
+
+// carryOver adds the last run's skips and conflicts of the names this
+// incremental run did not look at: they still hold, and are reported every run.
+func (r *run) carryOver(scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) ([]policy.Skip, []policy.Conflict) {
+	for _, sk := range r.sum.Skipped {
+		if !scope[sk.PolicyName] {
+			skipped = append(skipped, sk)
+		}
+	}
+	for _, c := range r.sum.Conflicts {
+		if !scope[c.PolicyName] {
+			conflicts = append(conflicts, c)
+		}
+	}
+	slices.SortFunc(skipped, func(a, b policy.Skip) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(conflicts, func(a, b policy.Conflict) int { return strings.Compare(a.PolicyName, b.PolicyName) })
+	return skipped, conflicts
 }
 
 // readTitles reads the content of every add and update, fills in titles,

@@ -1,0 +1,317 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/github"
+	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/registrytest"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// rig is a syncer over a fake GitHub and a fault-injecting memory registry.
+type rig struct {
+	t     *testing.T
+	repo  *githubfake.Repo
+	gh    *githubfake.Server
+	store *registrytest.Faulty
+	reg   *registry.Registry
+	clock *registrytest.Clock
+	s     *syncer.Syncer
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	repo := githubfake.NewRepo(t)
+	gh := githubfake.NewServer(t, "knue", "policies", repo)
+	clock := registrytest.NewClock(time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC))
+	store := registrytest.NewFaulty(registry.NewMemory(clock.Now))
+	src, err := github.New(github.Config{
+		Owner: "knue", Repo: "policies", Branch: "main", BaseURL: gh.URL(),
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(store)
+	n := 0
+	return &rig{t: t, repo: repo, gh: gh, store: store, reg: reg, clock: clock, s: &syncer.Syncer{
+		Source: src, Registry: reg, Repo: "knue/policies", Branch: "main", Now: clock.Now,
+		NewRunID: func() string { n++; return fmt.Sprintf("run%03d", n) },
+	}}
+}
+
+func (r *rig) run(opt syncer.Options) (syncer.Result, error) {
+	r.t.Helper()
+	res, err := r.s.Run(context.Background(), opt)
+	r.clock.Advance(time.Hour)
+	return res, err
+}
+
+func (r *rig) mustRun() syncer.Result {
+	r.t.Helper()
+	res, err := r.run(syncer.Options{})
+	if err != nil {
+		r.t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+func (r *rig) policies() map[string]policy.Entry {
+	r.t.Helper()
+	p, problems, err := r.reg.Policies(context.Background())
+	if err != nil || len(problems) > 0 {
+		r.t.Fatalf("policies: %v %v", err, problems)
+	}
+	return p
+}
+
+func (r *rig) lastCommit() string {
+	r.t.Helper()
+	c, err := r.reg.LastCommit(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return c
+}
+
+func (r *rig) lastRun() policy.RunSummary {
+	r.t.Helper()
+	s, err := r.reg.LastRun(context.Background())
+	if err != nil || s == nil {
+		r.t.Fatalf("lastRun %v, %v", s, err)
+	}
+	return *s
+}
+
+func (r *rig) seed() string {
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	r.repo.Write("b/다.md", "# 다\n")
+	return r.repo.Commit("seed")
+}
+
+func TestRun_FailedWrite_LastCommitStaysAndNextRunRepairs(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Remove("b/다.md")
+	head := r.repo.Commit("edit two, delete one")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("boom"), "policy:다": errors.New("bang")})
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrItemsFailed) || !strings.Contains(err.Error(), "가") || !strings.Contains(err.Error(), "다") {
+		t.Fatalf("err = %v, want ErrItemsFailed naming 가 and 다", err)
+	}
+	if res.Summary.Status != policy.RunFailed || res.Summary.ErrorCount != 2 || res.Summary.Updated != 1 || res.Summary.Deleted != 0 {
+		t.Errorf("summary = %+v", res.Summary)
+	}
+	if got := r.lastCommit(); got != first {
+		t.Errorf("lastCommit advanced to %s despite failures", got)
+	}
+	p := r.policies()
+	if p["나"].Title != "나 개정" || p["가"].Title != "가" {
+		t.Errorf("one failure stopped others or landed: 가=%q 나=%q", p["가"].Title, p["나"].Title)
+	}
+	if _, ok := p["다"]; !ok {
+		t.Error("failed delete removed the entry")
+	}
+	r.store.FailKeys(nil)
+	r.mustRun()
+	p = r.policies()
+	if _, gone := p["다"]; gone || p["가"].Title != "가 개정" || r.lastCommit() != head {
+		t.Errorf("next run did not repair: %v, lastCommit %s", p, r.lastCommit())
+	}
+}
+
+func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	r.gh.FailNext(githubfake.KindBlob, -1, githubfake.ServerError(502))
+	_, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrItemsFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	if p := r.policies(); p["가"].Title != "가" || r.lastCommit() != first {
+		t.Errorf("entry %+v, lastCommit %s", p["가"], r.lastCommit())
+	}
+}
+
+func TestRun_RegistryListFails_NothingWritten(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	r.mustRun()
+	r.repo.Remove("a")
+	r.repo.Commit("delete a folder")
+	r.store.FailList(errors.New("listing unavailable"))
+	before := r.store.Calls(registrytest.Delete)
+	if _, err := r.run(syncer.Options{}); err == nil || !strings.Contains(err.Error(), "listing unavailable") {
+		t.Fatalf("err = %v", err)
+	}
+	if r.store.Calls(registrytest.Delete) != before {
+		t.Error("a failed registry read led to deletes")
+	}
+	r.store.FailList(nil)
+	if len(r.policies()) != 3 || r.lastCommit() != first || r.lastRun().Status != policy.RunFailed {
+		t.Errorf("after a failed read: %d policies, lastCommit %s, lastRun %+v", len(r.policies()), r.lastCommit(), r.lastRun())
+	}
+}
+
+func TestRun_BatchesBoundedPutsBeforeDeletesMetadataLast(t *testing.T) {
+	r := newRig(t)
+	for i := range 120 {
+		r.repo.Write(fmt.Sprintf("old/%03d.md", i), fmt.Sprintf("# %d\n", i))
+	}
+	r.repo.Commit("old")
+	r.mustRun()
+	r.repo.Remove("old")
+	for i := range 90 {
+		r.repo.Write(fmt.Sprintf("new/n%03d.md", i), fmt.Sprintf("# n%d\n", i))
+	}
+	head := r.repo.Commit("replace everything")
+	logStart := len(r.store.Log())
+	if _, err := r.run(syncer.Options{BatchSize: 50, Concurrency: 3}); err != nil {
+		t.Fatal(err)
+	}
+	calls := r.store.Log()[logStart:]
+	var order []string
+	for _, c := range calls {
+		if c.Method != registrytest.Put && c.Method != registrytest.Delete {
+			continue
+		}
+		if len(c.Keys) > 50 {
+			t.Errorf("%s of %d keys, want batches of at most 50", c.Method, len(c.Keys))
+		}
+		kind := string(c.Method)
+		if strings.HasPrefix(c.Keys[0], "metadata:") {
+			kind = "metadata"
+		}
+		if len(order) == 0 || order[len(order)-1] != kind {
+			order = append(order, kind)
+		}
+	}
+	if diff := cmp.Diff([]string{"Put", "Delete", "metadata"}, order); diff != "" {
+		t.Errorf("write phases (-want +got):\n%s", diff)
+	}
+	if len(r.policies()) != 90 || r.lastCommit() != head {
+		t.Errorf("%d policies, lastCommit %s", len(r.policies()), r.lastCommit())
+	}
+}
+
+func TestRun_ReconcileIntervalPassed_FullRun(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("c/라.md", "# 라\n")
+	r.repo.Commit("add")
+	res := r.mustRun()
+	if res.Summary.Mode != syncer.ModeIncremental {
+		t.Fatalf("mode %s, want incremental", res.Summary.Mode)
+	}
+	r.clock.Advance(8 * 24 * time.Hour)
+	r.repo.Write("c/마.md", "# 마\n")
+	r.repo.Commit("add again")
+	res = r.mustRun()
+	if res.Summary.Mode != syncer.ModeFull || res.Summary.ModeReason != "reconcile interval passed" {
+		t.Errorf("mode %s (%s), want full after the reconcile interval", res.Summary.Mode, res.Summary.ModeReason)
+	}
+	if res = r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+		t.Errorf("mode %s after a fresh full run, want unchanged", res.Summary.Mode)
+	}
+}
+
+func TestRun_ReconcileRepairsDrift(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	// Someone deletes an entry by hand; an incremental run cannot see it,
+	// a full run puts it back.
+	if errs := r.store.Delete(context.Background(), []string{"policy:나"}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	r.repo.Write("c/라.md", "# 라\n")
+	r.repo.Commit("add")
+	res, err := r.run(syncer.Options{Full: true})
+	if err != nil || res.Summary.Added != 2 {
+		t.Fatalf("full run: %v, %+v", err, res.Summary)
+	}
+	if _, ok := r.policies()["나"]; !ok {
+		t.Error("full run did not restore the entry")
+	}
+}
+
+func TestRun_ConflictsAndSkipsReportedEveryRun(t *testing.T) {
+	r := newRig(t)
+	r.repo.Write("a/규정.md", "# a\n")
+	r.repo.Write("b/규정.md", "# b\n")
+	r.repo.Write("c/빈.md", "")
+	r.repo.Write("c/정상.md", "# 정상\n")
+	r.repo.Commit("seed")
+	r.mustRun()
+	r.repo.Write("c/정상.md", "# 정상 개정\n")
+	r.repo.Commit("unrelated edit")
+	res := r.mustRun()
+	if res.Summary.Mode != syncer.ModeIncremental {
+		t.Fatalf("mode %s", res.Summary.Mode)
+	}
+	want := []policy.Conflict{{PolicyName: "규정", Winner: "a/규정.md", Losers: []string{"b/규정.md"}}}
+	if diff := cmp.Diff(want, r.lastRun().Conflicts); diff != "" {
+		t.Errorf("conflicts of an incremental run (-want +got):\n%s", diff)
+	}
+	if sk := r.lastRun().Skipped; len(sk) != 1 || sk[0].Path != "c/빈.md" {
+		t.Errorf("skipped of an incremental run = %+v", sk)
+	}
+	// The skipped file gains content: it is added (the tree shows it).
+	r.repo.Write("c/빈.md", "# 이제 내용\n")
+	r.repo.Commit("fill")
+	r.mustRun()
+	if p := r.policies(); p["빈"].Title != "이제 내용" || len(r.lastRun().Skipped) != 0 {
+		t.Errorf("filled file: %+v, skipped %+v", p["빈"], r.lastRun().Skipped)
+	}
+}
+
+func TestRun_SkippedWinnerStillWins_LoserEditedIncrementally(t *testing.T) {
+	r := newRig(t)
+	r.repo.Write("a/규정.md", "") // the winner, skipped
+	r.repo.Write("b/규정.md", "# b\n")
+	r.repo.Commit("seed")
+	r.mustRun()
+	if _, ok := r.policies()["규정"]; ok {
+		t.Fatal("the loser of a skipped winner was written")
+	}
+	r.repo.Write("b/규정.md", "# b 개정\n")
+	r.repo.Commit("edit the loser")
+	r.mustRun()
+	if _, ok := r.policies()["규정"]; ok {
+		t.Error("an incremental run wrote the loser although the winner is only skipped")
+	}
+}
+
+func TestRun_ContextCancelled_RunRecordedFailed(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.s.Run(ctx, syncer.Options{}); err == nil {
+		t.Fatal("a cancelled run succeeded")
+	}
+	if lr := r.lastRun(); lr.Status != policy.RunFailed || r.lastCommit() != first {
+		t.Errorf("lastRun %+v, lastCommit %s", lr, r.lastCommit())
+	}
+}
