@@ -17,7 +17,7 @@ import (
 // world is one repository on a fake GitHub and one embedded registry file,
 // driven through the whole program as a user would run it.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	repo   *githubfake.Repo
 	gh     *githubfake.Server
 	db     string
@@ -26,7 +26,7 @@ type world struct {
 	sleeps []time.Duration
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	repo := githubfake.NewRepo(t)
 	w := &world{
@@ -53,7 +53,7 @@ type result struct {
 }
 
 // summaryLine returns the fields of the "run finished" log line.
-func (r result) summaryLine(t *testing.T) map[string]any {
+func (r result) summaryLine(t testing.TB) map[string]any {
 	t.Helper()
 	for _, line := range strings.Split(r.stderr, "\n") {
 		if !strings.Contains(line, `"run finished"`) {
@@ -70,7 +70,7 @@ func (r result) summaryLine(t *testing.T) map[string]any {
 }
 
 // requests returns the requests per API of the summary line.
-func (r result) requests(t *testing.T) (github, reg int) {
+func (r result) requests(t testing.TB) (github, reg int) {
 	t.Helper()
 	req, ok := r.summaryLine(t)["requests"].(map[string]any)
 	if !ok {
