@@ -83,10 +83,12 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	cmd, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("syncjob "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var full, dryRun, asJSON bool
+	var full, dryRun, asJSON, allowMassDelete bool
 	switch cmd {
 	case "sync":
 		fs.BoolVar(&full, "full", false, "compare the whole head tree with the registry, not only the changes since the last commit")
+		fs.BoolVar(&allowMassDelete, "allow-mass-delete", getenv("ALLOW_MASS_DELETE") == "true",
+			"let through a plan that empties the registry or deletes more than 10 policies and 20% of it (env ALLOW_MASS_DELETE=true)")
 		fs.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
 		fs.BoolVar(&asJSON, "json", false, "print the plan and the run summary as JSON")
 	case "list":
@@ -132,7 +134,7 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	case "list":
 		return listPolicies(ctx, reg, asJSON, stdout, stderr)
 	default:
-		return syncOnce(ctx, cfg, d, reg, logger, syncer.Options{Full: full, DryRun: dryRun, Trigger: "cli"}, asJSON, stdout, stderr)
+		return syncOnce(ctx, cfg, d, reg, logger, syncer.Options{Full: full, DryRun: dryRun, Trigger: "cli", AllowMassDelete: allowMassDelete}, asJSON, stdout, stderr)
 	}
 }
 
@@ -145,34 +147,16 @@ func openRegistry(cfg Config, now func() time.Time) (*registry.Registry, func(),
 }
 
 func syncOnce(ctx context.Context, cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, opt syncer.Options, asJSON bool, stdout, stderr io.Writer) int {
-	owner, name, _ := strings.Cut(cfg.Repo, "/")
-	gcfg := github.Config{
-		Owner: owner, Repo: name, Branch: cfg.Branch,
-		Token:   cfg.GitHubToken,
-		BaseURL: cfg.GitHubAPIURL,
-		Logger:  logger.With("component", "github"),
-	}
-	if d.httpClient != nil {
-		gcfg.Sleep = d.httpClient.sleep
-	}
+	var prog func(done, total int)
 	if d.isTerminal(stderr) && !asJSON {
-		gcfg.Progress = progress(stderr)
+		prog = progress(stderr)
 	}
-	src, err := github.New(gcfg)
+	s, err := newSyncer(cfg, d, reg, logger, prog)
 	if err != nil {
 		fmt.Fprintln(stderr, "syncjob:", redact(err.Error(), cfg.secrets()))
 		return exitUsage
 	}
-	opt.MaxFileSize = cfg.MaxFileSize
-	opt.BatchSize = cfg.BatchSize
-	opt.Concurrency = cfg.Concurrency
-	opt.ReconcileInterval = cfg.ReconcileInterval
-	s := &syncer.Syncer{
-		Source: src, Registry: reg,
-		Repo: cfg.Repo, Branch: cfg.Branch,
-		Logger: logger, Now: d.now,
-	}
-	res, runErr := s.Run(ctx, opt)
+	res, runErr := s.Run(ctx, cfg.syncOptions(opt))
 	if asJSON {
 		out := struct {
 			Summary policy.RunSummary `json:"summary"`
@@ -191,6 +175,40 @@ func syncOnce(ctx context.Context, cfg Config, d deps, reg *registry.Registry, l
 	return exitCode(runErr)
 }
 
+// newSyncer builds the GitHub source and the syncer of a run from cfg; the
+// CLI and the Lambda handler share it. progress may be nil.
+func newSyncer(cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, progress func(done, total int)) (*syncer.Syncer, error) {
+	owner, name, _ := strings.Cut(cfg.Repo, "/")
+	gcfg := github.Config{
+		Owner: owner, Repo: name, Branch: cfg.Branch,
+		Token:    cfg.GitHubToken,
+		BaseURL:  cfg.GitHubAPIURL,
+		Logger:   logger.With("component", "github"),
+		Progress: progress,
+	}
+	if d.httpClient != nil {
+		gcfg.Sleep = d.httpClient.sleep
+	}
+	src, err := github.New(gcfg)
+	if err != nil {
+		return nil, err
+	}
+	return &syncer.Syncer{
+		Source: src, Registry: reg,
+		Repo: cfg.Repo, Branch: cfg.Branch,
+		Logger: logger, Now: d.now,
+	}, nil
+}
+
+// syncOptions completes opt (mode, dry run, trigger) with the settings of c.
+func (c Config) syncOptions(opt syncer.Options) syncer.Options {
+	opt.MaxFileSize = c.MaxFileSize
+	opt.BatchSize = c.BatchSize
+	opt.Concurrency = c.Concurrency
+	opt.ReconcileInterval = c.ReconcileInterval
+	return opt
+}
+
 // exitCode maps the outcome of a run to DESIGN.md's exit codes.
 func exitCode(err error) int {
 	var ce *ConfigError
@@ -199,6 +217,10 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ce), errors.Is(err, policy.ErrConfig):
 		return exitUsage
+	case errors.Is(err, syncer.ErrRefused):
+		return exitRefused
+	case errors.Is(err, syncer.ErrPartial):
+		return exitPartial
 	default:
 		return exitFailed
 	}

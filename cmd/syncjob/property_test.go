@@ -47,6 +47,7 @@ func TestSync_Property_RandomHistories(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seedN), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seedN, 42))
 			w := newWorld(t)
+			w.env["ALLOW_MASS_DELETE"] = "true" // random histories delete everything at times
 			folders := []string{"규정", "규정/제1편", "규정/제2편 학사", "docs", "a(1)", ".hidden"}
 			names := []string{"학칙", "대학원 학칙", "연구소 설치․운영 규정", "policy", "Rules", "README", "\u1112\u1161\u11a8\u110e\u1175\u11a8", "규정(개정)", "x"}
 			live := map[string]bool{}

@@ -65,9 +65,10 @@ func PolicyPair(e policy.Entry) Pair {
 	return Pair{Key: PolicyKey(e.PolicyName), Value: mustJSON(e), Metadata: mustJSON(policyMetadata{SHA: e.SHA})}
 }
 
-// QueuePair encodes q as queue:{q.PolicyName}.
+// QueuePair encodes q as queue:{q.PolicyName}, with metadata saying whether
+// it records a failure, so a listing finds the failures without reading values.
 func QueuePair(q policy.QueueEntry) Pair {
-	return Pair{Key: QueueKey(q.PolicyName), Value: mustJSON(q)}
+	return Pair{Key: QueueKey(q.PolicyName), Value: mustJSON(q), Metadata: mustJSON(queueMetadata{SHA: q.SHA, RetryCount: q.RetryCount, Failed: q.ErrorMessage != nil})}
 }
 
 // DeadLetterPair encodes d as dead-letter:{d.PolicyName}.

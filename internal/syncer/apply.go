@@ -51,6 +51,15 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, entries map[string]po
 			})})
 		}
 	}
+	for _, q := range r.requeue {
+		puts = append(puts, op{name: q.PolicyName, pair: registry.QueuePair(q)})
+	}
+	for _, it := range plan.Items {
+		if _, ok := r.dead[it.PolicyName]; ok {
+			// another version goes ahead: the dead letter's is history
+			dels = append(dels, op{name: it.PolicyName, key: registry.DeadLetterKey(it.PolicyName)})
+		}
+	}
 	failed := map[string]string{}
 	var mu sync.Mutex
 	record := func(batch []op, errs map[string]error) {

@@ -25,10 +25,13 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		if sum.ErrorCount == 0 {
 			sum.ErrorCount = 1
 		}
-	case len(sum.Failures) > 0:
-		// Until failed items are queued for retry, a failure must keep
-		// lastCommit where it was so the next run sees the change again.
+	case r.recordErr != nil:
+		// Failures that are not recorded for retry would be lost if
+		// lastCommit advanced: the next run must see the changes again.
 		sum.Status = policy.RunFailed
+		sum.Error = "record failures for retry: " + r.recordErr.Error()
+	case len(sum.Failures) > 0:
+		sum.Status = policy.RunPartial
 	default:
 		sum.Status = policy.RunSuccess
 	}
@@ -37,7 +40,7 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 
 	if !r.opt.DryRun {
 		advance := ""
-		if sum.Status == policy.RunSuccess && sum.CommitSHA != sum.PreviousCommitSHA {
+		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -45,9 +48,7 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		cancel()
 		if rerr != nil {
 			r.log.Error("run not recorded", KeyError, rerr)
-			if sum.Status == policy.RunSuccess {
-				sum.Status = policy.RunFailed
-			}
+			sum.Status = policy.RunFailed
 			sum.Error = errors.Join(errorOrNil(sum.Error), rerr).Error()
 		}
 		sum.Requests = r.requests()

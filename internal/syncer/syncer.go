@@ -49,6 +49,7 @@ type Options struct {
 	BatchSize         int           // registry pairs per batch; 0 → 50
 	Concurrency       int           // batches in flight; 0 → 4
 	ReconcileInterval time.Duration // full run when the last one is older; 0 → 7 days
+	AllowMassDelete   bool          // let a plan through the mass-delete guard
 }
 
 // Syncer holds the adapters of a run. It carries no state between runs.
@@ -68,8 +69,13 @@ type Result struct {
 	Plan    policy.Plan
 }
 
-// ErrItemsFailed is returned when the run completed but some items did not land.
-var ErrItemsFailed = errors.New("items failed")
+// Outcomes of a run that completed with failed items: ErrPartial when every
+// failure is recorded for retry (lastCommit advanced), ErrItemsFailed when
+// not (lastCommit stays, the next run sees the changes again).
+var (
+	ErrPartial     = errors.New("partial: failures recorded for retry")
+	ErrItemsFailed = errors.New("items failed")
+)
 
 func (o Options) withDefaults() Options {
 	if o.MaxFileSize <= 0 {
@@ -120,6 +126,15 @@ type run struct {
 	prev  *policy.RunSummary
 	// request counters at the start, so a reused adapter reports this run only
 	baseGitHub, baseRegistry int64
+	// pending are the failed writes of earlier runs that this run retries;
+	// dead are the dead letters, whose versions are held back.
+	pending map[string]policy.QueueEntry
+	dead    map[string]policy.DeadLetter
+	// requeue are queue entries rewritten clean for names whose failed
+	// version the head has since left behind.
+	requeue []policy.QueueEntry
+	// recordErr is set when failed items could not be recorded for retry.
+	recordErr error
 }
 
 // Run performs one sync. The returned error is nil for a success (including
@@ -148,7 +163,11 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
 		for i, f := range res.Summary.Failures {
 			names[i] = f.PolicyName
 		}
-		err = fmt.Errorf("%w: %d: %s", ErrItemsFailed, len(names), strings.Join(names, ", "))
+		outcome := ErrPartial
+		if res.Summary.Status == policy.RunFailed {
+			outcome = ErrItemsFailed
+		}
+		err = fmt.Errorf("%w: %d: %s", outcome, len(names), strings.Join(names, ", "))
 	}
 	return res, err
 }
@@ -175,6 +194,9 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		r.sum.Skipped = append(r.sum.Skipped, r.prev.Skipped...)
 		r.sum.Conflicts = append(r.sum.Conflicts, r.prev.Conflicts...)
 	}
+	if r.pending, err = r.pendingRetries(ctx); err != nil {
+		return Result{}, err
+	}
 
 	mode, reason := r.chooseMode(last, head)
 	if mode == ModeUnchanged {
@@ -194,6 +216,9 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	for name, e := range entries {
 		known[name] = policy.Known{PolicyName: name, SHA: e.SHA, Path: e.Path}
 	}
+	if r.dead, err = r.Registry.DeadLetters(ctx); err != nil {
+		return Result{}, fmt.Errorf("registry: read dead letters: %w", err)
+	}
 
 	var (
 		desired   map[string]policy.Desired
@@ -203,22 +228,29 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		dopt      = differ.Options{MaxFileSize: r.opt.MaxFileSize}
 	)
 	if mode == ModeIncremental {
-		cs, cerr := r.Source.Compare(ctx, last, head)
+		var cs policy.Changeset
+		if last != head {
+			cs, err = r.Source.Compare(ctx, last, head)
+		}
 		switch {
-		case errors.Is(cerr, policy.ErrCompareUntrusted):
-			mode, reason = ModeFull, cerr.Error()
-		case cerr != nil:
-			return Result{}, cerr
+		case errors.Is(err, policy.ErrCompareUntrusted):
+			mode, reason = ModeFull, err.Error()
+		case err != nil:
+			return Result{}, err
 		default:
 			desired, scope, skipped, conflicts = differ.FromChanges(cs, known, nil, dopt)
-			// Deletes, and names whose skipped or losing paths the changeset
-			// does not show, are decided from the head tree.
-			if differ.NeedsTree(cs) || r.touchesCarried(scope) {
+			// Deletes, retries, and names whose skipped or losing paths the
+			// changeset does not show are decided from the head tree.
+			if differ.NeedsTree(cs) || r.touchesCarried(scope) || len(r.pending) > 0 {
 				tree, err := r.Source.Tree(ctx, head)
 				if err != nil {
 					return Result{}, err
 				}
-				desired, scope, skipped, conflicts = differ.FromChanges(cs, known, tree, dopt)
+				for name := range r.pending {
+					scope[name] = true
+				}
+				desired, skipped, conflicts = differ.FromTree(tree, dopt)
+				skipped, conflicts = inScope(scope, skipped, conflicts)
 			}
 			skipped, conflicts = r.carryOver(scope, skipped, conflicts)
 		}
@@ -231,31 +263,51 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		desired, skipped, conflicts = differ.FromTree(tree, dopt)
 	}
 	r.sum.Mode, r.sum.ModeReason = mode, reason
-	r.log.Info("mode chosen", KeyMode, mode, KeyReason, reason, KeyCommit, head, KeyPrevious, last)
+	r.log.Info("mode chosen", KeyMode, mode, KeyReason, reason, KeyCommit, head, KeyPrevious, last, "retries", len(r.pending))
 
 	plan := differ.Plan(desired, known, scope, skipped, conflicts)
+	plan = r.settleQueue(plan, desired, entries)
+	if err := r.guard(plan, entries); err != nil {
+		r.countPlan(plan)
+		return Result{Plan: plan}, err
+	}
+	planned := make(map[string]policy.Item, len(plan.Items))
+	for _, it := range plan.Items {
+		planned[it.PolicyName] = it
+	}
 	plan, failures, err := r.readTitles(ctx, head, plan, entries)
 	if err != nil {
 		return Result{Plan: plan}, err
 	}
-	r.sum.Failures = failures
 	for _, c := range plan.Conflicts {
 		r.log.Warn("duplicate policy name", KeyPolicy, c.PolicyName, KeyWinner, c.Winner, KeyLosers, c.Losers)
 	}
 	for _, sk := range plan.Skipped {
-		r.log.Warn("file skipped", KeyPath, sk.Path, KeyReason, sk.Reason)
+		r.log.Warn("file skipped", KeyPolicy, sk.PolicyName, KeyPath, sk.Path, KeyReason, sk.Reason)
 	}
 	r.countPlan(plan)
 	if r.opt.DryRun {
+		r.sum.Failures = failures
 		return Result{Plan: plan}, nil
 	}
-	applied := r.apply(ctx, plan, entries)
-	r.sum.Failures = append(r.sum.Failures, applied...)
-	r.countPlan(withoutFailed(plan, r.sum.Failures))
-	if mode == ModeFull && len(r.sum.Failures) == 0 {
+	failures = append(failures, r.apply(ctx, plan, entries)...)
+	slices.SortFunc(failures, func(a, b policy.Failure) int { return strings.Compare(a.PolicyName, b.PolicyName) })
+	r.sum.Failures = failures
+	r.countPlan(withoutFailed(plan, failures))
+	if len(failures) > 0 {
+		r.recordErr = r.recordFailures(ctx, planned, failures)
+	}
+	if mode == ModeFull && len(failures) == 0 {
 		r.sum.LastFullRun = r.start.Format(time.RFC3339)
 	}
 	return Result{Plan: plan}, ctx.Err()
+}
+
+// inScope keeps the skips and conflicts of the names in scope.
+func inScope(scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) ([]policy.Skip, []policy.Conflict) {
+	skipped = slices.DeleteFunc(skipped, func(s policy.Skip) bool { return !scope[s.PolicyName] })
+	conflicts = slices.DeleteFunc(conflicts, func(c policy.Conflict) bool { return !scope[c.PolicyName] })
+	return skipped, conflicts
 }
 
 // chooseMode decides the mode from the stored commit and the last run.
@@ -266,7 +318,7 @@ func (r *run) chooseMode(last, head string) (mode, reason string) {
 	case last == "":
 		return ModeFull, "first run"
 	case r.prev == nil || r.prev.LastFullRun == "":
-		if last == head {
+		if last == head && len(r.pending) == 0 {
 			return ModeUnchanged, ""
 		}
 		return ModeFull, "no full run recorded"
@@ -274,10 +326,13 @@ func (r *run) chooseMode(last, head string) (mode, reason string) {
 	if t, err := time.Parse(time.RFC3339, r.prev.LastFullRun); err != nil || r.start.Sub(t) > r.opt.ReconcileInterval {
 		return ModeFull, "reconcile interval passed"
 	}
-	if last == head {
-		return ModeUnchanged, ""
+	switch {
+	case last != head:
+		return ModeIncremental, ""
+	case len(r.pending) > 0:
+		return ModeIncremental, "retry"
 	}
-	return ModeIncremental, ""
+	return ModeUnchanged, ""
 }
 
 // touchesCarried reports whether the changeset touches a name that the last

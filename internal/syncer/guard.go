@@ -1,0 +1,63 @@
+package syncer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// ErrRefused is returned when a safety guard refuses the plan (exit code 4).
+var ErrRefused = errors.New("refused by the mass-delete guard")
+
+// Mass-delete guard thresholds (DESIGN.md "Safety"): a plan loses too much
+// when it deletes more than massDeleteMin policies and more than
+// massDeletePercent of the registry, counting only content that does not
+// survive under another name.
+const (
+	massDeleteMin     = 10
+	massDeletePercent = 20
+)
+
+// guard refuses a plan that empties the registry or loses too much of it,
+// unless the run allows it. A delete whose content (blob sha) survives in
+// the registry under another name, as in a commit that renames every file,
+// loses nothing.
+func (r *run) guard(plan policy.Plan, entries map[string]policy.Entry) error {
+	if r.opt.AllowMassDelete || len(entries) == 0 {
+		return nil
+	}
+	deleted := map[string]bool{}
+	survives := map[string]bool{}
+	puts := 0
+	for _, it := range plan.Items {
+		if it.Action == policy.ActDelete {
+			deleted[it.PolicyName] = true
+			continue
+		}
+		puts++
+		survives[it.SHA] = true
+	}
+	for name, e := range entries {
+		if !deleted[name] {
+			survives[e.SHA] = true
+		}
+	}
+	lost := 0
+	for name := range deleted {
+		if e, ok := entries[name]; ok && (e.SHA == "" || !survives[e.SHA]) {
+			lost++
+		}
+	}
+	total := len(entries)
+	switch {
+	case puts == 0 && len(deleted) >= total:
+		return fmt.Errorf("%w: the plan deletes all %d policies and adds none (an empty tree, a wrong branch?); run with --allow-mass-delete if that is meant", ErrRefused, total)
+	case lost > massDeleteMin && lost*100 > total*massDeletePercent:
+		return fmt.Errorf("%w: the plan loses %d of %d policies (more than %d and %d%%); run with --allow-mass-delete if that is meant", ErrRefused, lost, total, massDeleteMin, massDeletePercent)
+	}
+	return nil
+}
+
+func decodeJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }

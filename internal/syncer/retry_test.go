@@ -1,0 +1,308 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/queue"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+func (r *rig) queueEntries() map[string]policy.QueueEntry {
+	r.t.Helper()
+	q, err := r.reg.Queue(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return q
+}
+
+func (r *rig) deadLetters() map[string]policy.DeadLetter {
+	r.t.Helper()
+	d, err := r.reg.DeadLetters(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return d
+}
+
+func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Remove("b/다.md")
+	head := r.repo.Commit("edit two, delete one")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("boom"), "policy:다": errors.New("bang")})
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrPartial) || !strings.Contains(err.Error(), "가") || !strings.Contains(err.Error(), "다") {
+		t.Fatalf("err = %v, want ErrPartial naming 가 and 다", err)
+	}
+	if res.Summary.Status != policy.RunPartial || res.Summary.ErrorCount != 2 || res.Summary.Updated != 1 {
+		t.Errorf("summary = %+v", res.Summary)
+	}
+	if r.lastCommit() != head {
+		t.Errorf("lastCommit %s, want %s: every failure is recorded", r.lastCommit(), head)
+	}
+	q := r.queueEntries()
+	if e := q["가"]; e.RetryCount != 1 || e.ErrorMessage == nil || !strings.Contains(*e.ErrorMessage, "boom") || e.Operation != policy.OpUpdate {
+		t.Errorf("queue:가 = %+v", e)
+	}
+	if e := q["다"]; e.RetryCount != 1 || e.Operation != queue.OpDelete {
+		t.Errorf("queue:다 = %+v", e)
+	}
+	if p := r.policies(); p["나"].Title != "나 개정" || p["가"].Title != "가" {
+		t.Errorf("one failure stopped others or landed: 가=%q 나=%q", p["가"].Title, p["나"].Title)
+	}
+
+	// No commit touches them; the next run retries both and they land.
+	r.store.FailKeys(nil)
+	r.gh.ResetRequests()
+	res = r.mustRun()
+	if res.Summary.Mode != syncer.ModeIncremental || res.Summary.ModeReason != "retry" || res.Summary.Status != policy.RunSuccess {
+		t.Errorf("retry run: %+v", res.Summary)
+	}
+	p := r.policies()
+	if _, gone := p["다"]; gone || p["가"].Title != "가 개정" {
+		t.Errorf("retries did not land: %v", p)
+	}
+	q = r.queueEntries()
+	if e := q["가"]; e.RetryCount != 0 || e.ErrorMessage != nil || e.SHA != p["가"].SHA {
+		t.Errorf("queue:가 not clean after success: %+v", e)
+	}
+	if _, ok := q["다"]; ok {
+		t.Error("queue:다 left after the delete landed")
+	}
+	// head, tree (retries are planned from the head), one blob
+	if got := r.gh.Requests().Total(); got != 3 {
+		t.Errorf("github requests of the retry run %d, want 3", got)
+	}
+	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+		t.Errorf("after the retries: mode %s, want unchanged", res.Summary.Mode)
+	}
+}
+
+func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Commit("edit")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	for i := 1; i <= 3; i++ {
+		if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if _, ok := r.queueEntries()["가"]; ok {
+		t.Error("queue:가 still there after 3 failures")
+	}
+	dl, ok := r.deadLetters()["가"]
+	if !ok || dl.RetryCount != 3 || !strings.Contains(dl.Reason, "kv down") || dl.DeadAt == "" {
+		t.Fatalf("dead-letter:가 = %+v (present %v)", dl, ok)
+	}
+	if p := r.policies(); p["나"].Title != "나 개정" {
+		t.Errorf("other policy affected: %+v", p["나"])
+	}
+	// Later runs stop retrying it.
+	r.store.FailKeys(nil)
+	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+		t.Errorf("run after the dead letter: mode %s, want unchanged", res.Summary.Mode)
+	}
+	// A full run holds the dead letter's version back too.
+	res, err := r.run(syncer.Options{Full: true})
+	if err != nil || res.Summary.Updated != 0 {
+		t.Errorf("full run: %v, %+v", err, res.Summary)
+	}
+	if p := r.policies(); p["가"].Title != "가" {
+		t.Errorf("dead-lettered version written by a full run: %+v", p["가"])
+	}
+
+	// Retried by hand (what "syncjob deadletter retry 가" does), it lands.
+	pairs := []registry.Pair{registry.QueuePair(queue.Requeue(dl, r.clock.Now()))}
+	if errs := r.store.Put(context.Background(), pairs); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if errs := r.store.Delete(context.Background(), []string{registry.DeadLetterKey("가")}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	r.mustRun()
+	if p := r.policies(); p["가"].Title != "가 개정" {
+		t.Errorf("retried dead letter did not land: %+v", p["가"])
+	}
+	if q := r.queueEntries()["가"]; q.ErrorMessage != nil || q.RetryCount != 0 {
+		t.Errorf("queue:가 after the manual retry = %+v", q)
+	}
+}
+
+func TestRetry_NewVersionOfDeadLetter_GoesAhead(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 v2\n")
+	r.repo.Commit("v2")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	for range 3 {
+		_, _ = r.run(syncer.Options{})
+	}
+	if _, ok := r.deadLetters()["가"]; !ok {
+		t.Fatal("no dead letter")
+	}
+	r.store.FailKeys(nil)
+	r.repo.Write("a/가.md", "# 가 v3\n")
+	r.repo.Commit("v3")
+	r.mustRun()
+	if p := r.policies(); p["가"].Title != "가 v3" {
+		t.Errorf("a new version was held back: %+v", p["가"])
+	}
+	if _, ok := r.deadLetters()["가"]; ok {
+		t.Error("the old version's dead letter outlived the new version")
+	}
+}
+
+func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("c/라.md", "# 라\n")
+	r.repo.Commit("add")
+	r.gh.FailNext(githubfake.KindBlob, -1, githubfake.ServerError(502))
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("err = %v", err)
+	}
+	if q := r.queueEntries()["라"]; q.ErrorMessage == nil || q.Operation != policy.OpAdd {
+		t.Fatalf("queue:라 = %+v", q)
+	}
+	r.gh.ClearFaults()
+	r.repo.Remove("c/라.md")
+	r.repo.Commit("never mind")
+	r.mustRun()
+	if _, ok := r.policies()["라"]; ok {
+		t.Error("a policy deleted while queued was resurrected")
+	}
+	if _, ok := r.queueEntries()["라"]; ok {
+		t.Error("its queue entry is still there")
+	}
+}
+
+func TestRetry_RecordingFails_RunFailedLastCommitStays_NextRunRepairs(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	head := r.repo.Commit("edit")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("boom"), "queue:가": errors.New("boom too")})
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrItemsFailed) || res.Summary.Status != policy.RunFailed {
+		t.Fatalf("err %v, status %s; want a failed run", err, res.Summary.Status)
+	}
+	if r.lastCommit() != first || r.lastRun().Status != policy.RunFailed {
+		t.Errorf("lastCommit %s (want %s), lastRun %+v", r.lastCommit(), first, r.lastRun())
+	}
+	r.store.FailKeys(nil)
+	r.mustRun()
+	p := r.policies()
+	if p["가"].Title != "가 개정" || p["나"].Title != "나 개정" || r.lastCommit() != head {
+		t.Errorf("next clean run did not repair: %v, lastCommit %s", p, r.lastCommit())
+	}
+	if q := r.queueEntries()["가"]; q.ErrorMessage != nil || q.SHA != p["가"].SHA {
+		t.Errorf("queue:가 = %+v", q)
+	}
+}
+
+func TestRetry_WorkerFailuresAreNotTheSyncs(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	c := &queue.Consumer{Registry: r.reg, Now: r.clock.Now}
+	taken, err := c.Take(context.Background(), 1)
+	if err != nil || len(taken) != 1 {
+		t.Fatalf("take: %v %v", taken, err)
+	}
+	if _, err := c.Fail(context.Background(), taken[0], errors.New("indexer down")); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+		t.Errorf("a worker's failure made the sync work: mode %s", res.Summary.Mode)
+	}
+}
+
+func TestRunHistory_NewestFirstAndExpires(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	for range 3 {
+		r.mustRun()
+	}
+	runs, err := r.reg.Runs(context.Background(), 0)
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs %d, %v", len(runs), err)
+	}
+	for i, want := range []string{"run003", "run002", "run001"} {
+		if runs[i].RunID != want {
+			t.Errorf("runs[%d] = %s, want %s (newest first)", i, runs[i].RunID, want)
+		}
+	}
+	r.clock.Advance(90*24*time.Hour - 150*time.Minute) // run001 is now just over 90 days old, run002 just under
+	runs, _ = r.reg.Runs(context.Background(), 0)
+	if len(runs) != 2 || runs[1].RunID != "run002" {
+		t.Errorf("after 90 days: %d runs, want run001 expired", len(runs))
+	}
+}
+
+func TestGuard_EmptyTree_Refused(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	r.mustRun()
+	r.repo.Remove("a")
+	r.repo.Remove("b")
+	r.repo.Write("other.txt", "x")
+	r.repo.Commit("oops")
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrRefused) {
+		t.Fatalf("err = %v, want ErrRefused", err)
+	}
+	if len(r.policies()) != 3 || r.lastCommit() != first {
+		t.Errorf("refused plan wrote: %d policies, lastCommit %s", len(r.policies()), r.lastCommit())
+	}
+	if _, err := r.run(syncer.Options{AllowMassDelete: true}); err != nil {
+		t.Fatalf("allowed: %v", err)
+	}
+	if len(r.policies()) != 0 {
+		t.Error("allowed plan did not delete")
+	}
+}
+
+func TestGuard_ManyLost_RefusedButRenamingEverythingPasses(t *testing.T) {
+	r := newRig(t)
+	for i := range 40 {
+		r.repo.Write(fmt.Sprintf("p/%02d.md", i), fmt.Sprintf("# %d\n", i))
+	}
+	r.repo.Commit("40")
+	r.mustRun()
+	for i := range 40 {
+		r.repo.Move(fmt.Sprintf("p/%02d.md", i), fmt.Sprintf("p/규정 %02d.md", i))
+	}
+	r.repo.Commit("rename every file")
+	if res, err := r.run(syncer.Options{}); err != nil || res.Summary.Added != 40 || res.Summary.Deleted != 40 {
+		t.Fatalf("renaming everything: %v %+v", err, res.Summary)
+	}
+	for i := range 11 {
+		r.repo.Remove(fmt.Sprintf("p/규정 %02d.md", i))
+	}
+	r.repo.Commit("repeal 11 of 40")
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrRefused) {
+		t.Fatalf("11 of 40 lost: err = %v, want ErrRefused", err)
+	}
+	if len(r.policies()) != 40 {
+		t.Errorf("%d policies after a refused plan", len(r.policies()))
+	}
+}
