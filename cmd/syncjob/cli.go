@@ -34,12 +34,19 @@ const (
 const usage = `syncjob keeps a policy registry equal to the markdown policies of a GitHub branch.
 
 Usage:
-  syncjob sync [--full] [--dry-run] [--json] [settings]
+  syncjob sync [--full] [--dry-run] [--json] [--allow-mass-delete] [settings]
   syncjob list [--json] [settings]
+  syncjob status [--json] [--runs N] [settings]
+  syncjob queue list [--json] [settings]
+  syncjob deadletter list [--json] | retry NAME | drop NAME [--yes]
 
 Commands:
-  sync   read the branch head and bring the registry up to date
-  list   print the registry's policies
+  sync        read the branch head and bring the registry up to date
+  list        print the registry's policies
+  status      last run, time since the last success, queue depth, dead letters, recent runs
+  queue       list the queue entries (retries waiting, work for the re-indexer)
+  deadletter  list the entries given up after 3 failures; retry one (back to the
+              queue for the next run) or drop it (asks first on a terminal)
 
 Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
 3 partial (failures recorded for retry), 4 refused by a safety guard.
@@ -52,18 +59,16 @@ type env func(string) string
 
 // deps lets tests replace what the real program takes from the world.
 type deps struct {
-	now        func() time.Time
-	httpClient *githubHTTP
-	isTerminal func(w io.Writer) bool
+	now           func() time.Time
+	stdin         io.Reader // answers to confirmations
+	stdinTerminal bool
+	httpClient    *githubHTTP
+	isTerminal    func(w io.Writer) bool
 }
 
 // githubHTTP carries test-only knobs of the GitHub adapter.
 type githubHTTP struct {
 	sleep func(ctx context.Context, d time.Duration) error
-}
-
-func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) int {
-	return runWith(ctx, args, getenv, stdout, stderr, deps{})
 }
 
 func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer, d deps) int {
@@ -81,9 +86,18 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 		return exitOK
 	}
 	cmd, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("syncjob "+cmd, flag.ContinueOnError)
+	var sub, name string // "deadletter retry NAME"
+	if cmd == "queue" || cmd == "deadletter" {
+		var ok bool
+		if sub, name, rest, ok = operatorArgs(cmd, rest); !ok {
+			fmt.Fprintf(stderr, "syncjob: %s needs one of: %s\n\n%s", cmd, operatorSubs[cmd], usage)
+			return exitUsage
+		}
+	}
+	fs := flag.NewFlagSet(strings.TrimSpace("syncjob "+cmd+" "+sub), flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var full, dryRun, asJSON, allowMassDelete bool
+	var full, dryRun, asJSON, allowMassDelete, yes bool
+	var runs int
 	switch cmd {
 	case "sync":
 		fs.BoolVar(&full, "full", false, "compare the whole head tree with the registry, not only the changes since the last commit")
@@ -93,6 +107,14 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 		fs.BoolVar(&asJSON, "json", false, "print the plan and the run summary as JSON")
 	case "list":
 		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	case "status":
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+		fs.IntVar(&runs, "runs", 10, "how many recent runs to show")
+	case "queue", "deadletter":
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+		if sub == "drop" {
+			fs.BoolVar(&yes, "yes", false, "drop without asking")
+		}
 	default:
 		fmt.Fprintf(stderr, "syncjob: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage
@@ -130,9 +152,24 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	}
 	defer closeReg()
 
+	o := operator{reg: reg, now: d.now, stdout: stdout, stderr: stderr, asJSON: asJSON}
 	switch cmd {
 	case "list":
 		return listPolicies(ctx, reg, asJSON, stdout, stderr)
+	case "status":
+		return o.status(ctx, runs)
+	case "queue":
+		return o.queueList(ctx)
+	case "deadletter":
+		switch sub {
+		case "list":
+			return o.deadLetterList(ctx)
+		case "retry":
+			return o.deadLetterRetry(ctx, name)
+		default:
+			confirm := yes || d.stdin == nil || !d.stdinTerminal
+			return o.deadLetterDrop(ctx, name, confirm, d.stdin)
+		}
 	default:
 		return syncOnce(ctx, cfg, d, reg, logger, syncer.Options{Full: full, DryRun: dryRun, Trigger: "cli", AllowMassDelete: allowMassDelete}, asJSON, stdout, stderr)
 	}
@@ -307,8 +344,10 @@ func orDash(s string) string {
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return ok && isTerminalFile(f)
 }
+
+func isTerminalFile(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // progress returns a callback that keeps one updating line on a terminal.
 func progress(w io.Writer) func(done, total int) {

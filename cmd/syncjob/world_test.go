@@ -24,6 +24,9 @@ type world struct {
 	now    time.Time
 	env    map[string]string
 	sleeps []time.Duration
+	// stdin answers confirmations; stdinTerminal pretends it is a terminal
+	stdin         io.Reader
+	stdinTerminal bool
 }
 
 func newWorld(t testing.TB) *world {
@@ -83,8 +86,10 @@ func (w *world) run(args ...string) result {
 	w.t.Helper()
 	var out, errb bytes.Buffer
 	d := deps{
-		now:        func() time.Time { return w.now },
-		isTerminal: func(io.Writer) bool { return false },
+		stdin:         w.stdin,
+		stdinTerminal: w.stdinTerminal,
+		now:           func() time.Time { return w.now },
+		isTerminal:    func(io.Writer) bool { return false },
 		httpClient: &githubHTTP{sleep: func(ctx context.Context, d time.Duration) error {
 			w.sleeps = append(w.sleeps, d)
 			return ctx.Err()
