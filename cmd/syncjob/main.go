@@ -11,7 +11,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := runWith(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, deps{stdin: os.Stdin, stdinTerminal: isTerminalFile(os.Stdin)})
 	stop()
 	os.Exit(code)
 }
