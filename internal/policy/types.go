@@ -83,11 +83,19 @@ type Entry struct {
 	LastUpdated string `json:"lastUpdated"`
 	SHA         string `json:"sha"`
 	Path        string `json:"path"`
-	// Legacy v1 fields, carried over for 90 days.
+	// Legacy v1 fields, carried over from the v1 entry of the same title
+	// until LegacyUntil (90 days after the migration), then dropped.
 	FileNo      string `json:"fileNo,omitempty"`
 	PreviewURL  string `json:"previewUrl,omitempty"`
 	DownloadURL string `json:"downloadUrl,omitempty"`
+	LegacyUntil string `json:"legacyUntil,omitempty"`
 }
+
+// HasLegacy reports whether the entry carries legacy v1 fields.
+func (e Entry) HasLegacy() bool { return e.FileNo != "" || e.PreviewURL != "" || e.DownloadURL != "" }
+
+// IsV1 reports whether the entry is a legacy v1 entry (keyed by title, no sha).
+func (e Entry) IsV1() bool { return e.SHA == "" }
 
 // StatusActive is the only status syncjob writes.
 const StatusActive = "active"
@@ -153,6 +161,9 @@ const (
 	ActUpdate Action = "update" // sha changed (content read, queue written)
 	ActMove   Action = "move"   // same sha, path changed: entry rewritten, no queue
 	ActDelete Action = "delete"
+	// ActMigrate rewrites an entry whose content is unchanged to carry, or
+	// drop, legacy v1 fields; or removes a v1 key whose fields moved on.
+	ActMigrate Action = "migrate"
 )
 
 // Item is one planned operation.
@@ -206,6 +217,7 @@ type RunSummary struct {
 	Updated           int              `json:"updated"`
 	Deleted           int              `json:"deleted"`
 	Moved             int              `json:"moved"`
+	Migrated          int              `json:"migrated,omitempty"`
 	Unchanged         int              `json:"unchanged"`
 	Status            string           `json:"status"`
 	ErrorCount        int              `json:"errorCount"`

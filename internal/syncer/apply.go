@@ -27,19 +27,21 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, entries map[string]po
 	now := r.start.Format(timeLayout)
 	var puts, dels []op
 	for _, it := range plan.Items {
-		switch it.Action {
-		case policy.ActDelete:
+		switch {
+		case it.Action == policy.ActDelete || (it.Action == policy.ActMigrate && it.Path == ""):
+			// a deleted policy, or a v1 key whose fields moved on
 			dels = append(dels,
 				op{name: it.PolicyName, key: registry.PolicyKey(it.PolicyName)},
 				op{name: it.PolicyName, key: registry.QueueKey(it.PolicyName)})
 		default:
-			e := entries[it.PolicyName] // carries legacy fields over
+			e := entries[it.PolicyName]
 			e.PolicyName, e.Title, e.Status, e.SHA, e.Path = it.PolicyName, it.Title, policy.StatusActive, it.SHA, it.Path
-			if it.Action != policy.ActMove || e.LastUpdated == "" {
+			if (it.Action != policy.ActMove && it.Action != policy.ActMigrate) || e.LastUpdated == "" {
 				e.LastUpdated = now
 			}
+			e = r.withLegacy(e)
 			puts = append(puts, op{name: it.PolicyName, pair: registry.PolicyPair(e)})
-			if it.Action == policy.ActMove {
+			if it.Action == policy.ActMove || it.Action == policy.ActMigrate {
 				continue
 			}
 			operation := policy.OpUpdate

@@ -135,6 +135,8 @@ type run struct {
 	requeue []policy.QueueEntry
 	// recordErr is set when failed items could not be recorded for retry.
 	recordErr error
+	// carry maps a policyName to the v1 entry whose legacy fields it takes.
+	carry map[string]policy.Entry
 }
 
 // Run performs one sync. The returned error is nil for a success (including
@@ -212,6 +214,7 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	for key, perr := range problems {
 		r.log.Warn("registry entry unreadable", KeyKey, key, KeyError, perr)
 	}
+	entries, v1 := splitV1(entries)
 	known := make(map[string]policy.Known, len(entries))
 	for name, e := range entries {
 		known[name] = policy.Known{PolicyName: name, SHA: e.SHA, Path: e.Path}
@@ -279,6 +282,7 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{Plan: plan}, err
 	}
+	plan = r.migrate(plan, entries, v1, mode == ModeFull)
 	for _, c := range plan.Conflicts {
 		r.log.Warn("duplicate policy name", KeyPolicy, c.PolicyName, KeyWinner, c.Winner, KeyLosers, c.Losers)
 	}
@@ -425,6 +429,7 @@ func (r *run) countPlan(p policy.Plan) {
 	r.sum.Updated = p.Count(policy.ActUpdate)
 	r.sum.Moved = p.Count(policy.ActMove)
 	r.sum.Deleted = p.Count(policy.ActDelete)
+	r.sum.Migrated = p.Count(policy.ActMigrate)
 	r.sum.Unchanged = p.Unchanged
 	r.sum.TotalProcessed = len(p.Items) + p.Unchanged
 	r.sum.Skipped = append([]policy.Skip{}, p.Skipped...)

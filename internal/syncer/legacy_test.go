@@ -1,0 +1,81 @@
+package syncer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// putRaw writes raw values, as v1 of the sync (or a person) left them.
+func (r *rig) putRaw(kv map[string]string) {
+	r.t.Helper()
+	var pairs []registry.Pair
+	for k, v := range kv {
+		pairs = append(pairs, registry.Pair{Key: k, Value: []byte(v)})
+	}
+	if errs := r.store.Put(context.Background(), pairs); len(errs) > 0 {
+		r.t.Fatal(errs)
+	}
+}
+
+func TestLegacy_V1EntriesMigratedByTitle_DroppedAfter90Days(t *testing.T) {
+	r := newRig(t)
+	r.repo.Write("규정/학칙.md", "# 한국교원대학교 학칙\n")
+	r.repo.Write("규정/대학원 학칙.md", "# 한국교원대학교 대학원 학칙\n")
+	r.repo.Commit("v2 layout")
+	r.putRaw(map[string]string{
+		// v1 keyed the registry by title, with the website's file numbers.
+		"policy:한국교원대학교 학칙":  `{"title":"한국교원대학교 학칙","fileNo":"868","previewUrl":"https://www.knue.ac.kr/www/previewMenuCntFile.do?key=392&fileNo=868","downloadUrl":"https://www.knue.ac.kr/downloadContentsFile.do?key=392&fileNo=868","status":"active","lastUpdated":"2025-10-01T16:00:00Z"}`,
+		"policy:한국교원대학교 설치령": `{"title":"한국교원대학교 설치령","fileNo":"867","status":"active"}`,
+		"queue:한국교원대학교 학칙":   `{"title":"한국교원대학교 학칙","fileNo":"868","operation":"add","retryCount":0,"createdAt":"2025-10-01T16:00:00Z","errorMessage":null}`,
+	})
+	res := r.mustRun()
+	if res.Summary.Added != 2 || res.Summary.Deleted != 0 || res.Summary.Migrated != 1 {
+		t.Errorf("summary: %+v", res.Summary)
+	}
+	all, _, err := r.reg.Policies(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := all["학칙"]
+	if got.FileNo != "868" || got.PreviewURL == "" || got.DownloadURL == "" || got.LegacyUntil != "2027-02-23T16:00:00Z" {
+		t.Errorf("legacy fields not carried: %+v", got)
+	}
+	if _, ok := all["한국교원대학교 학칙"]; ok {
+		t.Error("the migrated v1 key is still there")
+	}
+	if q := r.queueEntries(); q["학칙"].FileNo != "868" {
+		t.Errorf("queue entry of the migrated policy lacks fileNo: %+v", q["학칙"])
+	}
+	if _, ok := r.queueEntries()["한국교원대학교 학칙"]; ok {
+		t.Error("the v1 queue key is still there")
+	}
+	if _, ok := all["한국교원대학교 설치령"]; !ok {
+		t.Error("a v1 entry that matches no title was deleted; its fields are not ours to lose")
+	}
+	if all["대학원 학칙"].FileNo != "" {
+		t.Error("fields carried to the wrong entry")
+	}
+
+	// 90 days later, the next full run drops the legacy fields.
+	r.clock.Advance(91 * 24 * time.Hour)
+	res, err = r.run(syncer.Options{Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _, _ = r.reg.Policies(context.Background())
+	after := all["학칙"]
+	want := got
+	want.FileNo, want.PreviewURL, want.DownloadURL, want.LegacyUntil = "", "", "", ""
+	if diff := cmp.Diff(want, after); diff != "" {
+		t.Errorf("after 90 days (-want +got):\n%s", diff)
+	}
+	if res.Summary.Migrated != 1 || res.Summary.Updated != 0 {
+		t.Errorf("expiry run summary: %+v", res.Summary)
+	}
+}
