@@ -12,6 +12,12 @@ require (
 )
 
 require (
+	github.com/aws/aws-lambda-go v1.55.1
+	github.com/cloudflare/cloudflare-go v0.119.0
+	github.com/goccy/go-json v0.10.5 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/net v0.34.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/time v0.9.0 // indirect
 )

@@ -54,15 +54,51 @@ func RunKey(at time.Time, runID string) string {
 	return fmt.Sprintf("%s%013d:%s", policy.RunPrefix, inv, runID)
 }
 
-// policyMetadata is the metadata of a policy key: its version, so a
-// Cloudflare listing shows versions without reading values.
+// policyMetadata is the metadata of a policy key. The sha lets a listing
+// show versions without reading values (DESIGN.md); path, title and
+// lastUpdated make a listed key a complete Entry, so that reading the
+// registry from Cloudflare costs one list request per 1,000 policies and no
+// Get. They are pointers so that "absent" (metadata of a hand-written key,
+// or dropped to fit the 1,024-byte limit) differs from "empty".
 type policyMetadata struct {
-	SHA string `json:"sha"`
+	SHA         string  `json:"sha"`
+	Path        *string `json:"path,omitempty"`
+	Title       *string `json:"title,omitempty"`
+	LastUpdated *string `json:"lastUpdated,omitempty"`
+	// Legacy marks an entry that carries v1 fields (fileNo, previewUrl,
+	// downloadUrl), which only the value holds.
+	Legacy bool `json:"legacy,omitempty"`
 }
 
-// PolicyPair encodes e as policy:{e.PolicyName} with metadata {"sha":e.SHA}.
+// PolicyPair encodes e as policy:{e.PolicyName} with metadata
+// {"sha","path","title","lastUpdated"} (+ "legacy":true when e carries v1
+// fields). When that would break the 1,024-byte metadata limit, or e is not
+// active, the metadata is {"sha"} alone and readers Get the value.
 func PolicyPair(e policy.Entry) Pair {
-	return Pair{Key: PolicyKey(e.PolicyName), Value: mustJSON(e), Metadata: mustJSON(policyMetadata{SHA: e.SHA})}
+	legacy := e.FileNo != "" || e.PreviewURL != "" || e.DownloadURL != ""
+	meta := mustJSON(policyMetadata{SHA: e.SHA, Path: &e.Path, Title: &e.Title, LastUpdated: &e.LastUpdated, Legacy: legacy})
+	if len(meta) > policy.MaxMetadataBytes || e.Status != policy.StatusActive {
+		meta = mustJSON(policyMetadata{SHA: e.SHA, Legacy: legacy})
+	}
+	return Pair{Key: PolicyKey(e.PolicyName), Value: mustJSON(e), Metadata: meta}
+}
+
+// entryFromMetadata returns the Entry a listed policy key's metadata
+// describes, when it describes all of it: written by PolicyPair, with path,
+// title and lastUpdated, and no legacy fields.
+func entryFromMetadata(it Item) (policy.Entry, bool) {
+	var m policyMetadata
+	if decodeObject(it.Metadata, &m) != nil || m.Legacy || m.Path == nil || m.Title == nil || m.LastUpdated == nil {
+		return policy.Entry{}, false
+	}
+	return policy.Entry{
+		PolicyName:  strings.TrimPrefix(it.Key, policy.PolicyPrefix),
+		Title:       *m.Title,
+		Status:      policy.StatusActive,
+		LastUpdated: *m.LastUpdated,
+		SHA:         m.SHA,
+		Path:        *m.Path,
+	}, true
 }
 
 // QueuePair encodes q as queue:{q.PolicyName}, with metadata saying whether
@@ -80,13 +116,32 @@ func DeadLetterPair(d policy.DeadLetter) Pair {
 // prefix: the policyName, or the title of a legacy v1 entry, whose value has
 // no policyName and no sha). Values that do not decode are returned in
 // problems, by key, rather than failing the read; err is for the read itself.
+//
+// A backend that lists without values (Cloudflare) costs one List request
+// per page of keys: an entry is built from its key's metadata when that is
+// complete (see PolicyPair), and its value is read only otherwise (legacy or
+// hand-written keys, metadata dropped for size).
 func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
-	items, err := r.values(ctx, policy.PolicyPrefix)
+	items, err := r.store.List(ctx, policy.PolicyPrefix)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("registry: list %s: %w", policy.PolicyPrefix, err)
 	}
 	entries = make(map[string]policy.Entry, len(items))
 	for _, it := range items {
+		name := strings.TrimPrefix(it.Key, policy.PolicyPrefix)
+		if it.Value == nil {
+			if e, ok := entryFromMetadata(it); ok {
+				entries[name] = e
+				continue
+			}
+			var found bool
+			if it, found, err = r.fill(ctx, it); err != nil {
+				return nil, nil, err
+			}
+			if !found {
+				continue
+			}
+		}
 		var e policy.Entry
 		if err := decodeObject(it.Value, &e); err != nil {
 			if problems == nil {
@@ -95,7 +150,7 @@ func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entr
 			problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
 			continue
 		}
-		entries[strings.TrimPrefix(it.Key, policy.PolicyPrefix)] = e
+		entries[name] = e
 	}
 	return entries, problems, nil
 }

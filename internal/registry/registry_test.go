@@ -3,6 +3,7 @@ package registry_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/cloudflare"
+	"github.com/knue/syncjob/internal/cloudflarefake"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/registrytest"
@@ -31,6 +34,18 @@ var backends = []struct {
 		f := registrytest.NewFaulty(registry.NewMemory(now))
 		f.ListKeysOnly(true)
 		return f
+	}},
+	{"cloudflare-fake", func(t *testing.T, now func() time.Time) registry.Store {
+		fake := cloudflarefake.New(cloudflarefake.Config{Now: now})
+		t.Cleanup(fake.Close)
+		s, err := cloudflare.New(cloudflare.Config{
+			AccountID: "account", NamespaceID: "namespace", APIToken: "token",
+			BaseURL: fake.BaseURL(), HTTPClient: fake.Client(), Now: now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}},
 }
 
@@ -109,19 +124,115 @@ func TestRegistry_Schema_RoundTrips(t *testing.T) {
 	})
 }
 
-func TestPolicyPair_KeyValueAndShaMetadata(t *testing.T) {
+func TestPolicyPair_MetadataIsACompleteListing(t *testing.T) {
 	e := policy.Entry{PolicyName: "학칙", Title: "학칙 & 부칙", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: "abc", Path: "학칙.md"}
 	p := registry.PolicyPair(e)
 	want := registry.Pair{
 		Key:      "policy:학칙",
 		Value:    []byte(`{"policyName":"학칙","title":"학칙 & 부칙","status":"active","lastUpdated":"2025-03-01T16:00:00Z","sha":"abc","path":"학칙.md"}`),
-		Metadata: json.RawMessage(`{"sha":"abc"}`),
+		Metadata: json.RawMessage(`{"sha":"abc","path":"학칙.md","title":"학칙 & 부칙","lastUpdated":"2025-03-01T16:00:00Z"}`),
 	}
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("PolicyPair (-want +got):\n%s", diff)
 	}
 	if err := registry.CheckPair(p); err != nil {
 		t.Errorf("CheckPair: %v", err)
+	}
+}
+
+func TestPolicyPair_LegacyFields_MarkedLegacy(t *testing.T) {
+	e := policy.Entry{PolicyName: "a", Title: "A", Status: policy.StatusActive, LastUpdated: "t", SHA: "s", Path: "a.md", FileNo: "7"}
+	want := `{"sha":"s","path":"a.md","title":"A","lastUpdated":"t","legacy":true}`
+	if got := string(registry.PolicyPair(e).Metadata); got != want {
+		t.Errorf("metadata = %s, want %s", got, want)
+	}
+}
+
+func TestPolicyPair_OversizeMetadata_ShaOnly(t *testing.T) {
+	e := policy.Entry{PolicyName: "a", Title: strings.Repeat("긴 제목 ", 100), Status: policy.StatusActive, LastUpdated: "t", SHA: strings.Repeat("f", 40), Path: "a.md"}
+	p := registry.PolicyPair(e)
+	if want := `{"sha":"` + strings.Repeat("f", 40) + `"}`; string(p.Metadata) != want {
+		t.Errorf("metadata = %s, want %s", p.Metadata, want)
+	}
+	if err := registry.CheckPair(p); err != nil {
+		t.Errorf("CheckPair: %v", err)
+	}
+	// Just under the limit keeps everything.
+	e.Title = ""
+	base := len(registry.PolicyPair(e).Metadata)
+	e.Title = strings.Repeat("x", policy.MaxMetadataBytes-base)
+	if p := registry.PolicyPair(e); len(p.Metadata) != policy.MaxMetadataBytes || !strings.Contains(string(p.Metadata), `"title"`) {
+		t.Errorf("metadata of %d bytes = %.60s..., want all fields at exactly %d bytes", len(p.Metadata), p.Metadata, policy.MaxMetadataBytes)
+	}
+}
+
+func TestRegistry_Policies_ListingWithoutValues_GetsOnlyIncompleteKeys(t *testing.T) {
+	f := registrytest.NewFaulty(registry.NewMemory(nil))
+	r := registry.New(f)
+	sha := strings.Repeat("a", 40)
+	complete := []policy.Entry{
+		{PolicyName: "학칙", Title: "한국교원대학교 학칙", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: sha, Path: "규정/학칙.md"},
+		{PolicyName: "제1\u20242조 (a:b)", Title: "", Status: policy.StatusActive, LastUpdated: "", SHA: "", Path: ""},
+		{PolicyName: "c", Title: "C", Status: policy.StatusActive, LastUpdated: "t", SHA: sha, Path: "x/c.md"},
+	}
+	legacy := policy.Entry{PolicyName: "legacy", Title: "L", Status: policy.StatusActive, LastUpdated: "t", SHA: sha, Path: "l.md", FileNo: "3", PreviewURL: "https://p"}
+	long := policy.Entry{PolicyName: "long", Title: strings.Repeat("t", 2000), Status: policy.StatusActive, LastUpdated: "t", SHA: sha, Path: "long.md"}
+	pairs := []registry.Pair{registry.PolicyPair(legacy), registry.PolicyPair(long)}
+	for _, e := range complete {
+		pairs = append(pairs, registry.PolicyPair(e))
+	}
+	pairs = append(pairs,
+		registry.Pair{Key: "policy:v1 제목", Value: []byte(`{"title":"v1 제목","fileNo":"9","status":"active"}`)},
+		registry.Pair{Key: "policy:handwritten", Value: []byte(`{"policyName":"handwritten","sha":"s","path":"h.md"}`), Metadata: json.RawMessage(`{"sha":"s"}`)},
+	)
+	registrytest.MustPut(t, f, pairs...)
+	f.ListKeysOnly(true)
+
+	got, problems, err := r.Policies(t.Context())
+	if err != nil || problems != nil {
+		t.Fatalf("Policies: problems %v, err %v", problems, err)
+	}
+	want := map[string]policy.Entry{
+		"legacy":      legacy,
+		"long":        long,
+		"v1 제목":       {Title: "v1 제목", FileNo: "9", Status: policy.StatusActive},
+		"handwritten": {PolicyName: "handwritten", SHA: "s", Path: "h.md"},
+	}
+	for _, e := range complete {
+		want[e.PolicyName] = e
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Policies (-want +got):\n%s", diff)
+	}
+	var gets []string
+	for _, c := range f.Log() {
+		if c.Method == registrytest.Get {
+			gets = append(gets, c.Keys...)
+		}
+	}
+	slices.Sort(gets)
+	if diff := cmp.Diff([]string{"policy:handwritten", "policy:legacy", "policy:long", "policy:v1 제목"}, gets); diff != "" {
+		t.Errorf("Gets: one per legacy, hand-written or oversize key, none for complete metadata (-want +got):\n%s", diff)
+	}
+	if got := f.Calls(registrytest.List); got != 1 {
+		t.Errorf("List calls = %d, want 1", got)
+	}
+}
+
+func TestRegistry_Policies_CompleteMetadataOnly_ZeroGets(t *testing.T) {
+	f := registrytest.NewFaulty(registry.NewMemory(nil))
+	var pairs []registry.Pair
+	for i := range 300 {
+		pairs = append(pairs, registry.PolicyPair(policy.Entry{PolicyName: fmt.Sprintf("규정 %03d", i), Title: "T", Status: policy.StatusActive, LastUpdated: "t", SHA: "s", Path: "p.md"}))
+	}
+	registrytest.MustPut(t, f, pairs...)
+	f.ListKeysOnly(true)
+	got, _, err := registry.New(f).Policies(t.Context())
+	if err != nil || len(got) != 300 {
+		t.Fatalf("Policies = %d entries, %v; want 300", len(got), err)
+	}
+	if n := f.Calls(registrytest.Get); n != 0 {
+		t.Errorf("Gets = %d, want 0", n)
 	}
 }
 
