@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/knue/syncjob/internal/cloudflare"
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
@@ -66,7 +67,7 @@ type deps struct {
 	isTerminal    func(w io.Writer) bool
 }
 
-// githubHTTP carries test-only knobs of the GitHub adapter.
+// githubHTTP carries test-only knobs of the API adapters (GitHub, Cloudflare).
 type githubHTTP struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -144,7 +145,7 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	}
 	logger := newLogger(cfg, stderr, d.isTerminal(stderr))
 
-	reg, closeReg, err := openRegistry(cfg, d.now)
+	reg, closeReg, err := openRegistryWith(cfg, d, logger)
 	if err != nil {
 		logger.Error("registry unavailable", syncer.KeyError, err)
 		fmt.Fprintln(stderr, "syncjob:", redact(err.Error(), cfg.secrets()))
@@ -175,12 +176,34 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	}
 }
 
-func openRegistry(cfg Config, now func() time.Time) (*registry.Registry, func(), error) {
-	b, err := registry.OpenBolt(cfg.RegistryPath, now)
-	if err != nil {
-		return nil, nil, err
+// openRegistryWith opens the configured registry: Cloudflare Workers KV when
+// its three settings are set, else the embedded file at REGISTRY_PATH.
+func openRegistryWith(cfg Config, d deps, logger *slog.Logger) (*registry.Registry, func(), error) {
+	var store registry.Store
+	if cfg.cloudflare() {
+		ccfg := cloudflare.Config{
+			AccountID: cfg.CFAccountID, NamespaceID: cfg.CFNamespaceID, APIToken: cfg.CFAPIToken,
+			BaseURL: cfg.CFAPIURL, Now: d.now,
+		}
+		if logger != nil {
+			ccfg.Logger = logger.With("component", "cloudflare")
+		}
+		if d.httpClient != nil {
+			ccfg.Sleep = d.httpClient.sleep
+		}
+		s, err := cloudflare.New(ccfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		store = s
+	} else {
+		b, err := registry.OpenBolt(cfg.RegistryPath, d.now)
+		if err != nil {
+			return nil, nil, err
+		}
+		store = b
 	}
-	return registry.New(b), func() { _ = b.Close() }, nil
+	return registry.New(store), func() { _ = store.Close() }, nil
 }
 
 func syncOnce(ctx context.Context, cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, opt syncer.Options, asJSON bool, stdout, stderr io.Writer) int {
@@ -220,7 +243,7 @@ func newSyncer(cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, 
 		Owner: owner, Repo: name, Branch: cfg.Branch,
 		Token:    cfg.GitHubToken,
 		BaseURL:  cfg.GitHubAPIURL,
-		Logger:   logger.With("component", "github"),
+		Logger:   logger,
 		Progress: progress,
 	}
 	if d.httpClient != nil {
@@ -243,6 +266,7 @@ func (c Config) syncOptions(opt syncer.Options) syncer.Options {
 	opt.BatchSize = c.BatchSize
 	opt.Concurrency = c.Concurrency
 	opt.ReconcileInterval = c.ReconcileInterval
+	opt.DailyWriteBudget = c.DailyWriteBudget
 	return opt
 }
 
@@ -283,13 +307,17 @@ func printPlan(w io.Writer, res syncer.Result, dry bool) {
 		fmt.Fprintf(tw, "conflict\t%s\t%s\t(wins over %s)\n", c.PolicyName, c.Winner, strings.Join(c.Losers, ", "))
 	}
 	_ = tw.Flush()
+	api, reqs := "registry", s.Requests["registry"]
+	if n, ok := s.Requests["cloudflare"]; ok {
+		api, reqs = "cloudflare", n
+	}
 	verb := "synced"
 	if dry {
 		verb = "dry run, nothing written:"
 	}
-	fmt.Fprintf(w, "%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %d failed (github %d requests, registry %d)\n",
+	fmt.Fprintf(w, "%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %d failed (github %d requests, %s %d)\n",
 		verb, short(s.CommitSHA), orDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), s.ErrorCount,
-		s.Requests["github"], s.Requests["registry"])
+		s.Requests["github"], api, reqs)
 }
 
 func listPolicies(ctx context.Context, reg *registry.Registry, asJSON bool, stdout, stderr io.Writer) int {

@@ -28,6 +28,7 @@ type Config struct {
 	BatchSize         int
 	Concurrency       int
 	ReconcileInterval time.Duration
+	DailyWriteBudget  int64
 	LogFormat         string
 	LogLevel          string
 }
@@ -70,6 +71,11 @@ func settings() []setting {
 		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", def: "168h", help: "a full run happens when the last one is older than this", set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
 			c.ReconcileInterval = d
+			return err
+		}},
+		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", def: "0", help: "billable Cloudflare writes a UTC day may spend; a run that would exceed it stops before writing (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			c.DailyWriteBudget = n
 			return err
 		}},
 		{env: "LOG_FORMAT", flag: "log-format", def: "auto", help: "auto (text on a terminal, JSON otherwise), json or text", set: str(func(c *Config) *string { return &c.LogFormat })},
@@ -157,7 +163,9 @@ func (c Config) Validate() error {
 	case len(set) > 0 && len(unset) > 0:
 		return &ConfigError{unset[0], fmt.Sprintf("missing while %s is set: set all three Cloudflare settings, or none to use REGISTRY_PATH", strings.Join(set, ", "))}
 	case len(set) == 3:
-		return &ConfigError{"CLOUDFLARE_ACCOUNT_ID", "the Cloudflare Workers KV registry is not available in this build yet; unset the CLOUDFLARE_* settings to use the embedded registry at REGISTRY_PATH"}
+		if err := checkURL("CLOUDFLARE_API_URL", c.CFAPIURL); err != nil {
+			return err
+		}
 	}
 	switch {
 	case c.RegistryPath == "":
@@ -168,6 +176,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"BATCH_SIZE", fmt.Sprintf("%d is outside 1-50", c.BatchSize)}
 	case c.Concurrency < 1 || c.Concurrency > 32:
 		return &ConfigError{"CONCURRENCY", fmt.Sprintf("%d is outside 1-32", c.Concurrency)}
+	case c.DailyWriteBudget < 0:
+		return &ConfigError{"DAILY_WRITE_BUDGET", "must not be negative (0: no budget)"}
 	case c.ReconcileInterval < time.Hour:
 		return &ConfigError{"RECONCILE_INTERVAL", "must be at least 1h"}
 	case c.LogFormat != "auto" && c.LogFormat != "json" && c.LogFormat != "text":
@@ -187,6 +197,11 @@ func checkURL(name, v string) error {
 		return &ConfigError{name, fmt.Sprintf("%q is not an http(s) URL", v)}
 	}
 	return nil
+}
+
+// cloudflare reports whether the registry is Cloudflare Workers KV.
+func (c Config) cloudflare() bool {
+	return c.CFAccountID != "" && c.CFNamespaceID != "" && c.CFAPIToken != ""
 }
 
 // secrets returns the values that must never be printed.

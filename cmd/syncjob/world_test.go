@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ type world struct {
 	db     string
 	now    time.Time
 	env    map[string]string
+	mu     sync.Mutex
 	sleeps []time.Duration
 	// stdin answers confirmations; stdinTerminal pretends it is a terminal
 	stdin         io.Reader
@@ -91,7 +93,9 @@ func (w *world) run(args ...string) result {
 		now:           func() time.Time { return w.now },
 		isTerminal:    func(io.Writer) bool { return false },
 		httpClient: &githubHTTP{sleep: func(ctx context.Context, d time.Duration) error {
+			w.mu.Lock() // blobs are read concurrently
 			w.sleeps = append(w.sleeps, d)
+			w.mu.Unlock()
 			return ctx.Err()
 		}},
 	}

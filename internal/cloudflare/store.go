@@ -206,6 +206,9 @@ func New(cfg Config) (*Store, error) {
 // Requests implements registry.Store: every HTTP request, retries included.
 func (s *Store) Requests() int64 { return s.rt.requests.Load() }
 
+// API names the service in request counts and summaries.
+func (s *Store) API() string { return "cloudflare" }
+
 // Writes returns the billable writes made: each pair a bulk write applied
 // (Cloudflare bills each pair of a bulk write as one write).
 func (s *Store) Writes() int64 { return s.writes.Load() }

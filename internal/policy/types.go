@@ -234,5 +234,10 @@ type RunSummary struct {
 	Failures          []Failure        `json:"failures,omitempty"`
 	Error             string           `json:"error,omitempty"`
 	Requests          map[string]int64 `json:"requests"`
-	LastFullRun       string           `json:"lastFullRun,omitempty"`
+	// BillableWrites and BillableDeletes are what a billing backend
+	// (Cloudflare) charged for this run: each pair of a bulk write, each key
+	// of a bulk delete.
+	BillableWrites  int64  `json:"billableWrites,omitempty"`
+	BillableDeletes int64  `json:"billableDeletes,omitempty"`
+	LastFullRun     string `json:"lastFullRun,omitempty"`
 }

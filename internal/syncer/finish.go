@@ -43,6 +43,13 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
+		if _, ok := r.Registry.Store().(billing); ok {
+			// what recording will be billed for, so the day's total is right
+			sum.BillableWrites += 2
+			if advance != "" {
+				sum.BillableWrites++
+			}
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		rerr := r.Registry.RecordRun(rctx, *sum, r.start, advance)
 		cancel()
@@ -86,9 +93,19 @@ func errorOrNil(msg string) error {
 	return errors.New(msg)
 }
 
+// requests counts this run's requests per API, and sets what a billing
+// backend charged for it.
 func (r *run) requests() map[string]int64 {
+	api := "registry"
+	if n, ok := r.Registry.Store().(named); ok {
+		api = n.API()
+	}
+	if b, ok := r.Registry.Store().(billing); ok {
+		r.sum.BillableWrites = b.Writes() - r.baseWrites
+		r.sum.BillableDeletes = b.Deletes() - r.baseDeletes
+	}
 	return map[string]int64{
-		"github":   r.Source.Requests() - r.baseGitHub,
-		"registry": r.Registry.Store().Requests() - r.baseRegistry,
+		"github": r.Source.Requests() - r.baseGitHub,
+		api:      r.Registry.Store().Requests() - r.baseRegistry,
 	}
 }

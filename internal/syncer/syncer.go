@@ -50,6 +50,7 @@ type Options struct {
 	Concurrency       int           // batches in flight; 0 → 4
 	ReconcileInterval time.Duration // full run when the last one is older; 0 → 7 days
 	AllowMassDelete   bool          // let a plan through the mass-delete guard
+	DailyWriteBudget  int64         // billable writes a UTC day may spend; 0 = no budget
 }
 
 // Syncer holds the adapters of a run. It carries no state between runs.
@@ -126,6 +127,7 @@ type run struct {
 	prev  *policy.RunSummary
 	// request counters at the start, so a reused adapter reports this run only
 	baseGitHub, baseRegistry int64
+	baseWrites, baseDeletes  int64
 	// pending are the failed writes of earlier runs that this run retries;
 	// dead are the dead letters, whose versions are held back.
 	pending map[string]policy.QueueEntry
@@ -150,6 +152,9 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
 	}
 	r := &run{Syncer: s, opt: opt, start: s.now(),
 		baseGitHub: s.Source.Requests(), baseRegistry: s.Registry.Store().Requests()}
+	if b, ok := s.Registry.Store().(billing); ok {
+		r.baseWrites, r.baseDeletes = b.Writes(), b.Deletes()
+	}
 	r.sum = policy.RunSummary{
 		RunID:     id(),
 		Trigger:   opt.Trigger,
@@ -293,6 +298,9 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	if r.opt.DryRun {
 		r.sum.Failures = failures
 		return Result{Plan: plan}, nil
+	}
+	if err := r.checkBudget(ctx, plan); err != nil {
+		return Result{Plan: plan}, err
 	}
 	failures = append(failures, r.apply(ctx, plan, entries)...)
 	slices.SortFunc(failures, func(a, b policy.Failure) int { return strings.Compare(a.PolicyName, b.PolicyName) })

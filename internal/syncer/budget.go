@@ -1,0 +1,72 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// billing is a registry backend that charges per write (Cloudflare KV).
+type billing interface {
+	Writes() int64
+	Deletes() int64
+}
+
+// named is a registry backend that names its API in request counts.
+type named interface{ API() string }
+
+// ErrBudget is returned when a run would spend more billable writes than
+// the daily write budget leaves (exit code 4, like a safety guard).
+var ErrBudget = fmt.Errorf("%w: daily write budget", ErrRefused)
+
+// metadataWrites are the writes that end every run: run history, lastRun, lastCommit.
+const metadataWrites = 3
+
+// checkBudget stops a run before it writes when its writes, added to those
+// the day's earlier runs were billed for, would exceed the daily budget.
+func (r *run) checkBudget(ctx context.Context, plan policy.Plan) error {
+	if r.opt.DailyWriteBudget <= 0 {
+		return nil
+	}
+	if _, ok := r.Registry.Store().(billing); !ok {
+		return nil
+	}
+	need := int64(len(r.requeue) + metadataWrites)
+	for _, it := range plan.Items {
+		switch {
+		case it.Action == policy.ActAdd || it.Action == policy.ActUpdate:
+			need += 2 // entry and queue entry
+		case it.Action == policy.ActMove || (it.Action == policy.ActMigrate && it.Path != ""):
+			need++
+		}
+	}
+	spent, err := r.spentToday(ctx)
+	if err != nil {
+		return fmt.Errorf("registry: read run history for the write budget: %w", err)
+	}
+	if spent+need > r.opt.DailyWriteBudget {
+		return fmt.Errorf("%w: this run needs %d writes, %d of the %d for %s are spent; run again tomorrow (UTC) or raise DAILY_WRITE_BUDGET",
+			ErrBudget, need, spent, r.opt.DailyWriteBudget, r.start.Format("2006-01-02"))
+	}
+	r.log.Info("write budget", "need", need, "spent", spent, "budget", r.opt.DailyWriteBudget)
+	return nil
+}
+
+// spentToday adds up the billable writes of today's (UTC) runs.
+func (r *run) spentToday(ctx context.Context) (int64, error) {
+	day := r.start.Format("2006-01-02")
+	runs, err := r.Registry.Runs(ctx, 0)
+	if err != nil && runs == nil {
+		return 0, err
+	}
+	var spent int64
+	for _, run := range runs {
+		if !strings.HasPrefix(run.Timestamp, day) {
+			break // newest first: the rest are older
+		}
+		spent += run.BillableWrites
+	}
+	return spent, nil
+}
