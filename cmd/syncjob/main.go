@@ -10,6 +10,9 @@ import (
 )
 
 func main() {
+	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+		serveLambda() // the Lambda runtime loop; never returns
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := runWith(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, deps{stdin: os.Stdin, stdinTerminal: isTerminalFile(os.Stdin)})
 	stop()

@@ -1,0 +1,579 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// invocation is one call of the Lambda handler.
+type invocation struct {
+	sum  policy.RunSummary
+	err  error
+	logs string
+}
+
+// lines returns the log lines (JSON objects) of the invocation.
+func (inv invocation) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(inv.logs), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %v\n%s", err, line)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// line returns the one line whose msg is msg.
+func (inv invocation) line(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, m := range inv.lines(t) {
+		if m["msg"] == msg {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d lines %q, want 1; logs:\n%s", len(found), msg, inv.logs)
+	}
+	return found[0]
+}
+
+// metrics returns the EMF lines of the invocation.
+func (inv invocation) metrics(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, m := range inv.lines(t) {
+		if _, ok := m["_aws"]; ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// lambdaHandler returns a handler on the world's fake GitHub and registry.
+func (w *world) lambdaHandler(logs *bytes.Buffer) *lambdaHandler {
+	d := deps{
+		now: func() time.Time { return w.now },
+		// Retries wait for nothing. (Blobs are read concurrently: this hook
+		// records nothing, so it needs no lock.)
+		httpClient: &githubHTTP{sleep: func(ctx context.Context, _ time.Duration) error {
+			return ctx.Err()
+		}},
+	}
+	return newLambdaHandler(func(k string) string { return w.env[k] }, logs, d)
+}
+
+// invoke calls the handler as the Lambda runtime would: a context carrying a
+// request id and a deadline timeout from now.
+func (w *world) invoke(payload string, timeout time.Duration) invocation {
+	w.t.Helper()
+	return w.invokeWith(w.lambdaHandler(new(bytes.Buffer)), payload, timeout)
+}
+
+func (w *world) invokeWith(h *lambdaHandler, payload string, timeout time.Duration) invocation {
+	w.t.Helper()
+	logs, ok := h.logs.(*bytes.Buffer)
+	if !ok {
+		w.t.Fatal("handler logs are not a buffer")
+	}
+	logs.Reset()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "req-0001"})
+	sum, err := h.Handle(ctx, json.RawMessage(payload))
+	w.now = w.now.Add(time.Hour)
+	return invocation{sum: sum, err: err, logs: logs.String()}
+}
+
+func TestLambda_ScheduledEvent_SyncsAndReturnsSummary(t *testing.T) {
+	w := newWorld(t)
+	head := seed(w)
+	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
+	if inv.err != nil {
+		t.Fatalf("handler: %v\n%s", inv.err, inv.logs)
+	}
+	s := inv.sum
+	if s.Status != policy.RunSuccess || s.Trigger != "schedule" || s.Mode != "full" || s.Added != 3 || s.CommitSHA != head || s.RunID == "" {
+		t.Errorf("summary = %+v", s)
+	}
+	st := w.state()
+	if st.lastCommit != head || len(st.policies) != 3 || st.lastRun == nil || st.lastRun.Trigger != "schedule" {
+		t.Errorf("registry: lastCommit %q, %d policies, lastRun %+v", st.lastCommit, len(st.policies), st.lastRun)
+	}
+
+	fin := inv.line(t, "run finished")
+	for k, want := range map[string]any{
+		"runId": s.RunID, "trigger": "schedule", "awsRequestId": "req-0001", "repo": "knue/policies",
+		"branch": "main", "commit": head, "previousCommit": "", "mode": "full", "status": "success", "added": float64(3),
+	} {
+		if fin[k] != want {
+			t.Errorf("run finished: %s = %v, want %v", k, fin[k], want)
+		}
+	}
+	if _, ok := fin["requests"].(map[string]any)["github"]; !ok {
+		t.Errorf("run finished has no requests per API: %v", fin)
+	}
+	if _, ok := fin["durationMs"]; !ok {
+		t.Errorf("run finished has no duration: %v", fin)
+	}
+	for _, m := range inv.lines(t) {
+		if _, emf := m["_aws"]; !emf && m["awsRequestId"] != "req-0001" {
+			t.Errorf("line without the request id: %v", m)
+		}
+	}
+
+	emfLines := inv.metrics(t)
+	if len(emfLines) != 1 {
+		t.Fatalf("%d EMF lines, want 1:\n%s", len(emfLines), inv.logs)
+	}
+	m := emfLines[0]
+	cw := m["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	if cw["Namespace"] != metricsNamespace || !cmp.Equal(cw["Dimensions"], []any{[]any{"Repo"}}) {
+		t.Errorf("EMF directive = %v", cw)
+	}
+	for k, want := range map[string]any{
+		"Repo": "knue/policies", "Added": 3.0, "Updated": 0.0, "Deleted": 0.0, "Failed": 0.0, "Skipped": 0.0,
+		"RunSucceeded": 1.0, "RunFailed": 0.0, "RunPartial": 0.0, "runId": s.RunID, "trigger": "schedule", "commit": head,
+	} {
+		if m[k] != want {
+			t.Errorf("EMF %s = %v, want %v", k, m[k], want)
+		}
+	}
+	if _, ok := m["DurationMs"]; !ok {
+		t.Errorf("EMF line has no DurationMs: %v", m)
+	}
+}
+
+func TestLambda_SameEventTwice_SecondRunIsUnchangedNoOp(t *testing.T) {
+	// Lambda retries a failed asynchronous invocation with the same event,
+	// and the scheduler may deliver one twice: a run recomputes everything
+	// from the repository and the registry, so a repeat changes nothing.
+	w := newWorld(t)
+	head := seed(w)
+	if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err != nil {
+		t.Fatalf("first: %v", inv.err)
+	}
+	before := w.state()
+	w.gh.ResetRequests()
+	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
+	if inv.err != nil {
+		t.Fatalf("second: %v", inv.err)
+	}
+	s := inv.sum
+	if s.Status != policy.RunSuccess || s.Mode != "unchanged" || s.Added+s.Updated+s.Moved+s.Deleted != 0 || s.CommitSHA != head || s.PreviousCommitSHA != head {
+		t.Errorf("second summary = %+v", s)
+	}
+	after := w.state()
+	if diff := cmp.Diff(before.policies, after.policies); diff != "" {
+		t.Errorf("policies changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(before.queue, after.queue); diff != "" {
+		t.Errorf("queue changed (-before +after):\n%s", diff)
+	}
+	if after.lastCommit != head || after.lastRun.RunID != s.RunID {
+		t.Errorf("lastCommit %q lastRun %+v", after.lastCommit, after.lastRun)
+	}
+	if n := w.gh.Requests().Total(); n != 1 {
+		t.Errorf("github requests %d, want 1 (the head)", n)
+	}
+	if m := inv.metrics(t); len(m) != 1 || m[0]["RunSucceeded"] != 1.0 {
+		t.Errorf("an unchanged run still reports a success (the heartbeat alarm reads it): %v", m)
+	}
+}
+
+func TestLambda_ManualEvents(t *testing.T) {
+	t.Run("full dry run writes nothing and reports no metrics", func(t *testing.T) {
+		w := newWorld(t)
+		seed(w)
+		inv := w.invoke(`{"mode":"full","dryRun":true}`, time.Minute)
+		if inv.err != nil {
+			t.Fatalf("handler: %v", inv.err)
+		}
+		if s := inv.sum; !s.DryRun || s.Trigger != "manual" || s.Mode != "full" || s.Added != 3 || s.Status != policy.RunSuccess {
+			t.Errorf("summary = %+v", s)
+		}
+		if keys := w.state().keys; len(keys) != 0 {
+			t.Errorf("a dry run wrote %v", keys)
+		}
+		if m := inv.metrics(t); len(m) != 0 {
+			t.Errorf("a dry run must not count as a run (it would reset the no-success alarm): %v", m)
+		}
+	})
+	t.Run("full backfill after an incremental history", func(t *testing.T) {
+		w := newWorld(t)
+		seed(w)
+		if inv := w.invoke(`{}`, time.Minute); inv.err != nil || inv.sum.Trigger != "manual" || inv.sum.Mode != "full" {
+			t.Fatalf("first run: %v %+v", inv.err, inv.sum)
+		}
+		w.repo.Write("규정/새 규정.md", "# 새 규정\n")
+		w.repo.Commit("add")
+		if inv := w.invoke(`{"trigger":"manual","mode":"incremental","dryRun":false}`, time.Minute); inv.err != nil || inv.sum.Mode != "incremental" || inv.sum.Added != 1 {
+			t.Fatalf("incremental: %v %+v", inv.err, inv.sum)
+		}
+		inv := w.invoke(`{"mode":"full"}`, time.Minute)
+		if inv.err != nil || inv.sum.Mode != "full" || inv.sum.ModeReason != "requested" || inv.sum.Unchanged != 4 || inv.sum.Added != 0 {
+			t.Errorf("full: %v %+v", inv.err, inv.sum)
+		}
+	})
+	t.Run("empty and null payloads are manual runs", func(t *testing.T) {
+		for _, p := range []string{``, `null`, ` {} `} {
+			opt, err := parseEvent([]byte(p))
+			if err != nil || opt.Trigger != "manual" || opt.Full || opt.DryRun {
+				t.Errorf("%q: %+v, %v", p, opt, err)
+			}
+		}
+	})
+}
+
+func TestLambda_InvalidEvent_ErrorNamesTheField_NothingRuns(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		field   string
+		words   []string
+	}{
+		{`{"trigger":"schedule","force":true}`, "force", []string{"unknown field", "accepted"}},
+		{`{"Mode":"full"}`, "Mode", []string{"unknown field"}}, // field names are exact
+		{`{"mode":"fast"}`, "mode", []string{`"fast"`, "full or incremental"}},
+		{`{"trigger":"cron"}`, "trigger", []string{`"cron"`, "schedule or manual"}},
+		{`{"dryRun":"yes"}`, "dryRun", []string{"true or false", "string"}},
+		{`{"mode":1}`, "mode", []string{"a string", "number"}},
+		{`["full"]`, "", []string{"JSON object", "array"}},
+		{`"full"`, "", []string{"JSON object"}},
+		{`{"mode":"full"} {"dryRun":true}`, "", []string{"more than one"}},
+		{`{"mode":`, "", []string{"event:"}},
+	} {
+		t.Run(tc.payload, func(t *testing.T) {
+			w := newWorld(t)
+			seed(w)
+			inv := w.invoke(tc.payload, time.Minute)
+			var ee *EventError
+			if !errors.As(inv.err, &ee) {
+				t.Fatalf("err = %v (%T), want *EventError", inv.err, inv.err)
+			}
+			if ee.Field != tc.field {
+				t.Errorf("field %q, want %q (%v)", ee.Field, tc.field, ee)
+			}
+			for _, word := range append(tc.words, tc.field) {
+				if !strings.Contains(ee.Error(), word) {
+					t.Errorf("error %q does not say %q", ee, word)
+				}
+			}
+			if n := w.gh.Requests().Total(); n != 0 {
+				t.Errorf("a rejected event made %d GitHub requests", n)
+			}
+			if rejected := inv.line(t, "invocation rejected"); !strings.Contains(rejected["error"].(string), "event:") {
+				t.Errorf("rejection line = %v", rejected)
+			}
+			if st := w.state(); len(st.keys) != 0 {
+				t.Errorf("a rejected event wrote %v", st.keys)
+			}
+		})
+	}
+}
+
+func TestLambda_BadConfig_ErrorNamesTheSetting(t *testing.T) {
+	w := newWorld(t)
+	delete(w.env, "GITHUB_REPO")
+	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
+	var ce *ConfigError
+	if !errors.As(inv.err, &ce) || ce.Setting != "GITHUB_REPO" {
+		t.Fatalf("err = %v, want a ConfigError naming GITHUB_REPO", inv.err)
+	}
+	inv.line(t, "invocation rejected")
+}
+
+func TestLambda_FailedRun_ReturnsErrorAndIsRecorded(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.gh.FailNext(githubfake.AnyKind, -1, githubfake.ServerError(502))
+	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
+	var re *RunError
+	if !errors.As(inv.err, &re) || re.Status != policy.RunFailed || re.RunID == "" || !strings.Contains(re.Error(), re.RunID) {
+		t.Fatalf("err = %v (%T), want a RunError naming the run", inv.err, inv.err)
+	}
+	st := w.state()
+	if st.lastRun == nil || st.lastRun.Status != policy.RunFailed || st.lastRun.RunID != re.RunID || st.lastCommit != "" {
+		t.Errorf("lastRun %+v, lastCommit %q", st.lastRun, st.lastCommit)
+	}
+	m := inv.metrics(t)
+	if len(m) != 1 || m[0]["RunFailed"] != 1.0 || m[0]["RunSucceeded"] != 0.0 || m[0]["status"] != "failed" {
+		t.Errorf("EMF = %v", m)
+	}
+	if fin := inv.line(t, "invocation finished"); fin["level"] != "ERROR" {
+		t.Errorf("invocation finished = %v", fin)
+	}
+}
+
+func TestLambda_ShortDeadline_EndsCleanlyWithRunRecorded(t *testing.T) {
+	w := newWorld(t)
+	first := seed(w)
+	if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err != nil {
+		t.Fatalf("first run: %v", inv.err)
+	}
+	w.repo.Write("규정/새 규정.md", "# 새 규정\n")
+	second := w.repo.Commit("add")
+	// Reading the new file hangs until the client gives up: only the
+	// deadline ends this run.
+	w.gh.FailNext(githubfake.KindBlob, -1, githubfake.Hang())
+	w.gh.FailNext(githubfake.KindArchive, -1, githubfake.Hang())
+
+	h := w.lambdaHandler(new(bytes.Buffer))
+	h.reserve = 2 * time.Second
+	const timeout = 3 * time.Second
+	began := time.Now()
+	inv := w.invokeWith(h, `{"trigger":"schedule"}`, timeout)
+	if took := time.Since(began); took >= timeout {
+		t.Errorf("the handler returned after %v, past the Lambda deadline of %v", took, timeout)
+	}
+	var re *RunError
+	if !errors.As(inv.err, &re) || !strings.Contains(re.Error(), "before the Lambda deadline") {
+		t.Fatalf("err = %v, want a RunError that says the run stopped for the deadline", inv.err)
+	}
+	st := w.state()
+	if st.lastRun == nil || st.lastRun.Status != policy.RunFailed || st.lastRun.CommitSHA != second || st.lastRun.RunID != re.RunID {
+		t.Errorf("lastRun = %+v, want failed at %s", st.lastRun, second)
+	}
+	if st.lastCommit != first {
+		t.Errorf("lastCommit %s, want it left at %s", st.lastCommit, first)
+	}
+	if _, ok := st.policies["새 규정"]; ok {
+		t.Errorf("the unread policy was written")
+	}
+	if m := inv.metrics(t); len(m) != 1 || m[0]["RunFailed"] != 1.0 {
+		t.Errorf("EMF = %v", m)
+	}
+
+	// The next run, with time, finishes the job.
+	w.gh.ClearFaults()
+	inv = w.invoke(`{"trigger":"schedule"}`, time.Minute)
+	if inv.err != nil || inv.sum.Added != 1 {
+		t.Fatalf("next run: %v %+v", inv.err, inv.sum)
+	}
+	if st := w.state(); st.lastCommit != second {
+		t.Errorf("lastCommit %s, want %s", st.lastCommit, second)
+	}
+}
+
+func TestLambda_DeadlineInsideReserve_RunFailsAtOnceAndIsRecorded(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	inv := w.invoke(`{"trigger":"schedule"}`, lambdaReserve/2)
+	var re *RunError
+	if !errors.As(inv.err, &re) {
+		t.Fatalf("err = %v, want a RunError", inv.err)
+	}
+	if st := w.state(); st.lastRun == nil || st.lastRun.Status != policy.RunFailed || st.lastCommit != "" {
+		t.Errorf("lastRun %+v lastCommit %q", st.lastRun, st.lastCommit)
+	}
+}
+
+// fakeExtension is the AWS Parameters and Secrets Lambda Extension's HTTP
+// interface, serving Secrets Manager secrets by id.
+type fakeExtension struct {
+	sessionToken string
+	secrets      map[string]string
+	status       int // when set, every answer has this status
+	mu           sync.Mutex
+	asked        []string
+}
+
+func (f *fakeExtension) serve(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("secretId")
+		f.mu.Lock()
+		f.asked = append(f.asked, id)
+		f.mu.Unlock()
+		switch {
+		case r.URL.Path != "/secretsmanager/get":
+			http.Error(rw, "not found", http.StatusNotFound)
+		case r.Header.Get("X-Aws-Parameters-Secrets-Token") != f.sessionToken:
+			http.Error(rw, "forbidden: missing or wrong X-Aws-Parameters-Secrets-Token", http.StatusForbidden)
+		case f.status != 0:
+			http.Error(rw, `{"__type":"AccessDeniedException","message":"not authorized to perform secretsmanager:GetSecretValue"}`, f.status)
+		case f.secrets[id] == "":
+			http.Error(rw, `{"__type":"ResourceNotFoundException"}`, http.StatusBadRequest)
+		default:
+			_ = json.NewEncoder(rw).Encode(map[string]any{"ARN": id, "Name": "syncjob", "SecretString": f.secrets[id], "VersionStages": []string{"AWSCURRENT"}})
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+const (
+	testToken     = "ghp_LAMBDASECRET0123456789abcdefABCDEF"
+	testTokenARN  = "arn:aws:secretsmanager:ap-northeast-2:123456789012:secret:syncjob/github-token-AbCdEf"
+	testSessionTk = "IQoJb3JpZ2luX2VjEXAMPLESESSIONTOKEN"
+)
+
+// withSecretExtension makes the world's token come from a fake extension.
+func withSecretExtension(w *world) (*fakeExtension, *lambdaHandler) {
+	ext := &fakeExtension{sessionToken: testSessionTk, secrets: map[string]string{testTokenARN: testToken + "\n"}}
+	w.gh.Token = testToken
+	w.env["GITHUB_TOKEN_SECRET_ARN"] = testTokenARN
+	w.env["AWS_SESSION_TOKEN"] = testSessionTk
+	h := w.lambdaHandler(new(bytes.Buffer))
+	h.extensionURL = ext.serve(w.t)
+	return ext, h
+}
+
+func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fault  *githubfake.Fault
+		status string
+	}{
+		{"success", nil, policy.RunSuccess},
+		{"server error", &[]githubfake.Fault{githubfake.ServerError(502)}[0], policy.RunFailed},
+		{"rate limited", &[]githubfake.Fault{githubfake.PrimaryRateLimit(403, time.Now().Add(time.Hour))}[0], policy.RunFailed},
+		{"echoes the token", &[]githubfake.Fault{githubfake.StatusError(404, "Not Found: token "+testToken)}[0], policy.RunFailed},
+		{"echoes the token in a blob", nil, policy.RunPartial},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			seed(w)
+			w.env["LOG_LEVEL"] = "debug"
+			ext, h := withSecretExtension(w)
+			if tc.fault != nil {
+				w.gh.FailNext(githubfake.AnyKind, -1, *tc.fault)
+			}
+			if tc.name == "echoes the token in a blob" {
+				w.gh.FailNext(githubfake.KindBlob, -1, githubfake.StatusError(500, "internal error for "+testToken))
+			}
+			inv := w.invokeWith(h, `{"trigger":"schedule"}`, time.Minute)
+			wantErr := tc.status == policy.RunFailed
+			if (inv.err != nil) != wantErr {
+				t.Fatalf("err = %v, want error %v\n%s", inv.err, wantErr, inv.logs)
+			}
+			if st := w.state().lastRun; st == nil || st.Status != tc.status {
+				t.Errorf("lastRun = %+v, want status %s", st, tc.status)
+			}
+			if tc.status == policy.RunSuccess && inv.sum.Added != 3 {
+				t.Errorf("the token did not reach GitHub: %+v", inv.sum)
+			}
+			if len(ext.asked) != 1 || ext.asked[0] != testTokenARN {
+				t.Errorf("extension asked for %v", ext.asked)
+			}
+			sum, _ := json.Marshal(inv.sum)
+			errText := ""
+			if inv.err != nil {
+				errText = inv.err.Error()
+			}
+			st := w.state()
+			lastRun, _ := json.Marshal(st.lastRun)
+			for where, text := range map[string]string{"logs and EMF": inv.logs, "summary": string(sum), "error": errText, "lastRun": string(lastRun)} {
+				for _, secret := range []string{testToken, testToken[4:20], testSessionTk} {
+					if strings.Contains(text, secret) {
+						t.Errorf("a secret (%.8s...) appears in the %s:\n%s", secret, where, text)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestLambda_SecretReferenceProblems_NameTheSetting(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(w *world, ext *fakeExtension, h *lambdaHandler)
+		words []string
+	}{
+		{"token and reference both set", func(w *world, _ *fakeExtension, _ *lambdaHandler) { w.env["GITHUB_TOKEN"] = testToken },
+			[]string{"GITHUB_TOKEN or GITHUB_TOKEN_SECRET_ARN, not both"}},
+		{"access denied", func(_ *world, ext *fakeExtension, _ *lambdaHandler) { ext.status = http.StatusBadRequest },
+			[]string{"status 400", "AccessDeniedException"}},
+		{"unknown secret", func(w *world, _ *fakeExtension, _ *lambdaHandler) { w.env["GITHUB_TOKEN_SECRET_ARN"] = "syncjob/other" },
+			[]string{"syncjob/other", "ResourceNotFoundException"}},
+		{"no session token", func(w *world, _ *fakeExtension, _ *lambdaHandler) { delete(w.env, "AWS_SESSION_TOKEN") },
+			[]string{"status 403"}},
+		{"extension missing", func(_ *world, _ *fakeExtension, h *lambdaHandler) { h.extensionURL = "http://127.0.0.1:1" },
+			[]string{"layer attached"}},
+		{"empty secret", func(_ *world, ext *fakeExtension, _ *lambdaHandler) { ext.secrets[testTokenARN] = "  " },
+			[]string{"no SecretString"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			seed(w)
+			ext, h := withSecretExtension(w)
+			tc.setup(w, ext, h)
+			inv := w.invokeWith(h, `{"trigger":"schedule"}`, time.Minute)
+			var ce *ConfigError
+			if !errors.As(inv.err, &ce) || ce.Setting != "GITHUB_TOKEN_SECRET_ARN" {
+				t.Fatalf("err = %v, want a ConfigError naming GITHUB_TOKEN_SECRET_ARN", inv.err)
+			}
+			for _, word := range tc.words {
+				if !strings.Contains(inv.err.Error(), word) {
+					t.Errorf("error %q does not say %q", inv.err, word)
+				}
+			}
+			if strings.Contains(inv.logs+inv.err.Error(), testToken) || strings.Contains(inv.logs+inv.err.Error(), testSessionTk) {
+				t.Errorf("a secret was printed:\n%s\n%v", inv.logs, inv.err)
+			}
+			if n := w.gh.Requests().Total(); n != 0 {
+				t.Errorf("%d GitHub requests without a token", n)
+			}
+		})
+	}
+}
+
+func TestLambda_HandlerKeepsNoStateBetweenInvocations(t *testing.T) {
+	// A warm Lambda environment reuses the handler: two invocations of one
+	// handler behave as two cold ones.
+	w := newWorld(t)
+	seed(w)
+	h := w.lambdaHandler(new(bytes.Buffer))
+	a := w.invokeWith(h, `{"trigger":"schedule"}`, time.Minute)
+	w.repo.Write("규정/새 규정.md", "# 새 규정\n")
+	w.repo.Commit("add")
+	b := w.invokeWith(h, `{"trigger":"schedule"}`, time.Minute)
+	if a.err != nil || b.err != nil || a.sum.RunID == b.sum.RunID || b.sum.Mode != "incremental" || b.sum.Added != 1 {
+		t.Errorf("first %v %+v\nsecond %v %+v", a.err, a.sum, b.err, b.sum)
+	}
+	if strings.Contains(b.logs, a.sum.RunID) {
+		t.Errorf("the second invocation's logs mention the first run")
+	}
+	if gh := b.sum.Requests["github"]; gh > 4 {
+		t.Errorf("second run counts %d GitHub requests: counters carried over?", gh)
+	}
+}
+
+func TestLambda_PartialRun_ReturnsSummaryAndCountsPartial(t *testing.T) {
+	// Failed items are queued for the next run; an immediate Lambda retry
+	// would not help them, so a partial run is not an invocation error. The
+	// RunPartial metric (and its alarm) reports it.
+	w := newWorld(t)
+	seed(w)
+	w.gh.FailNext(githubfake.KindBlob, -1, githubfake.ServerError(500))
+	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
+	if inv.err != nil {
+		t.Fatalf("err = %v, want the summary", inv.err)
+	}
+	if inv.sum.Status != policy.RunPartial || inv.sum.ErrorCount != 3 || len(inv.sum.Failures) != 3 {
+		t.Errorf("summary = %+v", inv.sum)
+	}
+	m := inv.metrics(t)
+	if len(m) != 1 || m[0]["RunPartial"] != 1.0 || m[0]["Failed"] != 3.0 || m[0]["RunSucceeded"] != 0.0 {
+		t.Errorf("EMF = %v", m)
+	}
+}
