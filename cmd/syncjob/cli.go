@@ -55,6 +55,10 @@ Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
 Run "syncjob COMMAND --help" for every setting, its environment variable and its default.
 `
 
+// leaseTTL bounds how long a crashed run can keep others out of Workers KV;
+// a run takes minutes (10,000 policies: about 400 requests).
+const leaseTTL = 15 * time.Minute
+
 // env is how the program reads its environment; tests pass a map.
 type env func(string) string
 
@@ -267,6 +271,11 @@ func (c Config) syncOptions(opt syncer.Options) syncer.Options {
 	opt.Concurrency = c.Concurrency
 	opt.ReconcileInterval = c.ReconcileInterval
 	opt.DailyWriteBudget = c.DailyWriteBudget
+	if c.cloudflare() {
+		// Workers KV can be written by anyone with the token: take the
+		// advisory lease. The embedded file is locked by its one process.
+		opt.LeaseTTL = leaseTTL
+	}
 	return opt
 }
 

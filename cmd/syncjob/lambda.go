@@ -247,6 +247,7 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (po
 		logger.Error("invocation rejected", syncer.KeyError, err)
 		return policy.RunSummary{}, err
 	}
+	syncLogger := logger // the syncer adds the trigger to its own lines
 	logger = logger.With(keyTrigger, opt.Trigger)
 	runCtx, cancel := h.runContext(ctx)
 	defer cancel()
@@ -259,7 +260,7 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (po
 		return policy.RunSummary{}, errors.New(redact(err.Error(), cfg.secrets()))
 	}
 	defer closeReg()
-	s, err := newSyncer(cfg, h.deps, reg, logger, nil)
+	s, err := newSyncer(cfg, h.deps, reg, syncLogger, nil)
 	if err != nil {
 		logger.Error("github source unavailable", syncer.KeyError, err)
 		return policy.RunSummary{}, errors.New(redact(err.Error(), cfg.secrets()))

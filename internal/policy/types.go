@@ -237,7 +237,11 @@ type RunSummary struct {
 	// BillableWrites and BillableDeletes are what a billing backend
 	// (Cloudflare) charged for this run: each pair of a bulk write, each key
 	// of a bulk delete.
-	BillableWrites  int64  `json:"billableWrites,omitempty"`
-	BillableDeletes int64  `json:"billableDeletes,omitempty"`
-	LastFullRun     string `json:"lastFullRun,omitempty"`
+	BillableWrites  int64 `json:"billableWrites,omitempty"`
+	BillableDeletes int64 `json:"billableDeletes,omitempty"`
+	// PhasesMs times the parts of the run: read (head and registry
+	// metadata), plan (registry state, compare or tree), fetch (contents),
+	// apply (writes) and record (the run's own metadata; in the log only).
+	PhasesMs    map[string]int64 `json:"phasesMs,omitempty"`
+	LastFullRun string           `json:"lastFullRun,omitempty"`
 }

@@ -34,6 +34,9 @@ func (r *run) checkBudget(ctx context.Context, plan policy.Plan) error {
 		return nil
 	}
 	need := int64(len(r.requeue) + metadataWrites)
+	if r.opt.LeaseTTL > 0 {
+		need++
+	}
 	for _, it := range plan.Items {
 		switch {
 		case it.Action == policy.ActAdd || it.Action == policy.ActUpdate:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -37,6 +38,8 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 	}
 	sum.Requests = r.requests()
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
+	r.enter("record")
+	sum.PhasesMs = maps.Clone(r.phases)
 
 	if !r.opt.DryRun {
 		advance := ""
@@ -52,6 +55,7 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		rerr := r.Registry.RecordRun(rctx, *sum, r.start, advance)
+		r.releaseLease(rctx)
 		cancel()
 		if rerr != nil {
 			r.log.Error("run not recorded", KeyError, rerr)
@@ -60,6 +64,9 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		}
 		sum.Requests = r.requests()
 	}
+	r.enter("")
+	sum.PhasesMs = r.phases
+	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 
 	level := slog.LevelInfo
 	if sum.Status != policy.RunSuccess {
@@ -75,12 +82,16 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		"updated", sum.Updated,
 		"moved", sum.Moved,
 		"deleted", sum.Deleted,
+		"migrated", sum.Migrated,
 		"unchanged", sum.Unchanged,
 		"skipped", len(sum.Skipped),
 		"conflicts", len(sum.Conflicts),
 		"failed", sum.ErrorCount,
 		KeyRequests, sum.Requests,
 		KeyDuration, sum.DurationMs,
+		KeyPhases, sum.PhasesMs,
+		"billableWrites", sum.BillableWrites,
+		"billableDeletes", sum.BillableDeletes,
 		KeyError, sum.Error,
 	)
 	return *sum

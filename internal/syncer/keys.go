@@ -20,6 +20,8 @@ const (
 	KeyPuts     = "puts"
 	KeyDeletes  = "deletes"
 	KeyDuration = "durationMs"
+	KeyPhases   = "phasesMs"
+	KeyTrigger  = "trigger"
 	KeyRequests = "requests"
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,3 +307,86 @@ func TestGuard_ManyLost_RefusedButRenamingEverythingPasses(t *testing.T) {
 		t.Errorf("%d policies after a refused plan", len(r.policies()))
 	}
 }
+
+func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	opt := syncer.Options{LeaseTTL: 15 * time.Minute}
+	now := r.clock.Now()
+	r.putRaw(map[string]string{policy.LeaseKey: fmt.Sprintf(`{"owner":"backfill","acquiredAt":%q,"expiresAt":%q}`,
+		now.Format(time.RFC3339), now.Add(30*time.Minute).Format(time.RFC3339))})
+	if _, err := r.run(opt); !errors.Is(err, syncer.ErrLeaseHeld) || !strings.Contains(err.Error(), "backfill") {
+		t.Fatalf("err = %v, want ErrLeaseHeld naming the holder", err)
+	}
+	if len(r.policies()) != 0 || r.lastCommit() != "" || r.lastRun().Status != policy.RunFailed {
+		t.Errorf("a run without the lease wrote: %d policies, lastCommit %q", len(r.policies()), r.lastCommit())
+	}
+	r.clock.Advance(time.Hour) // the holder's lease expired
+	if _, err := r.run(opt); err != nil {
+		t.Fatalf("expired lease: %v", err)
+	}
+	if r.lastCommit() != first {
+		t.Errorf("lastCommit %s", r.lastCommit())
+	}
+	if _, err := r.store.Get(context.Background(), policy.LeaseKey); !errors.Is(err, policy.ErrNotFound) {
+		t.Errorf("lease not released: %v", err)
+	}
+}
+
+func TestBudget_RunWouldExceedDailyWrites_StopsBeforeWriting(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	billed := &billingStore{Store: r.store}
+	r.s.Registry = registry.New(billed)
+	// 3 policies: 6 writes (entry and queue each) and 3 of metadata = 9.
+	if _, err := r.run(syncer.Options{DailyWriteBudget: 8}); !errors.Is(err, syncer.ErrBudget) || !errors.Is(err, syncer.ErrRefused) {
+		t.Fatalf("err = %v, want ErrBudget", err)
+	}
+	if len(r.policies()) != 0 {
+		t.Error("a run over budget wrote policies")
+	}
+	res, err := r.run(syncer.Options{DailyWriteBudget: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.BillableWrites != 9 {
+		t.Errorf("billable writes %d, want 9", res.Summary.BillableWrites)
+	}
+	// The day has 20-9-2 (the refused run's record) = 9 left: an edit of one
+	// policy needs 2+3 and fits; a run needing more than what is left does not.
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	if _, err := r.run(syncer.Options{DailyWriteBudget: 20}); err != nil {
+		t.Fatalf("edit within budget: %v", err)
+	}
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Commit("edit again")
+	if _, err := r.run(syncer.Options{DailyWriteBudget: 20}); !errors.Is(err, syncer.ErrBudget) {
+		t.Fatalf("over the day's budget: %v", err)
+	}
+	r.clock.Advance(24 * time.Hour) // a new UTC day
+	if _, err := r.run(syncer.Options{DailyWriteBudget: 20}); err != nil {
+		t.Fatalf("next day: %v", err)
+	}
+}
+
+// billingStore counts writes as Cloudflare bills them: each pair written.
+type billingStore struct {
+	registry.Store
+	writes, deletes atomic.Int64
+}
+
+func (b *billingStore) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
+	errs := b.Store.Put(ctx, pairs)
+	b.writes.Add(int64(len(pairs) - len(errs)))
+	return errs
+}
+
+func (b *billingStore) Delete(ctx context.Context, keys []string) map[string]error {
+	errs := b.Store.Delete(ctx, keys)
+	b.deletes.Add(int64(len(keys) - len(errs)))
+	return errs
+}
+
+func (b *billingStore) Writes() int64  { return b.writes.Load() }
+func (b *billingStore) Deletes() int64 { return b.deletes.Load() }

@@ -51,6 +51,7 @@ type Options struct {
 	ReconcileInterval time.Duration // full run when the last one is older; 0 → 7 days
 	AllowMassDelete   bool          // let a plan through the mass-delete guard
 	DailyWriteBudget  int64         // billable writes a UTC day may spend; 0 = no budget
+	LeaseTTL          time.Duration // take the advisory single-writer lease for this long; 0 = none
 }
 
 // Syncer holds the adapters of a run. It carries no state between runs.
@@ -139,6 +140,12 @@ type run struct {
 	recordErr error
 	// carry maps a policyName to the v1 entry whose legacy fields it takes.
 	carry map[string]policy.Entry
+	// leased is set once this run holds the single-writer lease.
+	leased bool
+	// phases times the parts of the run, in milliseconds.
+	phases    map[string]int64
+	phase     string
+	phaseFrom time.Time
 }
 
 // Run performs one sync. The returned error is nil for a success (including
@@ -162,7 +169,9 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
 		Skipped:   []policy.Skip{},
 		Conflicts: []policy.Conflict{},
 	}
-	r.log = s.logger().With(KeyRunID, r.sum.RunID, KeyRepo, s.Repo, KeyBranch, s.Branch)
+	r.log = s.logger().With(KeyRunID, r.sum.RunID, KeyTrigger, opt.Trigger, KeyRepo, s.Repo, KeyBranch, s.Branch)
+	r.phases = map[string]int64{}
+	r.enter("read")
 	res, err := r.execute(ctx)
 	res.Summary = r.finish(ctx, err)
 	if len(res.Summary.Failures) > 0 && err == nil {
@@ -212,6 +221,7 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		return Result{}, nil
 	}
 
+	r.enter("plan")
 	entries, problems, err := r.Registry.Policies(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("registry: read policies: %w", err)
@@ -283,6 +293,7 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	for _, it := range plan.Items {
 		planned[it.PolicyName] = it
 	}
+	r.enter("fetch")
 	plan, failures, err := r.readTitles(ctx, head, plan, entries)
 	if err != nil {
 		return Result{Plan: plan}, err
@@ -302,6 +313,10 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	if err := r.checkBudget(ctx, plan); err != nil {
 		return Result{Plan: plan}, err
 	}
+	if err := r.acquireLease(ctx); err != nil {
+		return Result{Plan: plan}, err
+	}
+	r.enter("apply")
 	failures = append(failures, r.apply(ctx, plan, entries)...)
 	slices.SortFunc(failures, func(a, b policy.Failure) int { return strings.Compare(a.PolicyName, b.PolicyName) })
 	r.sum.Failures = failures
@@ -313,6 +328,15 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		r.sum.LastFullRun = r.start.Format(time.RFC3339)
 	}
 	return Result{Plan: plan}, ctx.Err()
+}
+
+// enter ends the current phase of the run and starts the next ("" ends it).
+func (r *run) enter(phase string) {
+	now := r.now()
+	if r.phase != "" {
+		r.phases[r.phase] += now.Sub(r.phaseFrom).Milliseconds()
+	}
+	r.phase, r.phaseFrom = phase, now
 }
 
 // inScope keeps the skips and conflicts of the names in scope.
