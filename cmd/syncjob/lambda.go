@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -437,7 +439,7 @@ func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 		return 0
 	}
 	c := func(name string, v int) emf.Metric { return emf.Metric{Name: name, Unit: emf.Count, Value: float64(v)} }
-	return emf.Line{
+	line := emf.Line{
 		Namespace:  metricsNamespace,
 		Dimensions: map[string]string{"Repo": repo},
 		Metrics: []emf.Metric{
@@ -450,7 +452,10 @@ func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 			c("Conflicts", len(s.Conflicts)),
 			c("Failed", s.ErrorCount),
 			c("GitHubRequests", int(s.Requests["github"])),
-			c("RegistryRequests", int(s.Requests["registry"])),
+			c("RegistryRequests", int(s.Requests["registry"]+s.Requests["cloudflare"])),
+			c("CloudflareRequests", int(s.Requests["cloudflare"])),
+			c("BillableWrites", int(s.BillableWrites)),
+			c("BillableDeletes", int(s.BillableDeletes)),
 			{Name: "DurationMs", Unit: emf.Milliseconds, Value: float64(s.DurationMs)},
 			{Name: "RunSucceeded", Unit: emf.Count, Value: one(policy.RunSuccess)},
 			{Name: "RunFailed", Unit: emf.Count, Value: one(policy.RunFailed)},
@@ -470,6 +475,11 @@ func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 		},
 		Time: at,
 	}
+	for _, phase := range slices.Sorted(maps.Keys(s.PhasesMs)) { // PhaseReadMs, PhasePlanMs, ...
+		name := "Phase" + strings.ToUpper(phase[:1]) + phase[1:] + "Ms"
+		line.Metrics = append(line.Metrics, emf.Metric{Name: name, Unit: emf.Milliseconds, Value: float64(s.PhasesMs[phase])})
+	}
+	return line
 }
 
 // writeMetrics prints the run's EMF line as one raw line: Lambda forwards it

@@ -159,8 +159,10 @@ func TestLambda_ScheduledEvent_SyncsAndReturnsSummary(t *testing.T) {
 			t.Errorf("EMF %s = %v, want %v", k, m[k], want)
 		}
 	}
-	if _, ok := m["DurationMs"]; !ok {
-		t.Errorf("EMF line has no DurationMs: %v", m)
+	for _, k := range []string{"DurationMs", "PhaseReadMs", "PhasePlanMs", "PhaseFetchMs", "PhaseApplyMs", "RegistryRequests", "BillableWrites"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("EMF line has no %s: %v", k, m)
+		}
 	}
 }
 
