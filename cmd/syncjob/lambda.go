@@ -113,6 +113,9 @@ type lambdaEvent struct {
 	Trigger string `json:"trigger"`
 	Mode    string `json:"mode"`
 	DryRun  bool   `json:"dryRun"`
+	// AllowMassDelete lets a backfill through the mass-delete guard, as
+	// --allow-mass-delete does; the scheduled event never sets it.
+	AllowMassDelete bool `json:"allowMassDelete"`
 }
 
 // Event values.
@@ -136,7 +139,7 @@ func (e *EventError) Error() string {
 	return "event: " + e.Field + ": " + e.Problem
 }
 
-const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false}`
+const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}`
 
 // parseEvent reads a payload strictly: an unknown field, a value of the wrong
 // type or outside its set is an *EventError. An empty payload or {} is a
@@ -160,13 +163,13 @@ func parseEvent(payload []byte) (syncer.Options, error) {
 		}
 		for name := range fields {
 			switch name {
-			case "trigger", "mode", "dryRun":
+			case "trigger", "mode", "dryRun", "allowMassDelete":
 			default:
 				return syncer.Options{}, &EventError{name, "unknown field (names are case-sensitive); " + acceptedEvent}
 			}
 		}
 	}
-	opt := syncer.Options{DryRun: ev.DryRun}
+	opt := syncer.Options{DryRun: ev.DryRun, AllowMassDelete: ev.AllowMassDelete}
 	switch ev.Trigger {
 	case "", triggerManual:
 		opt.Trigger = triggerManual
@@ -193,7 +196,7 @@ func eventDecodeError(err error) error {
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		want := "a string"
-		if typeErr.Field == "dryRun" {
+		if typeErr.Field == "dryRun" || typeErr.Field == "allowMassDelete" {
 			want = "true or false"
 		}
 		return &EventError{typeErr.Field, fmt.Sprintf("want %s, got a JSON %s", want, typeErr.Value)}

@@ -237,6 +237,24 @@ func TestLambda_ManualEvents(t *testing.T) {
 			t.Errorf("full: %v %+v", inv.err, inv.sum)
 		}
 	})
+	t.Run("a mass delete is refused unless the event allows it", func(t *testing.T) {
+		w := newWorld(t)
+		seed(w)
+		if inv := w.invoke(`{}`, time.Minute); inv.err != nil {
+			t.Fatal(inv.err)
+		}
+		w.repo.Remove("규정")
+		w.repo.Commit("empty the tree")
+		if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err == nil || !strings.Contains(inv.err.Error(), "mass-delete") {
+			t.Fatalf("scheduled run deleting everything: %v", inv.err)
+		}
+		if len(w.state().policies) != 3 {
+			t.Fatal("refused plan wrote")
+		}
+		if inv := w.invoke(`{"allowMassDelete":true}`, time.Minute); inv.err != nil || inv.sum.Deleted != 3 {
+			t.Errorf("allowed: %v %+v", inv.err, inv.sum)
+		}
+	})
 	t.Run("empty and null payloads are manual runs", func(t *testing.T) {
 		for _, p := range []string{``, `null`, ` {} `} {
 			opt, err := parseEvent([]byte(p))
