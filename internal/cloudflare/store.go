@@ -230,8 +230,26 @@ func (s *Store) namespacePath(rest string) string {
 }
 
 // edge translates an error of cloudflare-go (and of the transport under it)
-// into the sentinels of package policy.
+// into the sentinels of package policy, with the API token scrubbed from its
+// text: Cloudflare's answers can echo what they were sent.
 func (s *Store) edge(ctx context.Context, err error) error {
+	err = s.translate(ctx, err)
+	if err == nil || s.cfg.APIToken == "" || !strings.Contains(err.Error(), s.cfg.APIToken) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), s.cfg.APIToken, "[REDACTED]"), err: err}
+}
+
+// redactedError shows a scrubbed message and keeps the chain for errors.Is.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func (s *Store) translate(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}

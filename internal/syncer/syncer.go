@@ -77,6 +77,9 @@ type Result struct {
 var (
 	ErrPartial     = errors.New("partial: failures recorded for retry")
 	ErrItemsFailed = errors.New("items failed")
+	// ErrNotRecorded: the run's own metadata could not be written, so
+	// lastCommit did not advance; the next run does the work again.
+	ErrNotRecorded = errors.New("run not recorded")
 )
 
 func (o Options) withDefaults() Options {
@@ -174,6 +177,10 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
 	r.enter("read")
 	res, err := r.execute(ctx)
 	res.Summary = r.finish(ctx, err)
+	if err == nil && len(res.Summary.Failures) == 0 && res.Summary.Status == policy.RunFailed {
+		// everything landed but the run could not be recorded
+		err = fmt.Errorf("%w: %s", ErrNotRecorded, res.Summary.Error)
+	}
 	if len(res.Summary.Failures) > 0 && err == nil {
 		names := make([]string, len(res.Summary.Failures))
 		for i, f := range res.Summary.Failures {
@@ -196,7 +203,7 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	r.sum.CommitSHA = head
 	last, err := r.Registry.LastCommit(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("registry: read last commit: %w", err)
+		return Result{}, err
 	}
 	r.sum.PreviousCommitSHA = last
 	if r.prev, err = r.Registry.LastRun(ctx); err != nil {
