@@ -190,7 +190,7 @@ func openRegistryWith(cfg Config, d deps, logger *slog.Logger) (*registry.Regist
 			BaseURL: cfg.CFAPIURL, Now: d.now,
 		}
 		if logger != nil {
-			ccfg.Logger = logger.With("component", "cloudflare")
+			ccfg.Logger = logger // the store adds its own "component"
 		}
 		if d.httpClient != nil {
 			ccfg.Sleep = d.httpClient.sleep
@@ -225,7 +225,7 @@ func syncOnce(ctx context.Context, cfg Config, d deps, reg *registry.Registry, l
 		out := struct {
 			Summary policy.RunSummary `json:"summary"`
 			Plan    policy.Plan       `json:"plan"`
-		}{res.Summary, res.Plan}
+		}{redactSummary(res.Summary, cfg.secrets()), res.Plan}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

@@ -79,18 +79,19 @@ func TestCLI_UnknownCommand_Exit2(t *testing.T) {
 }
 
 func TestCLI_List_ShowsPolicies(t *testing.T) {
-	w := newWorld(t)
-	seed(w)
-	w.sync(0)
-	delete(w.env, "GITHUB_REPO") // list needs no repository
-	r := w.run("list")
-	if r.code != 0 || !strings.Contains(r.stdout, "한국교원대학교 학칙") || !strings.Contains(r.stdout, "3 policies") {
-		t.Errorf("list: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	r = w.run("list", "--json")
-	if r.code != 0 || !strings.Contains(r.stdout, `"policyName": "학칙"`) {
-		t.Errorf("list --json: exit %d\n%s", r.code, r.stdout)
-	}
+	forEachBackend(t, func(t *testing.T, w *world) {
+		seed(w)
+		w.sync(0)
+		delete(w.env, "GITHUB_REPO") // list needs no repository
+		r := w.run("list")
+		if r.code != 0 || !strings.Contains(r.stdout, "한국교원대학교 학칙") || !strings.Contains(r.stdout, "3 policies") {
+			t.Errorf("list: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		r = w.run("list", "--json")
+		if r.code != 0 || !strings.Contains(r.stdout, `"policyName": "학칙"`) {
+			t.Errorf("list --json: exit %d\n%s", r.code, r.stdout)
+		}
+	})
 }
 
 func TestCLI_TokenNeverPrinted(t *testing.T) {
@@ -106,22 +107,23 @@ func TestCLI_TokenNeverPrinted(t *testing.T) {
 		{"echoes the token", &[]githubfake.Fault{githubfake.StatusError(404, "Not Found: token "+token)}[0], 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t)
-			seed(w)
-			w.gh.Token = token
-			w.env["GITHUB_TOKEN"] = token
-			w.env["LOG_LEVEL"] = "debug"
-			if tc.fault != nil {
-				w.gh.FailNext(githubfake.AnyKind, -1, *tc.fault)
-			}
-			r := w.sync(tc.code)
-			j := w.sync(tc.code, "--json", "--dry-run")
-			st := w.state()
-			for where, text := range map[string]string{"stdout": r.stdout + j.stdout, "stderr": r.stderr + j.stderr, "lastRun": st.lastRun.Error} {
-				if strings.Contains(text, token) || strings.Contains(text, token[4:20]) {
-					t.Errorf("the token appears in %s:\n%s", where, text)
+			forEachBackend(t, func(t *testing.T, w *world) {
+				seed(w)
+				w.gh.Token = token
+				w.env["GITHUB_TOKEN"] = token
+				w.env["LOG_LEVEL"] = "debug"
+				if tc.fault != nil {
+					w.gh.FailNext(githubfake.AnyKind, -1, *tc.fault)
 				}
-			}
+				r := w.sync(tc.code)
+				j := w.sync(tc.code, "--json", "--dry-run")
+				st := w.state()
+				for where, text := range map[string]string{"stdout": r.stdout + j.stdout, "stderr": r.stderr + j.stderr, "lastRun": st.lastRun.Error} {
+					if strings.Contains(text, token) || strings.Contains(text, token[4:20]) {
+						t.Errorf("the token appears in %s:\n%s", where, text)
+					}
+				}
+			})
 		})
 	}
 }

@@ -7,11 +7,10 @@ import (
 	"github.com/knue/syncjob/internal/githubfake"
 )
 
-// deadLetterWorld syncs, then makes one policy unreadable for three runs so
-// that it becomes a dead letter.
-func deadLetterWorld(t *testing.T) *world {
+// deadLetterWorld syncs w, then makes two policies unreadable for three runs
+// so that they become dead letters.
+func deadLetterWorld(t *testing.T, w *world) {
 	t.Helper()
-	w := newWorld(t)
 	seed(w)
 	w.sync(0)
 	w.repo.Write("규정/제1편/학칙.md", "# 한국교원대학교 학칙 (개정)\n")
@@ -22,69 +21,72 @@ func deadLetterWorld(t *testing.T) *world {
 		w.sync(exitPartial)
 	}
 	w.gh.ClearFaults()
-	return w
 }
 
 func TestOps_StatusAfterDeadLetter(t *testing.T) {
-	w := deadLetterWorld(t)
-	r := w.run("status")
-	if r.code != 0 {
-		t.Fatalf("status: exit %d\n%s", r.code, r.stderr)
-	}
-	t.Logf("$ syncjob status\n%s", r.stdout)
-	for _, want := range []string{"PARTIAL", "dead letters   2", "학칙", "502", "queue          ", "last success", "recent runs"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+	forEachBackend(t, func(t *testing.T, w *world) {
+		deadLetterWorld(t, w)
+		r := w.run("status")
+		if r.code != 0 {
+			t.Fatalf("status: exit %d\n%s", r.code, r.stderr)
 		}
-	}
-	r = w.run("status", "--json")
-	if !strings.Contains(r.stdout, `"deadLetters": [`) || !strings.Contains(r.stdout, `"retryCount": 3`) {
-		t.Errorf("status --json:\n%s", r.stdout)
-	}
-	// Later runs leave the dead letters alone: nothing to do.
-	if s := w.sync(0); !strings.Contains(s.stdout, "unchanged mode") {
-		t.Errorf("run after dead letters:\n%s", s.stdout)
-	}
+		t.Logf("$ syncjob status\n%s", r.stdout)
+		for _, want := range []string{"PARTIAL", "dead letters   2", "학칙", "502", "queue          ", "last success", "recent runs"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("status lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		r = w.run("status", "--json")
+		if !strings.Contains(r.stdout, `"deadLetters": [`) || !strings.Contains(r.stdout, `"retryCount": 3`) {
+			t.Errorf("status --json:\n%s", r.stdout)
+		}
+		// Later runs leave the dead letters alone: nothing to do.
+		if s := w.sync(0); !strings.Contains(s.stdout, "unchanged mode") {
+			t.Errorf("run after dead letters:\n%s", s.stdout)
+		}
+	})
 }
 
 func TestOps_DeadLetterRetryLands_DropAsksOnTerminal(t *testing.T) {
-	w := deadLetterWorld(t)
-	r := w.run("deadletter", "list")
-	if r.code != 0 || !strings.Contains(r.stdout, "2 dead letters") {
-		t.Fatalf("deadletter list: %d\n%s", r.code, r.stdout)
-	}
-	if r := w.run("deadletter", "retry", "학칙"); r.code != 0 {
-		t.Fatalf("retry: %d %s", r.code, r.stderr)
-	}
-	if r := w.run("deadletter", "retry", "없는것"); r.code != exitFailed || !strings.Contains(r.stderr, "no dead letter") {
-		t.Errorf("retry of an unknown name: %d %s", r.code, r.stderr)
-	}
-	w.sync(0)
-	s := w.state()
-	if s.policies["학칙"].Title != "한국교원대학교 학칙 (개정)" {
-		t.Errorf("retried dead letter did not land: %+v", s.policies["학칙"])
-	}
-	if s.policies["대학원 학칙"].Title == "대학원 학칙 (개정)" {
-		t.Error("the other dead letter was retried without being asked")
-	}
+	forEachBackend(t, func(t *testing.T, w *world) {
+		deadLetterWorld(t, w)
+		r := w.run("deadletter", "list")
+		if r.code != 0 || !strings.Contains(r.stdout, "2 dead letters") {
+			t.Fatalf("deadletter list: %d\n%s", r.code, r.stdout)
+		}
+		if r := w.run("deadletter", "retry", "학칙"); r.code != 0 {
+			t.Fatalf("retry: %d %s", r.code, r.stderr)
+		}
+		if r := w.run("deadletter", "retry", "없는것"); r.code != exitFailed || !strings.Contains(r.stderr, "no dead letter") {
+			t.Errorf("retry of an unknown name: %d %s", r.code, r.stderr)
+		}
+		w.sync(0)
+		s := w.state()
+		if s.policies["학칙"].Title != "한국교원대학교 학칙 (개정)" {
+			t.Errorf("retried dead letter did not land: %+v", s.policies["학칙"])
+		}
+		if s.policies["대학원 학칙"].Title == "대학원 학칙 (개정)" {
+			t.Error("the other dead letter was retried without being asked")
+		}
 
-	// drop: on a terminal it asks, and "n" keeps it.
-	w.stdin, w.stdinTerminal = strings.NewReader("n\n"), true
-	if r := w.run("deadletter", "drop", "대학원 학칙"); r.code != exitFailed || !strings.Contains(r.stderr, "[y/N]") {
-		t.Errorf("drop answered no: %d %s", r.code, r.stderr)
-	}
-	w.stdin = strings.NewReader("y\n")
-	if r := w.run("deadletter", "drop", "대학원 학칙"); r.code != 0 {
-		t.Errorf("drop answered yes: %d %s", r.code, r.stderr)
-	}
-	if r := w.run("deadletter", "list"); !strings.Contains(r.stdout, "0 dead letters") {
-		t.Errorf("after drop:\n%s", r.stdout)
-	}
-	r = w.run("queue", "list")
-	if r.code != 0 || !strings.Contains(r.stdout, "학칙") {
-		t.Errorf("queue list: %d\n%s", r.code, r.stdout)
-	}
-	if r := w.run("deadletter"); r.code != exitUsage {
-		t.Errorf("deadletter without a subcommand: exit %d", r.code)
-	}
+		// drop: on a terminal it asks, and "n" keeps it.
+		w.stdin, w.stdinTerminal = strings.NewReader("n\n"), true
+		if r := w.run("deadletter", "drop", "대학원 학칙"); r.code != exitFailed || !strings.Contains(r.stderr, "[y/N]") {
+			t.Errorf("drop answered no: %d %s", r.code, r.stderr)
+		}
+		w.stdin = strings.NewReader("y\n")
+		if r := w.run("deadletter", "drop", "대학원 학칙"); r.code != 0 {
+			t.Errorf("drop answered yes: %d %s", r.code, r.stderr)
+		}
+		if r := w.run("deadletter", "list"); !strings.Contains(r.stdout, "0 dead letters") {
+			t.Errorf("after drop:\n%s", r.stdout)
+		}
+		r = w.run("queue", "list")
+		if r.code != 0 || !strings.Contains(r.stdout, "학칙") {
+			t.Errorf("queue list: %d\n%s", r.code, r.stdout)
+		}
+		if r := w.run("deadletter"); r.code != exitUsage {
+			t.Errorf("deadletter without a subcommand: exit %d", r.code)
+		}
+	})
 }

@@ -4,24 +4,40 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/cloudflare"
+	"github.com/knue/syncjob/internal/cloudflarefake"
 	"github.com/knue/syncjob/internal/githubfake"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
 
-// world is one repository on a fake GitHub and one embedded registry file,
-// driven through the whole program as a user would run it.
+// world is one repository on a fake GitHub and one registry (an embedded
+// file, or a fake Cloudflare Workers KV namespace), driven through the whole
+// program as a user would run it.
 type world struct {
-	t      testing.TB
-	repo   *githubfake.Repo
-	gh     *githubfake.Server
-	db     string
+	t       testing.TB
+	backend string // backendBolt or backendCloudflare
+	repo    *githubfake.Repo
+	gh      *githubfake.Server
+	db      string
+	cf      *cloudflarefake.Fake // nil on bolt
+	// now is the world's clock: the program's, and the fake Cloudflare's (so
+	// TTLs expire as runs go by). Each run advances it by an hour; the
+	// injected backoff sleep advances it by what it waits. Read it through
+	// clock() while a run may be in flight.
 	now    time.Time
 	env    map[string]string
 	mu     sync.Mutex
@@ -31,15 +47,37 @@ type world struct {
 	stdinTerminal bool
 }
 
-func newWorld(t testing.TB) *world {
+// The registry backends a world can run on.
+const (
+	backendBolt       = "bolt"
+	backendCloudflare = "cloudflare"
+)
+
+// The fake Cloudflare account of a world.
+const (
+	cfAccountID   = "0123456789abcdef0123456789abcdef"
+	cfNamespaceID = "fedcba9876543210fedcba9876543210"
+	cfToken       = "cfut_SECRETSECRETSECRET0123456789abcdefXYZ"
+	cfSeed        = 20261125
+)
+
+// newWorld returns a world on the embedded registry file.
+func newWorld(t testing.TB) *world { return newWorldOn(t, backendBolt) }
+
+// newCloudflareWorld returns a world whose registry is a fake Cloudflare
+// Workers KV namespace, configured through the CLOUDFLARE_* settings.
+func newCloudflareWorld(t testing.TB) *world { return newWorldOn(t, backendCloudflare) }
+
+func newWorldOn(t testing.TB, backend string) *world {
 	t.Helper()
 	repo := githubfake.NewRepo(t)
 	w := &world{
-		t:    t,
-		repo: repo,
-		gh:   githubfake.NewServer(t, "knue", "policies", repo),
-		db:   t.TempDir() + "/registry.db",
-		now:  time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC),
+		t:       t,
+		backend: backend,
+		repo:    repo,
+		gh:      githubfake.NewServer(t, "knue", "policies", repo),
+		db:      t.TempDir() + "/registry.db",
+		now:     time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC),
 	}
 	w.env = map[string]string{
 		"GITHUB_REPO":    "knue/policies",
@@ -48,7 +86,68 @@ func newWorld(t testing.TB) *world {
 		"REGISTRY_PATH":  w.db,
 		"LOG_FORMAT":     "json",
 	}
+	switch backend {
+	case backendBolt:
+	case backendCloudflare:
+		w.cf = cloudflarefake.New(cloudflarefake.Config{
+			AccountID: cfAccountID, NamespaceID: cfNamespaceID, Token: cfToken,
+			Now: w.clock, Seed: cfSeed,
+		})
+		t.Cleanup(w.cf.Close)
+		w.env["CLOUDFLARE_ACCOUNT_ID"] = cfAccountID
+		w.env["CLOUDFLARE_KV_NAMESPACE_ID"] = cfNamespaceID
+		w.env["CLOUDFLARE_API_TOKEN"] = cfToken
+		w.env["CLOUDFLARE_API_URL"] = w.cf.BaseURL()
+		// REGISTRY_PATH stays set: with Cloudflare configured it must be ignored.
+		t.Cleanup(func() {
+			if _, err := os.Stat(w.db); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a Cloudflare run created the registry file %s (stat: %v)", w.db, err)
+			}
+		})
+	default:
+		t.Fatalf("unknown backend %q", backend)
+	}
 	return w
+}
+
+// forEachBackend runs f as the subtests "bolt" and "cloudflare", each in a
+// fresh world on that registry backend.
+func forEachBackend(t *testing.T, f func(t *testing.T, w *world)) {
+	t.Helper()
+	for _, b := range []string{backendBolt, backendCloudflare} {
+		t.Run(b, func(t *testing.T) { f(t, newWorldOn(t, b)) })
+	}
+}
+
+// clock reads the world's clock; safe while a run is in flight.
+func (w *world) clock() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.now
+}
+
+// watchCloudflare routes the program's Cloudflare requests through a proxy
+// that calls see before passing each one on to the fake, so a test can arm
+// the fake's faults at a chosen moment of a run (when the first write
+// arrives, when the policy listing starts). The faults are still the fake's.
+// see is called concurrently.
+func (w *world) watchCloudflare(see func(r *http.Request)) {
+	w.t.Helper()
+	if w.cf == nil {
+		w.t.Fatal("watchCloudflare on a world without Cloudflare")
+	}
+	target, err := url.Parse(w.cf.BaseURL())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	target.Path = "" // the proxied path keeps its /client/v4
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		see(r)
+		proxy.ServeHTTP(rw, r)
+	}))
+	w.t.Cleanup(srv.Close)
+	w.env["CLOUDFLARE_API_URL"] = srv.URL + cloudflarefake.BasePath
 }
 
 // result is one invocation of the program.
@@ -74,14 +173,29 @@ func (r result) summaryLine(t testing.TB) map[string]any {
 	return nil
 }
 
-// requests returns the requests per API of the summary line.
+// requests returns the requests per API of the summary line: GitHub's, and
+// the registry's, which the summary names "registry" (bolt) or "cloudflare".
 func (r result) requests(t testing.TB) (github, reg int) {
 	t.Helper()
-	req, ok := r.summaryLine(t)["requests"].(map[string]any)
+	line := r.summaryLine(t)
+	req, ok := line["requests"].(map[string]any)
 	if !ok {
-		t.Fatalf("summary line has no requests: %v", r.summaryLine(t))
+		t.Fatalf("summary line has no requests: %v", line)
 	}
-	return int(req["github"].(float64)), int(req["registry"].(float64))
+	gh, ok := req["github"].(float64)
+	if !ok {
+		t.Fatalf("summary line has no github requests: %v", req)
+	}
+	var regs []float64
+	for _, api := range []string{"registry", "cloudflare"} {
+		if n, ok := req[api].(float64); ok {
+			regs = append(regs, n)
+		}
+	}
+	if len(regs) != 1 || len(req) != 2 {
+		t.Fatalf("summary requests %v: want github and one of registry, cloudflare", req)
+	}
+	return int(gh), int(regs[0])
 }
 
 func (w *world) run(args ...string) result {
@@ -90,17 +204,22 @@ func (w *world) run(args ...string) result {
 	d := deps{
 		stdin:         w.stdin,
 		stdinTerminal: w.stdinTerminal,
-		now:           func() time.Time { return w.now },
+		now:           w.clock,
 		isTerminal:    func(io.Writer) bool { return false },
 		httpClient: &githubHTTP{sleep: func(ctx context.Context, d time.Duration) error {
-			w.mu.Lock() // blobs are read concurrently
+			w.mu.Lock() // blobs are read, and batches written, concurrently
 			w.sleeps = append(w.sleeps, d)
+			// Waiting takes time: a Retry-After pause of the Cloudflare
+			// adapter ends only when its clock has moved past it.
+			w.now = w.now.Add(d)
 			w.mu.Unlock()
 			return ctx.Err()
 		}},
 	}
 	code := runWith(context.Background(), args, func(k string) string { return w.env[k] }, &out, &errb, d)
+	w.mu.Lock()
 	w.now = w.now.Add(time.Hour)
+	w.mu.Unlock()
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
@@ -114,19 +233,54 @@ func (w *world) sync(wantCode int, args ...string) result {
 	return r
 }
 
-// open opens the registry file for inspection between runs.
-func (w *world) open() *registry.Registry {
+// store opens the world's registry for inspection between runs: the
+// registry file, or a cloudflare.Store on the fake (faults armed on the fake
+// meet its requests too: clear them first).
+func (w *world) store() registry.Store {
 	w.t.Helper()
-	b, err := registry.OpenBolt(w.db, func() time.Time { return w.now })
-	if err != nil {
-		w.t.Fatalf("open registry: %v", err)
+	if w.cf == nil {
+		b, err := registry.OpenBolt(w.db, w.clock)
+		if err != nil {
+			w.t.Fatalf("open registry: %v", err)
+		}
+		return b
 	}
-	w.t.Cleanup(func() { _ = b.Close() })
-	return registry.New(b)
+	// Its own clock, moved by its own waits, so that reading never touches
+	// the world's.
+	var mu sync.Mutex
+	now := w.clock()
+	s, err := cloudflare.New(cloudflare.Config{
+		AccountID: cfAccountID, NamespaceID: cfNamespaceID, APIToken: cfToken,
+		BaseURL: w.cf.BaseURL(),
+		Now: func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return now
+		},
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			now = now.Add(d)
+			mu.Unlock()
+			return ctx.Err()
+		},
+	})
+	if err != nil {
+		w.t.Fatalf("open cloudflare store: %v", err)
+	}
+	return s
 }
 
-// state reads everything a test may assert on, then closes the file so the
-// next run can open it.
+// open opens the registry for inspection between runs; the test closes it
+// (the registry file admits one process at a time).
+func (w *world) open() *registry.Registry {
+	w.t.Helper()
+	s := w.store()
+	w.t.Cleanup(func() { _ = s.Close() })
+	return registry.New(s)
+}
+
+// state reads everything a test may assert on, then closes the registry so
+// the next run can open it.
 type state struct {
 	policies   map[string]policy.Entry
 	queue      map[string]policy.QueueEntry
@@ -137,15 +291,13 @@ type state struct {
 
 func (w *world) state() state {
 	w.t.Helper()
-	b, err := registry.OpenBolt(w.db, func() time.Time { return w.now })
-	if err != nil {
-		w.t.Fatalf("open registry: %v", err)
-	}
-	defer b.Close()
-	reg := registry.New(b)
+	st := w.store()
+	defer st.Close()
+	reg := registry.New(st)
 	ctx := context.Background()
 	var s state
 	var problems map[string]error
+	var err error
 	if s.policies, problems, err = reg.Policies(ctx); err != nil || len(problems) > 0 {
 		w.t.Fatalf("read policies: %v %v", err, problems)
 	}
@@ -158,7 +310,7 @@ func (w *world) state() state {
 	if s.lastRun, err = reg.LastRun(ctx); err != nil {
 		w.t.Fatalf("read last run: %v", err)
 	}
-	items, err := b.List(ctx, "")
+	items, err := st.List(ctx, "")
 	if err != nil {
 		w.t.Fatalf("list: %v", err)
 	}
