@@ -16,16 +16,7 @@ import (
 //	go test -run '^$' -bench Sync_Requests ./cmd/syncjob
 func BenchmarkSync_Requests(b *testing.B) {
 	w := newWorld(b)
-	for i := range 100 {
-		w.repo.Write(fmt.Sprintf("규정/제%d편/규정 %03d.md", i%5, i), fmt.Sprintf("# 규정 %d\n\n본문\n", i))
-	}
-	base := w.repo.Commit("100 policies")
-	w.repo.Write("규정/제9편/신규.md", "# 신규\n")
-	w.repo.Write("규정/제0편/규정 000.md", "# 규정 0 개정\n")
-	w.repo.Move("규정/제1편/규정 001.md", "규정/제1편/규정 001 개명.md")
-	w.repo.Move("규정/제2편/규정 002.md", "규정/제8편/규정 002.md")
-	w.repo.Remove("규정/제3편/규정 003.md")
-	next := w.repo.Commit("five changes")
+	base, next := benchHistory(w, 100)
 	var first, incr result
 	for b.Loop() {
 		_ = os.Remove(w.db)
@@ -53,16 +44,7 @@ func BenchmarkSync_CloudflareRequests(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
 			w := newCloudflareWorld(b)
-			for i := range n {
-				w.repo.Write(fmt.Sprintf("규정/제%d편/제%d장/규정 %05d.md", i%10, i%7, i), fmt.Sprintf("# 규정 %d\n\n본문\n", i))
-			}
-			base := w.repo.Commit("policies")
-			w.repo.Write("규정/신규.md", "# 신규\n")
-			w.repo.Write("규정/제0편/제0장/규정 00000.md", "# 규정 0 개정\n")
-			w.repo.Move("규정/제1편/제1장/규정 00001.md", "규정/제1편/제1장/규정 00001 개명.md")
-			w.repo.Move("규정/제2편/제2장/규정 00002.md", "규정/제9편/규정 00002.md")
-			w.repo.Remove("규정/제3편/제3장/규정 00003.md")
-			next := w.repo.Commit("five changes")
+			base, next := benchHistory(w, n)
 			var first, incr result
 			var firstWrites, incrWrites float64
 			for b.Loop() {
@@ -84,4 +66,20 @@ func BenchmarkSync_CloudflareRequests(b *testing.B) {
 			b.ReportMetric(incrWrites, "incr-cf-writes")
 		})
 	}
+}
+
+// benchHistory commits n policies in nested folders (base), then one commit
+// (next) that adds, edits, renames, moves and deletes one file each.
+func benchHistory(w *world, n int) (base, next string) {
+	for i := range n {
+		w.repo.Write(fmt.Sprintf("규정/제%d편/제%d장/규정 %05d.md", i%10, i%7, i), fmt.Sprintf("# 규정 %d\n\n본문\n", i))
+	}
+	base = w.repo.Commit("policies")
+	w.repo.Write("규정/신규.md", "# 신규\n")
+	w.repo.Write("규정/제0편/제0장/규정 00000.md", "# 규정 0 개정\n")
+	w.repo.Move("규정/제1편/제1장/규정 00001.md", "규정/제1편/제1장/규정 00001 개명.md")
+	w.repo.Move("규정/제2편/제2장/규정 00002.md", "규정/제9편/규정 00002.md")
+	w.repo.Remove("규정/제3편/제3장/규정 00003.md")
+	next = w.repo.Commit("five changes")
+	return base, next
 }

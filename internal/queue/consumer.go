@@ -44,7 +44,7 @@ func (c *Consumer) Take(ctx context.Context, limit int) ([]policy.QueueEntry, er
 	ready := make([]policy.QueueEntry, 0, len(all))
 	for _, q := range all {
 		if q.ErrorMessage != nil {
-			cur, present, err := c.entry(ctx, q.PolicyName)
+			cur, present, err := c.Registry.Policy(ctx, q.PolicyName)
 			if err != nil {
 				return nil, fmt.Errorf("queue: take: %w", err)
 			}
@@ -120,19 +120,4 @@ func (c *Consumer) current(ctx context.Context, taken policy.QueueEntry) (policy
 		return policy.QueueEntry{}, ErrStale
 	}
 	return cur, nil
-}
-
-func (c *Consumer) entry(ctx context.Context, name string) (policy.Entry, bool, error) {
-	raw, err := c.Registry.Store().Get(ctx, registry.PolicyKey(name))
-	if errors.Is(err, policy.ErrNotFound) {
-		return policy.Entry{}, false, nil
-	}
-	if err != nil {
-		return policy.Entry{}, false, err
-	}
-	var e policy.Entry
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return policy.Entry{}, false, err
-	}
-	return e, true, nil
 }

@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -52,4 +54,22 @@ func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntr
 		return out, bad
 	}
 	return out, nil
+}
+
+// Policy returns the entry of one policy; present is false when the key is
+// absent. A value that does not decode is a *DecodeError (present is then
+// true); any other error means the read failed.
+func (r *Registry) Policy(ctx context.Context, name string) (e policy.Entry, present bool, err error) {
+	raw, err := r.store.Get(ctx, PolicyKey(name))
+	if errors.Is(err, policy.ErrNotFound) {
+		return policy.Entry{}, false, nil
+	}
+	if err != nil {
+		return policy.Entry{}, false, fmt.Errorf("registry: read %s: %w", PolicyKey(name), err)
+	}
+	if err := decodeObject(raw, &e); err != nil {
+		var bad *DecodeError
+		return policy.Entry{}, true, bad.add(PolicyKey(name), err)
+	}
+	return e, true, nil
 }

@@ -1,7 +1,6 @@
 package syncer
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -59,5 +58,3 @@ func (r *run) guard(plan policy.Plan, entries map[string]policy.Entry) error {
 	}
 	return nil
 }
-
-func decodeJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }

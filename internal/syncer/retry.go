@@ -25,8 +25,12 @@ func (r *run) pendingRetries(ctx context.Context) (map[string]policy.QueueEntry,
 	}
 	pending := map[string]policy.QueueEntry{}
 	for name, q := range failed {
-		cur, present, err := r.entry(ctx, name)
-		if err != nil {
+		cur, present, err := r.Registry.Policy(ctx, name)
+		if errors.As(err, &bad) {
+			// unreadable: the retried write replaces it
+			r.log.Warn("registry entry unreadable", KeyPolicy, name, KeyError, err)
+			present = false
+		} else if err != nil {
 			return nil, err
 		}
 		if queue.SyncPending(q, cur, present) {
@@ -34,21 +38,6 @@ func (r *run) pendingRetries(ctx context.Context) (map[string]policy.QueueEntry,
 		}
 	}
 	return pending, nil
-}
-
-func (r *run) entry(ctx context.Context, name string) (policy.Entry, bool, error) {
-	raw, err := r.Registry.Store().Get(ctx, registry.PolicyKey(name))
-	if errors.Is(err, policy.ErrNotFound) {
-		return policy.Entry{}, false, nil
-	}
-	if err != nil {
-		return policy.Entry{}, false, fmt.Errorf("registry: read %s: %w", registry.PolicyKey(name), err)
-	}
-	var e policy.Entry
-	if err := decodeJSON(raw, &e); err != nil {
-		return policy.Entry{}, false, nil // unreadable: treat as absent, the retry rewrites it
-	}
-	return e, true, nil
 }
 
 // settleQueue fits the plan to the queue: a retried name that the head
