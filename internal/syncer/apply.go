@@ -56,6 +56,9 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, entries map[string]po
 	for _, q := range r.requeue {
 		puts = append(puts, op{name: q.PolicyName, pair: registry.QueuePair(q)})
 	}
+	for _, name := range r.dropQueue {
+		dels = append(dels, op{name: name, key: registry.QueueKey(name)})
+	}
 	for _, it := range plan.Items {
 		if _, ok := r.dead[it.PolicyName]; ok {
 			// another version goes ahead: the dead letter's is history

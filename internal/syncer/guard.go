@@ -53,6 +53,10 @@ func (r *run) guard(plan policy.Plan, entries map[string]policy.Entry) error {
 	switch {
 	case puts == 0 && len(deleted) >= total:
 		return fmt.Errorf("%w: the plan deletes all %d policies and adds none (an empty tree, a wrong branch?); run with --allow-mass-delete if that is meant", ErrRefused, total)
+	case total > 1 && lost == total:
+		// nothing the registry held survives, even if something else is
+		// added: a wrong branch or path filter on a small registry
+		return fmt.Errorf("%w: the plan loses all %d policies (a wrong branch or path?); run with --allow-mass-delete if that is meant", ErrRefused, total)
 	case lost > massDeleteMin && lost*100 > total*massDeletePercent:
 		return fmt.Errorf("%w: the plan loses %d of %d policies (more than %d and %d%%); run with --allow-mass-delete if that is meant", ErrRefused, lost, total, massDeleteMin, massDeletePercent)
 	}

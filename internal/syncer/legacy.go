@@ -77,7 +77,9 @@ func (r *run) migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, ful
 		switch {
 		case !ok:
 			r.log.Warn("legacy entry matches no policy title", KeyKey, policy.PolicyPrefix+key)
-		case name != key:
+		case name == key, planned[key]:
+			// the v1 key is a policy name this run writes: the put replaces it
+		default:
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: key, OldPath: "v1 entry, fields moved to " + policy.PolicyPrefix + name})
 		}
 	}

@@ -57,7 +57,11 @@ func (r *run) settleQueue(plan policy.Plan, desired map[string]policy.Desired, e
 	for _, name := range sortedKeys(r.pending) {
 		q := r.pending[name]
 		switch d, want := desired[name]; {
-		case planned[name] || skipped[name]:
+		case planned[name]:
+		case skipped[name]:
+			// the head's version is skipped (empty, too large): the sync
+			// owes this entry nothing any more
+			r.dropQueue = append(r.dropQueue, name)
 		case !want:
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: entries[name].SHA, OldPath: entries[name].Path})
 		default:

@@ -139,6 +139,8 @@ type run struct {
 	// requeue are queue entries rewritten clean for names whose failed
 	// version the head has since left behind.
 	requeue []policy.QueueEntry
+	// dropQueue are failed queue entries the head no longer needs written.
+	dropQueue []string
 	// recordErr is set when failed items could not be recorded for retry.
 	recordErr error
 	// carry maps a policyName to the v1 entry whose legacy fields it takes.
@@ -241,7 +243,11 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	for name, e := range entries {
 		known[name] = policy.Known{PolicyName: name, SHA: e.SHA, Path: e.Path}
 	}
-	if r.dead, err = r.Registry.DeadLetters(ctx); err != nil {
+	var bad *registry.DecodeError
+	if r.dead, err = r.Registry.DeadLetters(ctx); errors.As(err, &bad) {
+		// an unreadable dead letter holds nothing back; a person can drop it
+		r.log.Warn("dead letters unreadable", KeyError, err)
+	} else if err != nil {
 		return Result{}, fmt.Errorf("registry: read dead letters: %w", err)
 	}
 
@@ -266,7 +272,7 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 			desired, scope, skipped, conflicts = differ.FromChanges(cs, known, nil, dopt)
 			// Deletes, retries, and names whose skipped or losing paths the
 			// changeset does not show are decided from the head tree.
-			if differ.NeedsTree(cs) || r.touchesCarried(scope) || len(r.pending) > 0 {
+			if differ.NeedsTree(cs) || addsPaths(cs) || r.touchesCarried(scope) || len(r.pending) > 0 {
 				tree, err := r.Source.Tree(ctx, head)
 				if err != nil {
 					return Result{}, err
@@ -344,6 +350,21 @@ func (r *run) enter(phase string) {
 		r.phases[r.phase] += now.Sub(r.phaseFrom).Milliseconds()
 	}
 	r.phase, r.phaseFrom = phase, now
+}
+
+// addsPaths reports whether the changeset brings a policy path that was not
+// there: the compare does not say whether it is a regular file, a symlink or
+// a submodule, the head tree does.
+func addsPaths(cs policy.Changeset) bool {
+	for _, c := range cs.Changes {
+		switch c.Status {
+		case policy.Added, policy.Copied, policy.Renamed:
+			if policy.IsPolicyPath(c.Path) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // inScope keeps the skips and conflicts of the names in scope.
