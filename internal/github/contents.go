@@ -4,11 +4,14 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -24,13 +27,17 @@ const blobConcurrency = 4
 // Contents reads the files' contents at commit, keyed by path. More files
 // than the archive threshold are read from one tarball (two requests: the
 // archive link and the download, streamed, only wanted paths kept); fewer,
-// or whatever the tarball could not deliver when its download failed, one blob
-// request each by blob sha.
+// one blob request each by blob sha. The tarball is not the repository's
+// bytes: .gitattributes may leave a path out (export-ignore) or rewrite it
+// (export-subst, eol, ident, filters). So a tarball entry is kept only when
+// it hashes to the file's blob sha, and every file the tarball did not
+// deliver that way (missing, altered, or all the rest when its download
+// failed) is read with one blob request by blob sha.
 //
 // A file that cannot be read is in the second map (path → error wrapping
-// policy.ErrNotFound when GitHub has no such blob or the archive no such
-// path). The third value aborts the whole read: policy.ErrRateLimited,
-// policy.ErrConfig or the context's error; the maps then hold what was read.
+// policy.ErrNotFound when GitHub has no such blob). The third value aborts
+// the whole read: policy.ErrRateLimited, policy.ErrConfig or the context's
+// error; the maps then hold what was read.
 func (s *Source) Contents(ctx context.Context, commit string, files []policy.File) (map[string][]byte, map[string]error, error) {
 	got := make(map[string][]byte)
 	failed := make(map[string]error)
@@ -51,16 +58,14 @@ func (s *Source) Contents(ctx context.Context, commit string, files []policy.Fil
 		err := s.fromArchive(ctx, commit, want, got, p)
 		switch {
 		case err == nil:
-			for _, f := range order {
-				if _, ok := got[f.Path]; !ok {
-					failed[f.Path] = fmt.Errorf("github: read %s from archive of %s: %w", f.Path, commit, policy.ErrNotFound)
-				}
+			if n := len(order) - len(got); n > 0 {
+				s.log.InfoContext(ctx, "archive lacks or alters files, reading blobs", keyCommit, commit, keyFiles, n)
 			}
-			return got, failed, nil
 		case fatal(ctx, err):
 			return got, failed, err
+		default:
+			s.log.WarnContext(ctx, "archive unavailable, reading blobs", keyCommit, commit, keyFiles, len(order)-len(got), keyError, s.scrub(err.Error()))
 		}
-		s.log.WarnContext(ctx, "archive unavailable, reading blobs", keyCommit, commit, keyFiles, len(order)-len(got), keyError, s.scrub(err.Error()))
 	}
 
 	var rest []policy.File
@@ -168,8 +173,8 @@ func (s *Source) fromArchive(ctx context.Context, commit string, want map[string
 	return nil
 }
 
-// download streams the tarball, keeping the wanted regular files; it stops
-// as soon as every wanted path is read.
+// download streams the tarball, keeping the wanted regular files whose bytes
+// are their blob's (see sameBlob); it stops as soon as every wanted path is read.
 func (s *Source) download(ctx context.Context, link *url.URL, want map[string]policy.File, got map[string][]byte, p *progress) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link.String(), nil)
 	if err != nil {
@@ -209,7 +214,8 @@ func (s *Source) download(ctx context.Context, link *url.URL, want map[string]po
 		if !ok {
 			continue
 		}
-		if _, wanted := want[path]; !wanted {
+		f, wanted := want[path]
+		if !wanted {
 			continue
 		}
 		if _, done := got[path]; done {
@@ -219,10 +225,26 @@ func (s *Source) download(ctx context.Context, link *url.URL, want map[string]po
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
+		if !sameBlob(f.SHA, data) {
+			continue // rewritten on export (export-subst, eol, ...): read the blob
+		}
 		got[path] = data
 		p.add()
 	}
 	return nil
+}
+
+// sameBlob says whether data is the content of the blob sha, i.e. hashes to
+// it as git does (sha1 of "blob <len>\x00<content>"). A file without a blob
+// sha cannot be checked, so its archive bytes are taken as they are.
+func sameBlob(sha string, data []byte) bool {
+	if !isSHA(sha) {
+		return true
+	}
+	h := sha1.New()
+	h.Write([]byte("blob " + strconv.Itoa(len(data)) + "\x00"))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil)) == sha
 }
 
 // sanitize drops the query (a signed download token) and user info of a URL.

@@ -124,10 +124,31 @@ func TestContents_TarballKeepsNFDPaths(t *testing.T) {
 	wantRequests(t, src, f.srv, 2)
 }
 
-func TestContents_PathMissingFromArchive_PerFileNotFound(t *testing.T) {
+func TestContents_PathMissingFromArchive_ReadFromBlob(t *testing.T) {
+	f := newFixture(t)
+	head, files, want := contentFixture(t, f, 12)
+	// Not in the tree (so not in the tarball) but a real blob: read by sha.
+	files = append(files, policy.File{Path: "없는 파일.md", SHA: files[0].SHA, Size: files[0].Size})
+	want["없는 파일.md"] = want[files[0].Path]
+	src := f.source(t)
+
+	got, failed, err := src.Contents(context.Background(), head, files)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Contents: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, asStrings(got)); diff != "" {
+		t.Errorf("Contents (-want +got):\n%s", diff)
+	}
+	wantRequests(t, src, f.srv, 3)
+	if c := f.srv.Requests(); c[githubfake.KindArchiveLink] != 1 || c[githubfake.KindArchive] != 1 || c[githubfake.KindBlob] != 1 {
+		t.Errorf("requests = %v, want archive link, download and one blob", c)
+	}
+}
+
+func TestContents_PathMissingFromArchiveUnknownBlob_PerFileNotFound(t *testing.T) {
 	f := newFixture(t)
 	head, files, _ := contentFixture(t, f, 12)
-	files = append(files, policy.File{Path: "없는 파일.md", SHA: files[0].SHA, Size: 1})
+	files = append(files, policy.File{Path: "없는 파일.md", SHA: "0123456789abcdef0123456789abcdef01234567", Size: 1})
 	src := f.source(t)
 
 	got, failed, err := src.Contents(context.Background(), head, files)
@@ -140,6 +161,7 @@ func TestContents_PathMissingFromArchive_PerFileNotFound(t *testing.T) {
 	if len(failed) != 1 || !errors.Is(failed["없는 파일.md"], policy.ErrNotFound) {
 		t.Errorf("failed = %v, want 없는 파일.md not found", failed)
 	}
+	wantRequests(t, src, f.srv, 3)
 }
 
 func TestContents_ArchiveDownFallsBackToBlobs(t *testing.T) {
