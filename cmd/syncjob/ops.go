@@ -103,21 +103,22 @@ func (o operator) status(ctx context.Context, n int) int {
 		return o.fail("status: %v", err)
 	}
 	rep.Policies = len(items)
-	// The last success may be older than the recent runs shown.
-	all, err := o.reg.Runs(ctx, 0)
-	if err != nil && all == nil {
+	// The last success may be older than the recent runs shown: the
+	// history's listing says, without reading every run.
+	index, err := o.reg.RunIndex(ctx)
+	if err != nil {
 		return o.fail("status: %v", err)
 	}
-	for _, r := range all {
-		if r.Status == policy.RunSuccess {
-			rep.LastSuccess = r.Timestamp
-			if t, err := time.Parse(time.RFC3339, r.Timestamp); err == nil {
-				rep.SinceLastSuccess = o.now().Sub(t).Round(time.Minute).String()
-			}
+	for _, ref := range index {
+		if ref.Status == policy.RunSuccess {
+			rep.LastSuccess = ref.At.Format(time.RFC3339)
+			rep.SinceLastSuccess = o.now().Sub(ref.At).Round(time.Minute).String()
 			break
 		}
 	}
-	rep.Runs = all[:min(n, len(all))]
+	if rep.Runs, err = o.reg.Runs(ctx, n); err != nil && rep.Runs == nil {
+		return o.fail("status: %v", err)
+	}
 	if o.asJSON {
 		o.printJSON(rep)
 		return exitOK

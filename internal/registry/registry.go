@@ -270,7 +270,7 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string) error {
 	value := mustJSON(s)
 	out := r.store.Put(ctx, []Pair{
-		{Key: RunKey(at, s.RunID), Value: value, TTL: RunTTL},
+		{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL},
 		{Key: policy.LastRunKey, Value: value},
 	})
 	if out != nil {

@@ -3,7 +3,7 @@ package syncer
 import (
 	"context"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/knue/syncjob/internal/policy"
 )
@@ -57,19 +57,21 @@ func (r *run) checkBudget(ctx context.Context, plan policy.Plan) error {
 	return nil
 }
 
-// spentToday adds up the billable writes of today's (UTC) runs.
+// spentToday adds up the billable writes of today's (UTC) runs, from the
+// run history's listing (no values read).
 func (r *run) spentToday(ctx context.Context) (int64, error) {
-	day := r.start.Format("2006-01-02")
-	runs, err := r.Registry.Runs(ctx, 0)
-	if err != nil && runs == nil {
+	y, m, d := r.start.Date()
+	day := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	refs, err := r.Registry.RunIndex(ctx)
+	if err != nil {
 		return 0, err
 	}
 	var spent int64
-	for _, run := range runs {
-		if !strings.HasPrefix(run.Timestamp, day) {
+	for _, ref := range refs {
+		if ref.At.Before(day) {
 			break // newest first: the rest are older
 		}
-		spent += run.BillableWrites
+		spent += ref.BillableWrites
 	}
 	return spent, nil
 }

@@ -1,0 +1,78 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// runMetadata is the metadata of a run-history key: enough to find the last
+// success and the day's billable writes from a listing, without values.
+type runMetadata struct {
+	Status         string `json:"status"`
+	BillableWrites int64  `json:"billableWrites,omitempty"`
+}
+
+func runMetadataOf(s policy.RunSummary) json.RawMessage {
+	return mustJSON(runMetadata{Status: s.Status, BillableWrites: s.BillableWrites})
+}
+
+// RunRef is one run of the history as a listing shows it.
+type RunRef struct {
+	Key            string
+	At             time.Time // when the run started, from the key
+	Status         string
+	BillableWrites int64
+}
+
+// RunIndex lists the run history, newest first, without reading values on a
+// backend whose listing carries metadata (a key recorded before metadata was
+// added is read once).
+func (r *Registry) RunIndex(ctx context.Context) ([]RunRef, error) {
+	items, err := r.store.List(ctx, policy.RunPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("registry: list runs: %w", err)
+	}
+	refs := make([]RunRef, 0, len(items))
+	for _, it := range items {
+		at, ok := runTime(it.Key)
+		if !ok {
+			continue // not ours to interpret
+		}
+		ref := RunRef{Key: it.Key, At: at}
+		var md runMetadata
+		if len(it.Metadata) > 0 && json.Unmarshal(it.Metadata, &md) == nil && md.Status != "" {
+			ref.Status, ref.BillableWrites = md.Status, md.BillableWrites
+		} else {
+			it, ok, err := r.fill(ctx, it)
+			if err != nil {
+				return nil, err
+			}
+			var s policy.RunSummary
+			if !ok || decodeObject(it.Value, &s) != nil {
+				continue
+			}
+			ref.Status, ref.BillableWrites = s.Status, s.BillableWrites
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+// runTime reads the start of a run from its key (RunKey's inverted millis).
+func runTime(key string) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(key, policy.RunPrefix)
+	if !ok || len(rest) < 13 {
+		return time.Time{}, false
+	}
+	inv, err := strconv.ParseInt(rest[:13], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(maxInvertedMillis - inv).UTC(), true
+}
