@@ -55,9 +55,10 @@ Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
 Run "syncjob COMMAND --help" for every setting, its environment variable and its default.
 `
 
-// leaseTTL bounds how long a crashed run can keep others out of Workers KV;
-// a run takes minutes (10,000 policies: about 400 requests).
-const leaseTTL = 15 * time.Minute
+// leaseTTL bounds how long a crashed run keeps others out of Workers KV: the
+// Lambda's timeout (300 s) and a minute. A run of 10,000 policies takes
+// about 400 requests, well inside it.
+const leaseTTL = 6 * time.Minute
 
 // env is how the program reads its environment; tests pass a map.
 type env func(string) string

@@ -76,3 +76,13 @@ func runTime(key string) (time.Time, bool) {
 	}
 	return time.UnixMilli(maxInvertedMillis - inv).UTC(), true
 }
+
+// RecordHistory writes only the run-history key of a run (expiring after
+// RunTTL): for a run that must not replace lastRun, such as one that found
+// another run holding the lease.
+func (r *Registry) RecordHistory(ctx context.Context, s policy.RunSummary, at time.Time) error {
+	if out := r.store.Put(ctx, []Pair{{Key: RunKey(at, s.RunID), Value: mustJSON(s), Metadata: runMetadataOf(s), TTL: RunTTL}}); out != nil {
+		return &BatchError{Op: "record run history", Failed: out}
+	}
+	return nil
+}

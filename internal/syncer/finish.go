@@ -54,7 +54,13 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 			}
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-		rerr := r.Registry.RecordRun(rctx, *sum, r.start, advance)
+		var rerr error
+		if r.leaseRefused {
+			// the holder's lastRun is the one that tells: history only
+			rerr = r.Registry.RecordHistory(rctx, *sum, r.start)
+		} else {
+			rerr = r.Registry.RecordRun(rctx, *sum, r.start, advance)
+		}
 		r.releaseLease(rctx)
 		cancel()
 		if rerr != nil {

@@ -38,20 +38,30 @@ func (r *run) acquireLease(ctx context.Context) error {
 		return fmt.Errorf("registry: read lease: %w", err)
 	default:
 		var held lease
-		if json.Unmarshal(raw, &held) == nil && held.Owner != r.sum.RunID {
+		if json.Unmarshal(raw, &held) == nil && held.Owner != r.leaseOwner() {
 			if until, err := time.Parse(time.RFC3339, held.ExpiresAt); err == nil && r.now().Before(until) {
-				return fmt.Errorf("%w: run %s since %s, until %s at the latest", ErrLeaseHeld, held.Owner, held.AcquiredAt, held.ExpiresAt)
+				r.leaseRefused = true
+				return fmt.Errorf("%w: %s since %s, until %s at the latest", ErrLeaseHeld, held.Owner, held.AcquiredAt, held.ExpiresAt)
 			}
 		}
 	}
 	ttl := max(r.opt.LeaseTTL, policy.MinTTLSeconds*time.Second)
 	now := r.now()
-	value, _ := json.Marshal(lease{Owner: r.sum.RunID, AcquiredAt: now.Format(timeLayout), ExpiresAt: now.Add(ttl).Format(timeLayout)})
+	value, _ := json.Marshal(lease{Owner: r.leaseOwner(), AcquiredAt: now.Format(timeLayout), ExpiresAt: now.Add(ttl).Format(timeLayout)})
 	if errs := r.Registry.Store().Put(ctx, []registry.Pair{{Key: policy.LeaseKey, Value: value, TTL: ttl}}); errs[policy.LeaseKey] != nil {
 		return fmt.Errorf("registry: write lease: %w", errs[policy.LeaseKey])
 	}
 	r.leased = true
 	return nil
+}
+
+// leaseOwner names this run in the lease. A retry of the same Lambda
+// invocation (same request id) takes over the lease its crashed try left.
+func (r *run) leaseOwner() string {
+	if r.opt.LeaseOwner != "" {
+		return r.opt.LeaseOwner
+	}
+	return r.sum.RunID
 }
 
 // releaseLease removes the lease this run took (its TTL ends it otherwise).

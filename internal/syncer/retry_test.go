@@ -318,8 +318,15 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 	if _, err := r.run(opt); !errors.Is(err, syncer.ErrLeaseHeld) || !strings.Contains(err.Error(), "backfill") {
 		t.Fatalf("err = %v, want ErrLeaseHeld naming the holder", err)
 	}
-	if len(r.policies()) != 0 || r.lastCommit() != "" || r.lastRun().Status != policy.RunFailed {
+	if len(r.policies()) != 0 || r.lastCommit() != "" {
 		t.Errorf("a run without the lease wrote: %d policies, lastCommit %q", len(r.policies()), r.lastCommit())
+	}
+	// The holder's lastRun is left alone; the refused run is in the history.
+	if lr, _ := r.reg.LastRun(context.Background()); lr != nil {
+		t.Errorf("the refused run replaced lastRun: %+v", lr)
+	}
+	if runs, _ := r.reg.Runs(context.Background(), 1); len(runs) != 1 || runs[0].Status != policy.RunFailed || !strings.Contains(runs[0].Error, "lease") {
+		t.Errorf("history = %+v", runs)
 	}
 	r.clock.Advance(time.Hour) // the holder's lease expired
 	if _, err := r.run(opt); err != nil {
@@ -330,6 +337,15 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 	}
 	if _, err := r.store.Get(context.Background(), policy.LeaseKey); !errors.Is(err, policy.ErrNotFound) {
 		t.Errorf("lease not released: %v", err)
+	}
+	// A retry of the same Lambda invocation takes over the lease its
+	// crashed try left behind.
+	r.putRaw(map[string]string{policy.LeaseKey: fmt.Sprintf(`{"owner":"req-1","acquiredAt":%q,"expiresAt":%q}`,
+		r.clock.Now().Format(time.RFC3339), r.clock.Now().Add(5*time.Minute).Format(time.RFC3339))})
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	if _, err := r.run(syncer.Options{LeaseTTL: 15 * time.Minute, LeaseOwner: "req-1"}); err != nil {
+		t.Errorf("same owner: %v", err)
 	}
 }
 

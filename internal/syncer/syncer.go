@@ -52,6 +52,7 @@ type Options struct {
 	AllowMassDelete   bool          // let a plan through the mass-delete guard
 	DailyWriteBudget  int64         // billable writes a UTC day may spend; 0 = no budget
 	LeaseTTL          time.Duration // take the advisory single-writer lease for this long; 0 = none
+	LeaseOwner        string        // who holds it: the run id by default; a Lambda request id survives Lambda's retries
 }
 
 // Syncer holds the adapters of a run. It carries no state between runs.
@@ -145,8 +146,9 @@ type run struct {
 	recordErr error
 	// carry maps a policyName to the v1 entry whose legacy fields it takes.
 	carry map[string]policy.Entry
-	// leased is set once this run holds the single-writer lease.
-	leased bool
+	// leased is set once this run holds the single-writer lease;
+	// leaseRefused when another run held it.
+	leased, leaseRefused bool
 	// phases times the parts of the run, in milliseconds.
 	phases    map[string]int64
 	phase     string
@@ -231,6 +233,13 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	}
 
 	r.enter("plan")
+	// The state read, the plan and the writes all happen under the lease, so
+	// a run never writes a plan made before another run's writes.
+	if !r.opt.DryRun {
+		if err := r.acquireLease(ctx); err != nil {
+			return Result{}, err
+		}
+	}
 	entries, problems, err := r.Registry.Policies(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("registry: read policies: %w", err)
@@ -324,9 +333,6 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		return Result{Plan: plan}, nil
 	}
 	if err := r.checkBudget(ctx, plan); err != nil {
-		return Result{Plan: plan}, err
-	}
-	if err := r.acquireLease(ctx); err != nil {
 		return Result{Plan: plan}, err
 	}
 	r.enter("apply")
