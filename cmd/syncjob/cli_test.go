@@ -21,7 +21,7 @@ func TestCLI_BadSettings_Exit2NamesTheField(t *testing.T) {
 	for _, tc := range []struct{ env, value string }{
 		{"GITHUB_REPO", "not a repo"},
 		{"GITHUB_API_URL", "ftp://example"},
-		{"BATCH_SIZE", "500"},
+		{"BATCH_SIZE", "10001"},
 		{"BATCH_SIZE", "many"},
 		{"CONCURRENCY", "0"},
 		{"MAX_FILE_SIZE", "-1"},

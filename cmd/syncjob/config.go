@@ -58,7 +58,7 @@ func settings() []setting {
 			c.MaxFileSize = n
 			return err
 		}},
-		{env: "BATCH_SIZE", flag: "batch-size", def: "50", help: "registry writes per batch (1-50)", set: func(c *Config, v string) error {
+		{env: "BATCH_SIZE", flag: "batch-size", def: "50", help: "registry writes per batch, one bulk request each on Cloudflare (1-10000; a body over 100 MB is split)", set: func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
 			c.BatchSize = n
 			return err
@@ -133,6 +133,9 @@ type stringFlag struct{ p *string }
 func (f *stringFlag) String() string     { return "" }
 func (f *stringFlag) Set(v string) error { *f.p = v; return nil }
 
+// maxBatchSize is Cloudflare's bulk limit of pairs per request.
+const maxBatchSize = 10000
+
 var repoPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$`)
 
 // ValidateSource checks the GitHub settings, which only sync needs.
@@ -172,8 +175,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"REGISTRY_PATH", "must not be empty"}
 	case c.MaxFileSize < 1:
 		return &ConfigError{"MAX_FILE_SIZE", "must be at least 1 byte"}
-	case c.BatchSize < 1 || c.BatchSize > 50:
-		return &ConfigError{"BATCH_SIZE", fmt.Sprintf("%d is outside 1-50", c.BatchSize)}
+	case c.BatchSize < 1 || c.BatchSize > maxBatchSize:
+		return &ConfigError{"BATCH_SIZE", fmt.Sprintf("%d is outside 1-%d", c.BatchSize, maxBatchSize)}
 	case c.Concurrency < 1 || c.Concurrency > 32:
 		return &ConfigError{"CONCURRENCY", fmt.Sprintf("%d is outside 1-32", c.Concurrency)}
 	case c.DailyWriteBudget < 0:

@@ -220,9 +220,20 @@ func (o operator) deadLetter(ctx context.Context, name string) (policy.DeadLette
 	}
 	var d policy.DeadLetter
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return policy.DeadLetter{}, fmt.Errorf("decode %s: %w", registry.DeadLetterKey(name), err)
+		return policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: name}, Reason: fmt.Sprintf("unreadable value %q", truncate(string(raw), 80))},
+			fmt.Errorf("%w: decode %s: %v", errUnreadable, registry.DeadLetterKey(name), err)
 	}
 	return d, nil
+}
+
+// errUnreadable: the key exists but its value does not decode.
+var errUnreadable = errors.New("unreadable")
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // deadLetterRetry puts the dead letter back in the queue (its failures no
@@ -247,7 +258,7 @@ func (o operator) deadLetterRetry(ctx context.Context, name string) int {
 // deadLetterDrop forgets a dead letter. The registry entry stays as it is.
 func (o operator) deadLetterDrop(ctx context.Context, name string, confirmed bool, stdin io.Reader) int {
 	d, err := o.deadLetter(ctx, name)
-	if err != nil {
+	if err != nil && !errors.Is(err, errUnreadable) { // an unreadable one can still be dropped
 		return o.fail("deadletter drop: %v", err)
 	}
 	if !confirmed {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // deadLetterWorld syncs w, then makes two policies unreadable for three runs
@@ -89,4 +90,26 @@ func TestOps_DeadLetterRetryLands_DropAsksOnTerminal(t *testing.T) {
 			t.Errorf("deadletter without a subcommand: exit %d", r.code)
 		}
 	})
+}
+
+func TestOps_UnreadableDeadLetter_CanBeDropped(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	reg := w.open()
+	if errs := reg.Store().Put(t.Context(), []registry.Pair{{Key: "dead-letter:고장", Value: []byte("not json")}}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	_ = reg.Store().Close()
+	if r := w.run("deadletter", "retry", "고장"); r.code != exitFailed || !strings.Contains(r.stderr, "unreadable") {
+		t.Errorf("retry of an unreadable dead letter: %d %s", r.code, r.stderr)
+	}
+	if r := w.run("deadletter", "drop", "고장"); r.code != 0 {
+		t.Fatalf("drop: %d %s", r.code, r.stderr)
+	}
+	for _, k := range w.state().keys {
+		if k == "dead-letter:고장" {
+			t.Error("the unreadable dead letter is still there")
+		}
+	}
 }
