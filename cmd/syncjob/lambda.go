@@ -226,12 +226,21 @@ func (e *RunError) Error() string {
 	return fmt.Sprintf("run %s %s: %s", e.RunID, e.Status, e.Message)
 }
 
+// lambdaResult is what an invocation returns: the run summary, its fields at
+// the top level, and for a dry run the plan (what a run would write, the
+// files skipped and the name conflicts), as the CLI prints it.
+type lambdaResult struct {
+	policy.RunSummary
+	Plan *policy.Plan `json:"plan,omitempty"`
+}
+
 // Handle serves one invocation: it reads the configuration and the event,
 // runs the sync within the Lambda deadline less the reserve, writes the
-// metrics line and returns the run summary. A run whose status is failed is an
-// error; a partial run is not (its failed items are queued for the next run,
-// an immediate retry would not help them, and the RunPartial alarm reports it).
-func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (policy.RunSummary, error) {
+// metrics line and returns the run summary (with the plan on a dry run). A
+// run whose status is failed is an error; a partial run is not (its failed
+// items are queued for the next run, an immediate retry would not help them,
+// and the RunPartial alarm reports it).
+func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (lambdaResult, error) {
 	start := h.deps.now()
 	requestID := ""
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
@@ -243,14 +252,14 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (po
 		// Without a valid configuration there is no configured logger; the
 		// error names settings, never their values.
 		slog.New(slog.NewJSONHandler(h.logs, nil)).Error("invocation rejected", keyRequestID, requestID, syncer.KeyError, err)
-		return policy.RunSummary{}, err
+		return lambdaResult{}, err
 	}
 	logger := newLogger(cfg, h.logs, false).With(keyRequestID, requestID)
 
 	opt, err := parseEvent(payload)
 	if err != nil {
 		logger.Error("invocation rejected", syncer.KeyError, err)
-		return policy.RunSummary{}, err
+		return lambdaResult{}, err
 	}
 	syncLogger := logger // the syncer adds the trigger to its own lines
 	logger = logger.With(keyTrigger, opt.Trigger)
@@ -262,19 +271,30 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (po
 	reg, closeReg, err := openRegistryWith(cfg, h.deps, logger)
 	if err != nil {
 		logger.Error("registry unavailable", syncer.KeyError, err)
-		return policy.RunSummary{}, errors.New(redact(err.Error(), cfg.secrets()))
+		return lambdaResult{}, errors.New(redact(err.Error(), cfg.secrets()))
 	}
 	defer closeReg()
 	s, err := newSyncer(cfg, h.deps, reg, syncLogger, nil)
 	if err != nil {
 		logger.Error("github source unavailable", syncer.KeyError, err)
-		return policy.RunSummary{}, errors.New(redact(err.Error(), cfg.secrets()))
+		return lambdaResult{}, errors.New(redact(err.Error(), cfg.secrets()))
 	}
 	setupMs := h.deps.now().Sub(start).Milliseconds()
 
-	res, runErr := s.Run(runCtx, cfg.syncOptions(opt))
+	opt = cfg.syncOptions(opt)
+	if requestID != "" {
+		// Lambda retries an invocation with the same request id: the retry
+		// takes over the lease a crashed try left.
+		opt.LeaseOwner = "lambda " + requestID
+	}
+	res, runErr := s.Run(runCtx, opt)
 	sum := redactSummary(res.Summary, cfg.secrets())
-	if !opt.DryRun {
+	out := lambdaResult{RunSummary: sum}
+	if opt.DryRun {
+		plan := redactPlan(res.Plan, cfg.secrets())
+		out.Plan = &plan
+		logger.Info("dry-run plan", syncer.KeyRunID, sum.RunID, "items", plan.Items, "skipped", plan.Skipped, "conflicts", plan.Conflicts)
+	} else {
 		h.writeMetrics(logger, cfg, sum, requestID)
 	}
 
@@ -301,9 +321,9 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (po
 		"remainingMs", remainingMs(ctx),
 	)
 	if outErr != nil {
-		return policy.RunSummary{}, outErr
+		return lambdaResult{}, outErr
 	}
-	return sum, nil
+	return out, nil
 }
 
 // runContext bounds the run by the Lambda deadline less the reserve. A
@@ -429,6 +449,39 @@ func redactSummary(s policy.RunSummary, secrets []string) policy.RunSummary {
 	}
 	s.ModeReason = redact(s.ModeReason, secrets)
 	return s
+}
+
+// redactPlan removes secrets from the text of a plan: names, paths, titles
+// (read from the files) and reasons. The slices are copied; nil stays nil.
+func redactPlan(p policy.Plan, secrets []string) policy.Plan {
+	out := policy.Plan{Unchanged: p.Unchanged}
+	if p.Items != nil {
+		out.Items = make([]policy.Item, len(p.Items))
+		for i, it := range p.Items {
+			it.PolicyName = redact(it.PolicyName, secrets)
+			it.Path = redact(it.Path, secrets)
+			it.OldPath = redact(it.OldPath, secrets)
+			it.Title = redact(it.Title, secrets)
+			out.Items[i] = it
+		}
+	}
+	if p.Skipped != nil {
+		out.Skipped = make([]policy.Skip, len(p.Skipped))
+		for i, sk := range p.Skipped {
+			out.Skipped[i] = policy.Skip{PolicyName: redact(sk.PolicyName, secrets), Path: redact(sk.Path, secrets), Reason: redact(sk.Reason, secrets)}
+		}
+	}
+	if p.Conflicts != nil {
+		out.Conflicts = make([]policy.Conflict, len(p.Conflicts))
+		for i, c := range p.Conflicts {
+			losers := make([]string, len(c.Losers))
+			for j, l := range c.Losers {
+				losers[j] = redact(l, secrets)
+			}
+			out.Conflicts[i] = policy.Conflict{PolicyName: redact(c.PolicyName, secrets), Winner: redact(c.Winner, secrets), Losers: losers}
+		}
+	}
+	return out
 }
 
 // runMetrics is the EMF line of one run: its counts, its duration and one

@@ -22,6 +22,7 @@ import (
 // invocation is one call of the Lambda handler.
 type invocation struct {
 	sum  policy.RunSummary
+	plan *policy.Plan // set on a dry run
 	err  error
 	logs string
 }
@@ -100,9 +101,9 @@ func (w *world) invokeWith(h *lambdaHandler, payload string, timeout time.Durati
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "req-0001"})
-	sum, err := h.Handle(ctx, json.RawMessage(payload))
+	res, err := h.Handle(ctx, json.RawMessage(payload))
 	w.now = w.now.Add(time.Hour)
-	return invocation{sum: sum, err: err, logs: logs.String()}
+	return invocation{sum: res.RunSummary, plan: res.Plan, err: err, logs: logs.String()}
 }
 
 func TestLambda_ScheduledEvent_SyncsAndReturnsSummary(t *testing.T) {
@@ -220,6 +221,78 @@ func TestLambda_ManualEvents(t *testing.T) {
 		if m := inv.metrics(t); len(m) != 0 {
 			t.Errorf("a dry run must not count as a run (it would reset the no-success alarm): %v", m)
 		}
+		// The result carries the plan, as the CLI's dry run prints it.
+		wantItems := map[string]string{
+			"학칙":            "규정/제1편/학칙.md",
+			"대학원 학칙":        "규정/제1편/대학원 학칙.md",
+			"연구소 설치(운영)․규정": "규정/제2편/연구소 설치(운영)․규정.md",
+		}
+		if inv.plan == nil {
+			t.Fatalf("a dry run's result has no plan")
+		}
+		got := map[string]string{}
+		for _, it := range inv.plan.Items {
+			if it.Action != policy.ActAdd || it.SHA == "" {
+				t.Errorf("plan item %+v, want an add with a sha", it)
+			}
+			got[it.PolicyName] = it.Path
+		}
+		if diff := cmp.Diff(wantItems, got); diff != "" {
+			t.Errorf("plan items (-want +got):\n%s", diff)
+		}
+		// The summary's fields stay at the top level of the JSON result,
+		// next to the plan.
+		res, err := json.Marshal(lambdaResult{RunSummary: inv.sum, Plan: inv.plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var flat map[string]any
+		if err := json.Unmarshal(res, &flat); err != nil {
+			t.Fatal(err)
+		}
+		if flat["added"] != 3.0 || flat["mode"] != "full" || flat["dryRun"] != true || flat["runId"] != inv.sum.RunID {
+			t.Errorf("result JSON is not the flat summary: %s", res)
+		}
+		if items, _ := flat["plan"].(map[string]any)["items"].([]any); len(items) != 3 {
+			t.Errorf("result JSON plan items = %v, want 3", flat["plan"])
+		}
+		logged, _ := inv.line(t, "dry-run plan")["items"].([]any)
+		if len(logged) != 3 {
+			t.Fatalf("dry-run plan line has %d items, want 3:\n%s", len(logged), inv.logs)
+		}
+		for _, x := range logged {
+			it, _ := x.(map[string]any)
+			if name, _ := it["policyName"].(string); wantItems[name] == "" || it["path"] != wantItems[name] || it["action"] != "add" {
+				t.Errorf("dry-run plan line item %v", x)
+			}
+		}
+	})
+	t.Run("a real run returns no plan and logs none", func(t *testing.T) {
+		w := newWorld(t)
+		seed(w)
+		inv := w.invoke(`{"mode":"full"}`, time.Minute)
+		if inv.err != nil {
+			t.Fatalf("handler: %v", inv.err)
+		}
+		if inv.plan != nil {
+			t.Errorf("a run that writes returned a plan: %+v", inv.plan)
+		}
+		res, err := json.Marshal(lambdaResult{RunSummary: inv.sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var flat map[string]any
+		if err := json.Unmarshal(res, &flat); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := flat["plan"]; ok {
+			t.Errorf("result JSON has a plan: %s", res)
+		}
+		for _, m := range inv.lines(t) {
+			if m["msg"] == "dry-run plan" {
+				t.Errorf("a run that writes logged a dry-run plan: %v", m)
+			}
+		}
 	})
 	t.Run("full backfill after an incremental history", func(t *testing.T) {
 		w := newWorld(t)
@@ -250,6 +323,15 @@ func TestLambda_ManualEvents(t *testing.T) {
 		}
 		if len(w.state().policies) != 3 {
 			t.Fatal("refused plan wrote")
+		}
+		// A dry run of the refused plan is an error too, and its log line
+		// shows what the plan would delete.
+		dry := w.invoke(`{"dryRun":true}`, time.Minute)
+		if dry.err == nil || !strings.Contains(dry.err.Error(), "mass-delete") {
+			t.Fatalf("dry run of the refused plan: %v", dry.err)
+		}
+		if items, _ := dry.line(t, "dry-run plan")["items"].([]any); len(items) != 3 || items[0].(map[string]any)["action"] != "delete" {
+			t.Errorf("dry-run plan line items = %v, want the 3 deletes", items)
 		}
 		if inv := w.invoke(`{"allowMassDelete":true}`, time.Minute); inv.err != nil || inv.sum.Deleted != 3 {
 			t.Errorf("allowed: %v %+v", inv.err, inv.sum)
@@ -510,6 +592,38 @@ func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestLambda_DryRunPlan_NeverPrintsTheToken(t *testing.T) {
+	// A title is read from a file: one quoting the token must not carry it
+	// into the result or the log.
+	w := newWorld(t)
+	seed(w)
+	w.repo.Write("규정/토큰.md", "# leaked "+testToken+"\n")
+	w.repo.Commit("a title quoting the token")
+	_, h := withSecretExtension(w)
+	inv := w.invokeWith(h, `{"mode":"full","dryRun":true}`, time.Minute)
+	if inv.err != nil || inv.plan == nil {
+		t.Fatalf("handler: %v, plan %v", inv.err, inv.plan)
+	}
+	var title string
+	for _, it := range inv.plan.Items {
+		if it.PolicyName == "토큰" {
+			title = it.Title
+		}
+	}
+	if title != "leaked "+redacted {
+		t.Errorf("title %q, want the token redacted", title)
+	}
+	res, _ := json.Marshal(lambdaResult{RunSummary: inv.sum, Plan: inv.plan})
+	for where, text := range map[string]string{"result": string(res), "logs": inv.logs} {
+		if strings.Contains(text, testToken) {
+			t.Errorf("the token appears in the %s:\n%s", where, text)
+		}
+	}
+	if !strings.Contains(inv.logs, "leaked "+redacted) {
+		t.Errorf("the dry-run plan line does not show the redacted title:\n%s", inv.logs)
 	}
 }
 
