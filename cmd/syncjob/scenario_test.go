@@ -336,8 +336,12 @@ func TestSync_TruncatedTree_Completed(t *testing.T) {
 }
 
 func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
+	// A rate limit on any request of the run, the head's or one after it
+	// while the plan is being built with a delete pending, fails the run:
+	// nothing written, lastCommit kept, and no retry (a rate limit is not
+	// waited out).
 	reset := time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
+	faults := []struct {
 		name  string
 		fault githubfake.Fault
 	}{
@@ -345,34 +349,108 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 		{"primary 429", githubfake.PrimaryRateLimit(429, reset)},
 		{"secondary 403", githubfake.SecondaryRateLimit(403, time.Minute)},
 		{"secondary 429", githubfake.SecondaryRateLimit(429, time.Minute)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			forEachBackend(t, func(t *testing.T, w *world) {
-				first := seed(w)
-				w.sync(0)
-				w.repo.Remove("규정/제1편/학칙.md")
-				w.repo.Commit("delete")
-				// Fail once GitHub has answered the head: the plan is being built.
-				w.gh.FailNext(githubfake.AnyKind, -1, tc.fault)
-				r := w.sync(1)
-				s := w.state()
-				if _, ok := s.policies["학칙"]; !ok {
-					t.Error("a rate limit deleted a policy")
-				}
-				if s.lastCommit != first {
-					t.Errorf("lastCommit moved to %s", s.lastCommit)
-				}
-				if s.lastRun.Status != policy.RunFailed || !strings.Contains(s.lastRun.Error, "rate limit") {
-					t.Errorf("lastRun = %+v, want failed with the rate limit", s.lastRun)
-				}
-				if !strings.Contains(r.stderr, "retry after") {
-					t.Errorf("stderr does not say when to retry:\n%s", r.stderr)
-				}
-				if len(w.sleeps) != 0 {
-					t.Errorf("a rate limit was retried after %v", w.sleeps)
-				}
+	}
+	// Each stage commits a deletion of 학칙 after a first run and returns
+	// the arguments of the run that meets the rate limit.
+	stages := []struct {
+		name string
+		kind string // the request kind that fails; AnyKind: the head, the first request
+		prep func(w *world) []string
+	}{
+		{"head", githubfake.AnyKind, func(w *world) []string {
+			w.repo.Remove("규정/제1편/학칙.md")
+			w.repo.Commit("delete")
+			return nil
+		}},
+		{"compare", githubfake.KindCompare, func(w *world) []string {
+			// incremental: the compare would report the deletion
+			w.repo.Remove("규정/제1편/학칙.md")
+			w.repo.Commit("delete")
+			return nil
+		}},
+		{"tree", githubfake.KindTree, func(w *world) []string {
+			w.repo.Remove("규정/제1편/학칙.md")
+			w.repo.Commit("delete")
+			return []string{"--full"}
+		}},
+		{"archive link", githubfake.KindArchiveLink, func(w *world) []string {
+			// more than 10 files to read: their contents come from the tarball
+			for i := range 11 {
+				w.repo.Write(fmt.Sprintf("규정/제3편/규정 %02d.md", i), fmt.Sprintf("# 규정 %02d\n", i))
+			}
+			w.repo.Remove("규정/제1편/학칙.md")
+			w.repo.Commit("delete one, add eleven")
+			return []string{"--full"}
+		}},
+	}
+	for _, st := range stages {
+		for _, tc := range faults {
+			t.Run(st.name+"/"+tc.name, func(t *testing.T) {
+				forEachBackend(t, func(t *testing.T, w *world) {
+					first := seed(w)
+					w.sync(0)
+					args := st.prep(w)
+					head := w.repo.Head("main")
+					before := w.state()
+					w.gh.ResetRequests()
+					w.sleeps = nil
+					w.gh.FailNext(st.kind, -1, tc.fault)
+					r := w.sync(1, args...)
+
+					log := w.gh.Log()
+					var limited []githubfake.Request
+					for _, req := range log {
+						if req.Status == tc.fault.Status {
+							limited = append(limited, req)
+						}
+					}
+					if len(limited) != 1 {
+						t.Fatalf("%d requests answered %d, want 1 (rate limits are not retried): %+v", len(limited), tc.fault.Status, log)
+					}
+					if st.kind == githubfake.AnyKind {
+						if len(log) != 1 {
+							t.Errorf("%d GitHub requests after the head failed, want none: %+v", len(log)-1, log[1:])
+						}
+					} else {
+						if limited[0].Kind != st.kind {
+							t.Errorf("the rate limit met a %s request, want %s", limited[0].Kind, st.kind)
+						}
+						if log[0].Status != 200 {
+							t.Errorf("the head request answered %d, want 200: the fault must come after it", log[0].Status)
+						}
+						if n := w.gh.Requests()[githubfake.KindBlob] + w.gh.Requests()[githubfake.KindArchive]; n != 0 {
+							t.Errorf("%d content requests after the rate limit", n)
+						}
+					}
+
+					s := w.state()
+					if _, ok := s.policies["학칙"]; !ok {
+						t.Error("a rate limit deleted a policy")
+					}
+					if diff := cmp.Diff(before.policies, s.policies); diff != "" {
+						t.Errorf("policies changed (-before +after):\n%s", diff)
+					}
+					if diff := cmp.Diff(before.queue, s.queue); diff != "" {
+						t.Errorf("queue changed (-before +after):\n%s", diff)
+					}
+					if s.lastCommit != first {
+						t.Errorf("lastCommit moved to %s", s.lastCommit)
+					}
+					if s.lastRun == nil || s.lastRun.Status != policy.RunFailed || !strings.Contains(s.lastRun.Error, "rate limit") {
+						t.Fatalf("lastRun = %+v, want failed with the rate limit", s.lastRun)
+					}
+					if st.kind != githubfake.AnyKind && s.lastRun.CommitSHA != head {
+						t.Errorf("lastRun commit %q, want the head %s (read before the rate limit)", s.lastRun.CommitSHA, head)
+					}
+					if !strings.Contains(r.stderr, "retry after") {
+						t.Errorf("stderr does not say when to retry:\n%s", r.stderr)
+					}
+					if len(w.sleeps) != 0 {
+						t.Errorf("a rate limit was retried after %v", w.sleeps)
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
