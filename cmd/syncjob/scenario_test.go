@@ -277,6 +277,9 @@ func TestSync_ForcePush_FullRun(t *testing.T) {
 		if s.lastRun.Mode != "full" || !strings.Contains(s.lastRun.ModeReason, "diverged") {
 			t.Errorf("mode %q (%s), want full because diverged", s.lastRun.Mode, s.lastRun.ModeReason)
 		}
+		if s.lastRun.LastFullRun != s.lastRun.Timestamp {
+			t.Errorf("lastFullRun %q, want this run (%s): the reconcile interval restarts", s.lastRun.LastFullRun, s.lastRun.Timestamp)
+		}
 		if _, ok := s.policies["잘못 올린 규정"]; ok {
 			t.Error("the force-pushed-away policy is still there")
 		}
