@@ -432,3 +432,13 @@ func TestPlan_ScopeAndOrder(t *testing.T) {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
 }
+
+func TestPlan_InvalidUTF8Path_StoredAsJSON_Unchanged(t *testing.T) {
+	raw := "규정/\xff잘못.md"
+	desired := map[string]policy.Desired{"x": {PolicyName: "x", Path: raw, SHA: "s"}}
+	// what the registry gives back after a JSON round trip
+	known := map[string]policy.Known{"x": {PolicyName: "x", Path: "규정/\uFFFD잘못.md", SHA: "s"}}
+	if p := differ.Plan(desired, known, nil, nil, nil); len(p.Items) != 0 || p.Unchanged != 1 {
+		t.Errorf("plan = %+v, want unchanged", p)
+	}
+}
