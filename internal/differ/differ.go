@@ -172,7 +172,7 @@ func Plan(desired map[string]policy.Desired, known map[string]policy.Known, scop
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActAdd, PolicyName: name, Path: d.Path, SHA: d.SHA})
 		case k.SHA != d.SHA:
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActUpdate, PolicyName: name, Path: d.Path, SHA: d.SHA, OldPath: k.Path, OldSHA: k.SHA})
-		case k.Path != strings.ToValidUTF8(d.Path, "\uFFFD"):
+		case strings.ToValidUTF8(k.Path, "\uFFFD") != strings.ToValidUTF8(d.Path, "\uFFFD"):
 			// A registry stores paths as JSON, where invalid UTF-8 became
 			// U+FFFD: compare like with like, or such a path moves every run.
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMove, PolicyName: name, Path: d.Path, SHA: d.SHA, OldPath: k.Path, OldSHA: k.SHA})
