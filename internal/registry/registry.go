@@ -267,12 +267,15 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 // batch, then, only when advance is not empty and that batch landed,
 // lastCommit = advance. The error (a *BatchError) names every key that
 // failed; lastCommit is never advanced past a run that was not recorded.
-func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string) error {
+//
+// with are written in the first batch too (the syncer releases its lease
+// there, saving a request).
+func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, with ...Pair) error {
 	value := mustJSON(s)
-	out := r.store.Put(ctx, []Pair{
+	out := r.store.Put(ctx, append([]Pair{
 		{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL},
 		{Key: policy.LastRunKey, Value: value},
-	})
+	}, with...))
 	if out != nil {
 		return &BatchError{Op: "record run", Failed: out}
 	}

@@ -35,7 +35,7 @@ func (r *run) checkBudget(ctx context.Context, plan policy.Plan) error {
 	}
 	need := int64(len(r.requeue) + metadataWrites)
 	if r.opt.LeaseTTL > 0 {
-		need++
+		need += 2 // taking the lease, and releasing it with the record
 	}
 	for _, it := range plan.Items {
 		switch {

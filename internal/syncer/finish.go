@@ -48,7 +48,7 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		}
 		if _, ok := r.Registry.Store().(billing); ok {
 			// what recording will be billed for, so the day's total is right
-			sum.BillableWrites += 2
+			sum.BillableWrites += 2 + int64(len(r.releasePairs()))
 			if advance != "" {
 				sum.BillableWrites++
 			}
@@ -59,9 +59,8 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 			// the holder's lastRun is the one that tells: history only
 			rerr = r.Registry.RecordHistory(rctx, *sum, r.start)
 		} else {
-			rerr = r.Registry.RecordRun(rctx, *sum, r.start, advance)
+			rerr = r.Registry.RecordRun(rctx, *sum, r.start, advance, r.releasePairs()...)
 		}
-		r.releaseLease(rctx)
 		cancel()
 		if rerr != nil {
 			r.log.Error("run not recorded", KeyError, rerr)

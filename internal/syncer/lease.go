@@ -64,12 +64,14 @@ func (r *run) leaseOwner() string {
 	return r.sum.RunID
 }
 
-// releaseLease removes the lease this run took (its TTL ends it otherwise).
-func (r *run) releaseLease(ctx context.Context) {
+// releasePairs returns the write that releases the lease this run took:
+// the lease again, expired now, written with the run's record (one request
+// fewer than a delete). A run that is not recorded leaves its lease to the TTL.
+func (r *run) releasePairs() []registry.Pair {
 	if !r.leased {
-		return
+		return nil
 	}
-	if errs := r.Registry.Store().Delete(ctx, []string{policy.LeaseKey}); errs[policy.LeaseKey] != nil {
-		r.log.Warn("lease not released; it expires by itself", KeyError, errs[policy.LeaseKey])
-	}
+	now := r.now().Format(timeLayout)
+	value, _ := json.Marshal(lease{Owner: r.leaseOwner(), AcquiredAt: now, ExpiresAt: now})
+	return []registry.Pair{{Key: policy.LeaseKey, Value: value, TTL: policy.MinTTLSeconds * time.Second}}
 }
