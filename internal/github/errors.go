@@ -174,7 +174,30 @@ func (s *Source) translate(op string, err error) error {
 	case http.StatusNotFound:
 		return s.redact(fmt.Errorf("github: %s: %w: %w", op, policy.ErrNotFound, err))
 	}
-	return s.redact(fmt.Errorf("github: %s: %w", op, err))
+	return s.redact(fmt.Errorf("github: %s: %w", op, concise(err)))
+}
+
+// httpError is a GitHub error answer told briefly: the operation already
+// names the resource, so the method, URL and empty error list go.
+type httpError struct {
+	status  int
+	message string
+	err     error
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.message) }
+func (e *httpError) Unwrap() error { return e.err }
+
+func concise(err error) error {
+	var er *gh.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil {
+		return err
+	}
+	msg := er.Message
+	if msg == "" {
+		msg = http.StatusText(er.Response.StatusCode)
+	}
+	return &httpError{status: er.Response.StatusCode, message: msg, err: err}
 }
 
 // redactedError hides the token in an error's text.
