@@ -521,16 +521,25 @@ func (f *Fake) list(w http.ResponseWriter, r *http.Request) {
 	writeEnvelope(w, http.StatusOK, result, &resultInfo{Count: len(result), Cursor: cursor})
 }
 
-func (f *Fake) get(w http.ResponseWriter, key string) {
+// lookup finds a live key for get value and get metadata, answering the
+// error itself (bad key, not found) when there is none.
+func (f *Fake) lookup(w http.ResponseWriter, key string) (entry, bool) {
 	if code, msg := checkKey(key); msg != "" {
 		fail(w, http.StatusBadRequest, code, "%s", msg)
-		return
+		return entry{}, false
 	}
 	f.mu.Lock()
 	e, ok := f.live(key)
 	f.mu.Unlock()
 	if !ok {
 		fail(w, http.StatusNotFound, CodeKeyNotFound, "get: 'key not found'")
+	}
+	return e, ok
+}
+
+func (f *Fake) get(w http.ResponseWriter, key string) {
+	e, ok := f.lookup(w, key)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -542,15 +551,8 @@ func (f *Fake) get(w http.ResponseWriter, key string) {
 }
 
 func (f *Fake) metadata(w http.ResponseWriter, key string) {
-	if code, msg := checkKey(key); msg != "" {
-		fail(w, http.StatusBadRequest, code, "%s", msg)
-		return
-	}
-	f.mu.Lock()
-	e, ok := f.live(key)
-	f.mu.Unlock()
+	e, ok := f.lookup(w, key)
 	if !ok {
-		fail(w, http.StatusNotFound, CodeKeyNotFound, "get: 'key not found'")
 		return
 	}
 	var result any

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/githubfake"
 	"github.com/knue/syncjob/internal/policy"
 )
@@ -48,15 +50,7 @@ func TestContents_FewFiles_Blobs(t *testing.T) {
 	for _, file := range files {
 		want[file.Path] = all[file.Path]
 	}
-	var calls [][2]int
-	var mu sync.Mutex
-	cfg := f.config()
-	cfg.Progress = func(done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		calls = append(calls, [2]int{done, total})
-	}
-	src := mustSource(t, cfg)
+	src, progress := progressSource(t, f)
 
 	got, failed, err := src.Contents(context.Background(), head, files)
 	if err != nil || len(failed) != 0 {
@@ -69,7 +63,7 @@ func TestContents_FewFiles_Blobs(t *testing.T) {
 	if n := f.srv.Requests()[githubfake.KindBlob]; n != 3 {
 		t.Errorf("blob requests = %d, want 3", n)
 	}
-	if diff := cmp.Diff([][2]int{{1, 3}, {2, 3}, {3, 3}}, calls); diff != "" {
+	if diff := cmp.Diff([][2]int{{1, 3}, {2, 3}, {3, 3}}, progress()); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
 	}
 }
@@ -232,4 +226,25 @@ func TestContents_Empty_NoRequest(t *testing.T) {
 		t.Fatalf("Contents(nil) = %v, %v, %v", got, failed, err)
 	}
 	wantRequests(t, src, f.srv, 0)
+}
+
+// progressSource is a Source on f whose Progress calls are recorded; progress
+// returns them (done, total) in order.
+func progressSource(t *testing.T, f *fixture) (src *github.Source, progress func() [][2]int) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		calls [][2]int
+	)
+	cfg := f.config()
+	cfg.Progress = func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, [2]int{done, total})
+	}
+	return mustSource(t, cfg), func() [][2]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(calls)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -99,15 +98,7 @@ func TestContents_ExportIgnoreAndSubst_ExactBlobContent(t *testing.T) {
 	}
 	f.srv.ResetRequests()
 
-	var calls [][2]int
-	var mu sync.Mutex
-	cfg := f.config()
-	cfg.Progress = func(done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		calls = append(calls, [2]int{done, total})
-	}
-	src := mustSource(t, cfg)
+	src, progress := progressSource(t, f)
 
 	got, failed, err := src.Contents(context.Background(), head, files)
 	if err != nil || len(failed) != 0 {
@@ -146,7 +137,7 @@ func TestContents_ExportIgnoreAndSubst_ExactBlobContent(t *testing.T) {
 	for i := range files {
 		wantCalls = append(wantCalls, [2]int{i + 1, len(files)})
 	}
-	if diff := cmp.Diff(wantCalls, calls); diff != "" {
+	if diff := cmp.Diff(wantCalls, progress()); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
 	}
 }

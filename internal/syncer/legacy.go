@@ -1,6 +1,8 @@
 package syncer
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -57,7 +59,7 @@ func (r *run) migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, ful
 		}
 	}
 	if full {
-		for _, name := range sortedKeys(entries) {
+		for _, name := range slices.Sorted(maps.Keys(entries)) {
 			e := entries[name]
 			if planned[name] {
 				continue
@@ -72,7 +74,7 @@ func (r *run) migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, ful
 			}
 		}
 	}
-	for _, key := range sortedKeys(v1) {
+	for _, key := range slices.Sorted(maps.Keys(v1)) {
 		name, ok := matched[key]
 		switch {
 		case !ok:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -54,7 +55,7 @@ func (r *run) settleQueue(plan policy.Plan, desired map[string]policy.Desired, e
 	for _, sk := range plan.Skipped {
 		skipped[sk.PolicyName] = true
 	}
-	for _, name := range sortedKeys(r.pending) {
+	for _, name := range slices.Sorted(maps.Keys(r.pending)) {
 		q := r.pending[name]
 		switch d, want := desired[name]; {
 		case planned[name]:
@@ -155,13 +156,4 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
