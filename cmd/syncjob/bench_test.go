@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/knue/syncjob/internal/cloudflarefake"
+	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 )
 
 // BenchmarkSync_Requests measures what a run costs in API requests, as the
@@ -49,7 +49,7 @@ func BenchmarkSync_CloudflareRequests(b *testing.B) {
 			var firstWrites, incrWrites float64
 			for b.Loop() {
 				w.cf.Close()
-				w.cf = cloudflarefake.New(cloudflarefake.Config{AccountID: cfAccountID, NamespaceID: cfNamespaceID, Token: cfToken, Now: w.clock, Seed: cfSeed})
+				w.cf = cloudflaretest.New(cloudflaretest.Config{AccountID: cfAccountID, NamespaceID: cfNamespaceID, Token: cfToken, Now: w.clock, Seed: cfSeed})
 				w.env["CLOUDFLARE_API_URL"] = w.cf.BaseURL()
 				w.repo.Reset(base)
 				first = w.sync(0)

@@ -16,10 +16,10 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/knue/syncjob/internal/cloudflare"
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/syncer"
 )
 

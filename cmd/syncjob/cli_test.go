@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 )
 
 func TestCLI_MissingRepo_Exit2NamesTheField(t *testing.T) {
@@ -98,13 +98,13 @@ func TestCLI_TokenNeverPrinted(t *testing.T) {
 	const token = "ghp_SECRETSECRETSECRET0123456789abcdef"
 	for _, tc := range []struct {
 		name  string
-		fault *githubfake.Fault
+		fault *githubtest.Fault
 		code  int
 	}{
 		{"success", nil, 0},
-		{"rate limited", &[]githubfake.Fault{githubfake.PrimaryRateLimit(403, time.Now().Add(time.Hour))}[0], 1},
-		{"server error", &[]githubfake.Fault{githubfake.ServerError(502)}[0], 1},
-		{"echoes the token", &[]githubfake.Fault{githubfake.StatusError(404, "Not Found: token "+token)}[0], 2},
+		{"rate limited", &[]githubtest.Fault{githubtest.PrimaryRateLimit(403, time.Now().Add(time.Hour))}[0], 1},
+		{"server error", &[]githubtest.Fault{githubtest.ServerError(502)}[0], 1},
+		{"echoes the token", &[]githubtest.Fault{githubtest.StatusError(404, "Not Found: token "+token)}[0], 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachBackend(t, func(t *testing.T, w *world) {
@@ -113,7 +113,7 @@ func TestCLI_TokenNeverPrinted(t *testing.T) {
 				w.env["GITHUB_TOKEN"] = token
 				w.env["LOG_LEVEL"] = "debug"
 				if tc.fault != nil {
-					w.gh.FailNext(githubfake.AnyKind, -1, *tc.fault)
+					w.gh.FailNext(githubtest.AnyKind, -1, *tc.fault)
 				}
 				r := w.sync(tc.code)
 				j := w.sync(tc.code, "--json", "--dry-run")

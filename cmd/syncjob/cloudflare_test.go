@@ -13,10 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/cloudflare"
-	"github.com/knue/syncjob/internal/cloudflarefake"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare"
+	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 )
 
 // End-to-end runs of the whole program on a fake GitHub and a fake
@@ -27,7 +27,7 @@ import (
 // cfRun is what the fake saw during one run.
 type cfRun struct {
 	result
-	seen map[cloudflarefake.Endpoint]int
+	seen map[cloudflaretest.Endpoint]int
 }
 
 // syncCounted runs sync like w.sync and returns the requests the fake
@@ -36,8 +36,8 @@ func (w *world) syncCounted(wantCode int, args ...string) cfRun {
 	w.t.Helper()
 	w.cf.ResetCounts()
 	r := w.sync(wantCode, args...)
-	seen := map[cloudflarefake.Endpoint]int{}
-	for _, e := range []cloudflarefake.Endpoint{cloudflarefake.List, cloudflarefake.Get, cloudflarefake.Metadata, cloudflarefake.Put, cloudflarefake.Delete, cloudflarefake.BulkPut, cloudflarefake.BulkDelete, cloudflarefake.Unknown} {
+	seen := map[cloudflaretest.Endpoint]int{}
+	for _, e := range []cloudflaretest.Endpoint{cloudflaretest.List, cloudflaretest.Get, cloudflaretest.Metadata, cloudflaretest.Put, cloudflaretest.Delete, cloudflaretest.BulkPut, cloudflaretest.BulkDelete, cloudflaretest.Unknown} {
 		if n := w.cf.Requests(e); n > 0 {
 			seen[e] = n
 		}
@@ -76,7 +76,7 @@ func TestCloudflare_RequestsPerRun_OneListPerPrefixOneBulkWritePerBatch(t *testi
 	// queue:, policy: and dead-letter:, GET lease (404). Writes, each one bulk write:
 	// the lease, the 3 policies with their 3 queue entries, the run record
 	// (history + lastRun + the lease released), lastCommit.
-	want := map[cloudflarefake.Endpoint]int{cloudflarefake.Get: 3, cloudflarefake.List: 3, cloudflarefake.BulkPut: 4}
+	want := map[cloudflaretest.Endpoint]int{cloudflaretest.Get: 3, cloudflaretest.List: 3, cloudflaretest.BulkPut: 4}
 	if diff := cmp.Diff(want, first.seen); diff != "" {
 		t.Errorf("first run: requests per endpoint (-want +got):\n%s", diff)
 	}
@@ -91,7 +91,7 @@ func TestCloudflare_RequestsPerRun_OneListPerPrefixOneBulkWritePerBatch(t *testi
 	// the lease was released); writes: the lease, one bulk write of the 2 puts and
 	// their queue entries, one bulk delete of the deleted policy and its
 	// queue entry, the run record with the lease's release, lastCommit.
-	want = map[cloudflarefake.Endpoint]int{cloudflarefake.Get: 3, cloudflarefake.List: 3, cloudflarefake.BulkPut: 4, cloudflarefake.BulkDelete: 1}
+	want = map[cloudflaretest.Endpoint]int{cloudflaretest.Get: 3, cloudflaretest.List: 3, cloudflaretest.BulkPut: 4, cloudflaretest.BulkDelete: 1}
 	if diff := cmp.Diff(want, incr.seen); diff != "" {
 		t.Errorf("incremental run: requests per endpoint (-want +got):\n%s", diff)
 	}
@@ -99,7 +99,7 @@ func TestCloudflare_RequestsPerRun_OneListPerPrefixOneBulkWritePerBatch(t *testi
 	unchanged := w.syncCounted(0)
 	// GET lastCommit, GET lastRun, the queue listing, one bulk write of the
 	// run record: no lease, no policy read.
-	want = map[cloudflarefake.Endpoint]int{cloudflarefake.Get: 2, cloudflarefake.List: 1, cloudflarefake.BulkPut: 1}
+	want = map[cloudflaretest.Endpoint]int{cloudflaretest.Get: 2, cloudflaretest.List: 1, cloudflaretest.BulkPut: 1}
 	if diff := cmp.Diff(want, unchanged.seen); diff != "" {
 		t.Errorf("unchanged run: requests per endpoint (-want +got):\n%s", diff)
 	}
@@ -129,9 +129,9 @@ func TestCloudflare_429Storm_RetriedAfterRetryAfter_RunCompletes(t *testing.T) {
 	head := stormHistory(w)
 	w.sleeps = nil
 	// Seeded: half of the requests meet a 429 with Retry-After: 1.
-	w.cf.SetRates(cloudflarefake.Rates{RateLimit: 0.5})
+	w.cf.SetRates(cloudflaretest.Rates{RateLimit: 0.5})
 	r := w.syncCounted(0)
-	w.cf.SetRates(cloudflarefake.Rates{})
+	w.cf.SetRates(cloudflaretest.Rates{})
 
 	s := w.state()
 	if diff := cmp.Diff(headState(w, head), registryState(s)); diff != "" {
@@ -170,11 +170,11 @@ func TestCloudflare_429StormNeverEnds_FailsKeepsLastCommitDeletesNothing(t *test
 	var once sync.Once
 	w.watchCloudflare(func(r *http.Request) {
 		if isBulkWrite(r) && bodyMentions(r, policy.PolicyPrefix) {
-			once.Do(func() { w.cf.SetRates(cloudflarefake.Rates{RateLimit: 1}) })
+			once.Do(func() { w.cf.SetRates(cloudflaretest.Rates{RateLimit: 1}) })
 		}
 	})
 	r := w.sync(exitFailed)
-	w.cf.SetRates(cloudflarefake.Rates{})
+	w.cf.SetRates(cloudflaretest.Rates{})
 
 	s := w.state()
 	if diff := cmp.Diff(before.policies, s.policies); diff != "" {
@@ -320,7 +320,7 @@ func TestCloudflare_ListingServerError_FailsDeletesNothing(t *testing.T) {
 			w.watchCloudflare(func(r *http.Request) {
 				if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/keys") && r.URL.Query().Get("prefix") == prefix {
 					once.Do(func() {
-						w.cf.FailNext(slices.Repeat([]cloudflarefake.Fault{cloudflarefake.ServerError(http.StatusBadGateway)}, cloudflare.DefaultMaxRetries+1)...)
+						w.cf.FailNext(slices.Repeat([]cloudflaretest.Fault{cloudflaretest.ServerError(http.StatusBadGateway)}, cloudflare.DefaultMaxRetries+1)...)
 					})
 				}
 			})
@@ -348,7 +348,7 @@ func TestCloudflare_ListingServerError_FailsDeletesNothing(t *testing.T) {
 }
 
 func TestCloudflare_TokenNeverPrinted(t *testing.T) {
-	echo := cloudflarefake.Fault{Status: http.StatusBadRequest, Code: cloudflarefake.CodeBadRequest, Message: "request refused for token " + cfToken}
+	echo := cloudflaretest.Fault{Status: http.StatusBadRequest, Code: cloudflaretest.CodeBadRequest, Message: "request refused for token " + cfToken}
 	for _, tc := range []struct {
 		name  string
 		token string // CLOUDFLARE_API_TOKEN; the fake expects cfToken
@@ -357,8 +357,8 @@ func TestCloudflare_TokenNeverPrinted(t *testing.T) {
 		code, dryCode int
 	}{
 		{"success", cfToken, nil, exitOK, exitOK},
-		{"rate limit storm", cfToken, func(w *world) { w.cf.SetRates(cloudflarefake.Rates{RateLimit: 1}) }, exitFailed, exitFailed},
-		{"server errors", cfToken, func(w *world) { w.cf.SetRates(cloudflarefake.Rates{ServerError: 1}) }, exitFailed, exitFailed},
+		{"rate limit storm", cfToken, func(w *world) { w.cf.SetRates(cloudflaretest.Rates{RateLimit: 1}) }, exitFailed, exitFailed},
+		{"server errors", cfToken, func(w *world) { w.cf.SetRates(cloudflaretest.Rates{ServerError: 1}) }, exitFailed, exitFailed},
 		{"unsuccessful keys", cfToken, func(w *world) { w.cf.FailKeys(registry.PolicyKey("학칙")) }, exitPartial, exitOK},
 		{"answer echoes the token", cfToken, func(w *world) { w.cf.FailNext(echo) }, exitFailed, exitFailed},
 		{"token refused", "cfut_WRONGWRONGWRONG0123456789abcdefXYZ", nil, exitUsage, exitUsage},
@@ -377,7 +377,7 @@ func TestCloudflare_TokenNeverPrinted(t *testing.T) {
 			r := w.sync(tc.code)
 			arm()
 			j := w.sync(tc.dryCode, "--json", "--dry-run")
-			w.cf.SetRates(cloudflarefake.Rates{})
+			w.cf.SetRates(cloudflaretest.Rates{})
 			w.cf.FailKeys()
 			stored := ""
 			for _, k := range w.cf.Keys() {

@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -377,9 +377,9 @@ func TestInfra_LogsInsightsQueries_UseFieldsWeLog(t *testing.T) {
 	logs.WriteString(w.invoke(`{"trigger":"schedule"}`, time.Minute).logs)
 	w.repo.Write("규정/새 규정.md", "# 새 규정\n")
 	w.repo.Commit("add")
-	w.gh.FailNext(githubfake.KindBlob, -1, githubfake.ServerError(500))
+	w.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(500))
 	logs.WriteString(w.invoke(`{}`, time.Minute).logs)
-	w.gh.FailNext(githubfake.AnyKind, -1, githubfake.ServerError(502))
+	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
 	logs.WriteString(w.invoke(`{"mode":"full"}`, time.Minute).logs)
 	logs.WriteString(w.invoke(`{"mode":"fast"}`, time.Minute).logs)
 

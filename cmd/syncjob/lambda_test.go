@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -407,7 +407,7 @@ func TestLambda_BadConfig_ErrorNamesTheSetting(t *testing.T) {
 func TestLambda_FailedRun_ReturnsErrorAndIsRecorded(t *testing.T) {
 	w := newWorld(t)
 	seed(w)
-	w.gh.FailNext(githubfake.AnyKind, -1, githubfake.ServerError(502))
+	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
 	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
 	var re *RunError
 	if !errors.As(inv.err, &re) || re.Status != policy.RunFailed || re.RunID == "" || !strings.Contains(re.Error(), re.RunID) {
@@ -436,8 +436,8 @@ func TestLambda_ShortDeadline_EndsCleanlyWithRunRecorded(t *testing.T) {
 	second := w.repo.Commit("add")
 	// Reading the new file hangs until the client gives up: only the
 	// deadline ends this run.
-	w.gh.FailNext(githubfake.KindBlob, -1, githubfake.Hang())
-	w.gh.FailNext(githubfake.KindArchive, -1, githubfake.Hang())
+	w.gh.FailNext(githubtest.KindBlob, -1, githubtest.Hang())
+	w.gh.FailNext(githubtest.KindArchive, -1, githubtest.Hang())
 
 	h := w.lambdaHandler(new(bytes.Buffer))
 	h.reserve = 2 * time.Second
@@ -543,13 +543,13 @@ func withSecretExtension(w *world) (*fakeExtension, *lambdaHandler) {
 func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		fault  *githubfake.Fault
+		fault  *githubtest.Fault
 		status string
 	}{
 		{"success", nil, policy.RunSuccess},
-		{"server error", &[]githubfake.Fault{githubfake.ServerError(502)}[0], policy.RunFailed},
-		{"rate limited", &[]githubfake.Fault{githubfake.PrimaryRateLimit(403, time.Now().Add(time.Hour))}[0], policy.RunFailed},
-		{"echoes the token", &[]githubfake.Fault{githubfake.StatusError(404, "Not Found: token "+testToken)}[0], policy.RunFailed},
+		{"server error", &[]githubtest.Fault{githubtest.ServerError(502)}[0], policy.RunFailed},
+		{"rate limited", &[]githubtest.Fault{githubtest.PrimaryRateLimit(403, time.Now().Add(time.Hour))}[0], policy.RunFailed},
+		{"echoes the token", &[]githubtest.Fault{githubtest.StatusError(404, "Not Found: token "+testToken)}[0], policy.RunFailed},
 		{"echoes the token in a blob", nil, policy.RunPartial},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -558,10 +558,10 @@ func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
 			w.env["LOG_LEVEL"] = "debug"
 			ext, h := withSecretExtension(w)
 			if tc.fault != nil {
-				w.gh.FailNext(githubfake.AnyKind, -1, *tc.fault)
+				w.gh.FailNext(githubtest.AnyKind, -1, *tc.fault)
 			}
 			if tc.name == "echoes the token in a blob" {
-				w.gh.FailNext(githubfake.KindBlob, -1, githubfake.StatusError(500, "internal error for "+testToken))
+				w.gh.FailNext(githubtest.KindBlob, -1, githubtest.StatusError(500, "internal error for "+testToken))
 			}
 			inv := w.invokeWith(h, `{"trigger":"schedule"}`, time.Minute)
 			wantErr := tc.status == policy.RunFailed
@@ -698,7 +698,7 @@ func TestLambda_PartialRun_ReturnsSummaryAndCountsPartial(t *testing.T) {
 	// RunPartial metric (and its alarm) reports it.
 	w := newWorld(t)
 	seed(w)
-	w.gh.FailNext(githubfake.KindBlob, -1, githubfake.ServerError(500))
+	w.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(500))
 	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
 	if inv.err != nil {
 		t.Fatalf("err = %v, want the summary", inv.err)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/registry"
 )
 
@@ -17,7 +17,7 @@ func deadLetterWorld(t *testing.T, w *world) {
 	w.repo.Write("규정/제1편/학칙.md", "# 한국교원대학교 학칙 (개정)\n")
 	w.repo.Write("규정/제1편/대학원 학칙.md", "# 대학원 학칙 (개정)\n")
 	w.repo.Commit("two edits")
-	w.gh.FailRandom(githubfake.KindBlob, 1, 1, githubfake.ServerError(502)) // every blob read fails
+	w.gh.FailRandom(githubtest.KindBlob, 1, 1, githubtest.ServerError(502)) // every blob read fails
 	for range 3 {
 		w.sync(exitPartial)
 	}

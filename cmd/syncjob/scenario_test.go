@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
@@ -346,12 +346,12 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 	reset := time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC)
 	faults := []struct {
 		name  string
-		fault githubfake.Fault
+		fault githubtest.Fault
 	}{
-		{"primary 403", githubfake.PrimaryRateLimit(403, reset)},
-		{"primary 429", githubfake.PrimaryRateLimit(429, reset)},
-		{"secondary 403", githubfake.SecondaryRateLimit(403, time.Minute)},
-		{"secondary 429", githubfake.SecondaryRateLimit(429, time.Minute)},
+		{"primary 403", githubtest.PrimaryRateLimit(403, reset)},
+		{"primary 429", githubtest.PrimaryRateLimit(429, reset)},
+		{"secondary 403", githubtest.SecondaryRateLimit(403, time.Minute)},
+		{"secondary 429", githubtest.SecondaryRateLimit(429, time.Minute)},
 	}
 	// Each stage commits a deletion of 학칙 after a first run and returns
 	// the arguments of the run that meets the rate limit.
@@ -360,23 +360,23 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 		kind string // the request kind that fails; AnyKind: the head, the first request
 		prep func(w *world) []string
 	}{
-		{"head", githubfake.AnyKind, func(w *world) []string {
+		{"head", githubtest.AnyKind, func(w *world) []string {
 			w.repo.Remove("규정/제1편/학칙.md")
 			w.repo.Commit("delete")
 			return nil
 		}},
-		{"compare", githubfake.KindCompare, func(w *world) []string {
+		{"compare", githubtest.KindCompare, func(w *world) []string {
 			// incremental: the compare would report the deletion
 			w.repo.Remove("규정/제1편/학칙.md")
 			w.repo.Commit("delete")
 			return nil
 		}},
-		{"tree", githubfake.KindTree, func(w *world) []string {
+		{"tree", githubtest.KindTree, func(w *world) []string {
 			w.repo.Remove("규정/제1편/학칙.md")
 			w.repo.Commit("delete")
 			return []string{"--full"}
 		}},
-		{"archive link", githubfake.KindArchiveLink, func(w *world) []string {
+		{"archive link", githubtest.KindArchiveLink, func(w *world) []string {
 			// more than 10 files to read: their contents come from the tarball
 			for i := range 11 {
 				w.repo.Write(fmt.Sprintf("규정/제3편/규정 %02d.md", i), fmt.Sprintf("# 규정 %02d\n", i))
@@ -401,7 +401,7 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 					r := w.sync(1, args...)
 
 					log := w.gh.Log()
-					var limited []githubfake.Request
+					var limited []githubtest.Request
 					for _, req := range log {
 						if req.Status == tc.fault.Status {
 							limited = append(limited, req)
@@ -410,7 +410,7 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 					if len(limited) != 1 {
 						t.Fatalf("%d requests answered %d, want 1 (rate limits are not retried): %+v", len(limited), tc.fault.Status, log)
 					}
-					if st.kind == githubfake.AnyKind {
+					if st.kind == githubtest.AnyKind {
 						if len(log) != 1 {
 							t.Errorf("%d GitHub requests after the head failed, want none: %+v", len(log)-1, log[1:])
 						}
@@ -421,7 +421,7 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 						if log[0].Status != 200 {
 							t.Errorf("the head request answered %d, want 200: the fault must come after it", log[0].Status)
 						}
-						if n := w.gh.Requests()[githubfake.KindBlob] + w.gh.Requests()[githubfake.KindArchive]; n != 0 {
+						if n := w.gh.Requests()[githubtest.KindBlob] + w.gh.Requests()[githubtest.KindArchive]; n != 0 {
 							t.Errorf("%d content requests after the rate limit", n)
 						}
 					}
@@ -442,7 +442,7 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 					if s.lastRun == nil || s.lastRun.Status != policy.RunFailed || !strings.Contains(s.lastRun.Error, "rate limit") {
 						t.Fatalf("lastRun = %+v, want failed with the rate limit", s.lastRun)
 					}
-					if st.kind != githubfake.AnyKind && s.lastRun.CommitSHA != head {
+					if st.kind != githubtest.AnyKind && s.lastRun.CommitSHA != head {
 						t.Errorf("lastRun commit %q, want the head %s (read before the rate limit)", s.lastRun.CommitSHA, head)
 					}
 					if !strings.Contains(r.stderr, "retry after") {
@@ -464,7 +464,7 @@ func TestSync_RateLimitAfterPlanning_NothingDeleted(t *testing.T) {
 		w.repo.Remove("규정/제1편/학칙.md")
 		w.repo.Write("규정/제1편/대학원 학칙.md", "# 개정\n")
 		w.repo.Commit("delete and modify")
-		w.gh.FailNext("blob", -1, githubfake.SecondaryRateLimit(429, time.Minute))
+		w.gh.FailNext("blob", -1, githubtest.SecondaryRateLimit(429, time.Minute))
 		w.sync(1)
 		s := w.state()
 		if _, ok := s.policies["학칙"]; !ok || s.lastCommit != first {

@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/cloudflare"
-	"github.com/knue/syncjob/internal/cloudflarefake"
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare"
+	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 )
 
 // world is one repository on a fake GitHub and one registry (an embedded
@@ -30,10 +30,10 @@ import (
 type world struct {
 	t       testing.TB
 	backend string // backendBolt or backendCloudflare
-	repo    *githubfake.Repo
-	gh      *githubfake.Server
+	repo    *githubtest.Repo
+	gh      *githubtest.Server
 	db      string
-	cf      *cloudflarefake.Fake // nil on bolt
+	cf      *cloudflaretest.Fake // nil on bolt
 	// now is the world's clock: the program's, and the fake Cloudflare's (so
 	// TTLs expire as runs go by). Each run advances it by an hour; the
 	// injected backoff sleep advances it by what it waits. Read it through
@@ -70,12 +70,12 @@ func newCloudflareWorld(t testing.TB) *world { return newWorldOn(t, backendCloud
 
 func newWorldOn(t testing.TB, backend string) *world {
 	t.Helper()
-	repo := githubfake.NewRepo(t)
+	repo := githubtest.NewRepo(t)
 	w := &world{
 		t:       t,
 		backend: backend,
 		repo:    repo,
-		gh:      githubfake.NewServer(t, "knue", "policies", repo),
+		gh:      githubtest.NewServer(t, "knue", "policies", repo),
 		db:      t.TempDir() + "/registry.db",
 		now:     time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC),
 	}
@@ -89,7 +89,7 @@ func newWorldOn(t testing.TB, backend string) *world {
 	switch backend {
 	case backendBolt:
 	case backendCloudflare:
-		w.cf = cloudflarefake.New(cloudflarefake.Config{
+		w.cf = cloudflaretest.New(cloudflaretest.Config{
 			AccountID: cfAccountID, NamespaceID: cfNamespaceID, Token: cfToken,
 			Now: w.clock, Seed: cfSeed,
 		})
@@ -147,7 +147,7 @@ func (w *world) watchCloudflare(see func(r *http.Request)) {
 		proxy.ServeHTTP(rw, r)
 	}))
 	w.t.Cleanup(srv.Close)
-	w.env["CLOUDFLARE_API_URL"] = srv.URL + cloudflarefake.BasePath
+	w.env["CLOUDFLARE_API_URL"] = srv.URL + cloudflaretest.BasePath
 }
 
 // result is one invocation of the program.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -147,7 +147,7 @@ func TestCompare_UnknownBase_Untrusted(t *testing.T) {
 	head := f.repo.Commit("a")
 	wantUntrusted(t, f, "0123456789abcdef0123456789abcdef01234567", head)
 
-	f.srv.FailNext(githubfake.KindCompare, 1, githubfake.StatusError(http.StatusUnprocessableEntity, "No common ancestor"))
+	f.srv.FailNext(githubtest.KindCompare, 1, githubtest.StatusError(http.StatusUnprocessableEntity, "No common ancestor"))
 	wantUntrusted(t, f, head, head)
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/knue/syncjob/internal/github"
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -60,7 +60,7 @@ func TestContents_FewFiles_Blobs(t *testing.T) {
 		t.Errorf("Contents (-want +got):\n%s", diff)
 	}
 	wantRequests(t, src, f.srv, 3)
-	if n := f.srv.Requests()[githubfake.KindBlob]; n != 3 {
+	if n := f.srv.Requests()[githubtest.KindBlob]; n != 3 {
 		t.Errorf("blob requests = %d, want 3", n)
 	}
 	if diff := cmp.Diff([][2]int{{1, 3}, {2, 3}, {3, 3}}, progress()); diff != "" {
@@ -85,7 +85,7 @@ func TestContents_ManyFiles_OneTarball(t *testing.T) {
 		t.Errorf("규정/제07 규정.md = %q", got)
 	}
 	wantRequests(t, src, f.srv, 2)
-	if c := f.srv.Requests(); c[githubfake.KindArchiveLink] != 1 || c[githubfake.KindArchive] != 1 {
+	if c := f.srv.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 {
 		t.Errorf("requests = %v, want one archive link and one download", c)
 	}
 }
@@ -134,7 +134,7 @@ func TestContents_PathMissingFromArchive_ReadFromBlob(t *testing.T) {
 		t.Errorf("Contents (-want +got):\n%s", diff)
 	}
 	wantRequests(t, src, f.srv, 3)
-	if c := f.srv.Requests(); c[githubfake.KindArchiveLink] != 1 || c[githubfake.KindArchive] != 1 || c[githubfake.KindBlob] != 1 {
+	if c := f.srv.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 1 {
 		t.Errorf("requests = %v, want archive link, download and one blob", c)
 	}
 }
@@ -161,7 +161,7 @@ func TestContents_PathMissingFromArchiveUnknownBlob_PerFileNotFound(t *testing.T
 func TestContents_ArchiveDownFallsBackToBlobs(t *testing.T) {
 	f := newFixture(t)
 	head, files, want := contentFixture(t, f, 0)
-	f.srv.FailNext(githubfake.KindArchive, -1, githubfake.ServerError(http.StatusBadGateway))
+	f.srv.FailNext(githubtest.KindArchive, -1, githubtest.ServerError(http.StatusBadGateway))
 	src := f.source(t)
 
 	got, failed, err := src.Contents(context.Background(), head, files)
@@ -172,7 +172,7 @@ func TestContents_ArchiveDownFallsBackToBlobs(t *testing.T) {
 		t.Errorf("Contents (-want +got):\n%s", diff)
 	}
 	c := f.srv.Requests()
-	if c[githubfake.KindArchive] != 4 || c[githubfake.KindBlob] != len(files) {
+	if c[githubtest.KindArchive] != 4 || c[githubtest.KindBlob] != len(files) {
 		t.Errorf("requests = %v, want 4 download tries then %d blobs", c, len(files))
 	}
 	if diff := cmp.Diff([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, f.sleeps.got()); diff != "" {
@@ -197,14 +197,14 @@ func TestContents_UnknownBlob_PerFileNotFound(t *testing.T) {
 }
 
 func TestContents_RateLimited_WholeRunError(t *testing.T) {
-	for _, kind := range []string{githubfake.KindBlob, githubfake.KindArchiveLink, githubfake.KindArchive} {
+	for _, kind := range []string{githubtest.KindBlob, githubtest.KindArchiveLink, githubtest.KindArchive} {
 		t.Run(kind, func(t *testing.T) {
 			f := newFixture(t)
 			head, files, _ := contentFixture(t, f, 0)
-			if kind == githubfake.KindBlob {
+			if kind == githubtest.KindBlob {
 				files = files[:3]
 			}
-			f.srv.FailNext(kind, -1, githubfake.SecondaryRateLimit(http.StatusTooManyRequests, time.Minute))
+			f.srv.FailNext(kind, -1, githubtest.SecondaryRateLimit(http.StatusTooManyRequests, time.Minute))
 			_, _, err := f.source(t).Contents(context.Background(), head, files)
 			var rl *policy.RateLimitError
 			if !errors.Is(err, policy.ErrRateLimited) || !errors.As(err, &rl) || rl.Kind != "secondary" {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -18,19 +18,19 @@ func TestRateLimits_PrimaryAndSecondary_403And429(t *testing.T) {
 	reset := time.Now().Add(37 * time.Minute).Truncate(time.Second).UTC()
 	for _, tc := range []struct {
 		name    string
-		fault   githubfake.Fault
+		fault   githubtest.Fault
 		kind    string
 		retryAt time.Time
 	}{
-		{"primary 403", githubfake.PrimaryRateLimit(http.StatusForbidden, reset), "primary", reset},
-		{"primary 429", githubfake.PrimaryRateLimit(http.StatusTooManyRequests, reset), "primary", reset},
-		{"secondary 403", githubfake.SecondaryRateLimit(http.StatusForbidden, 60*time.Second), "secondary", testNow.Add(time.Minute)},
-		{"secondary 429", githubfake.SecondaryRateLimit(http.StatusTooManyRequests, 60*time.Second), "secondary", testNow.Add(time.Minute)},
+		{"primary 403", githubtest.PrimaryRateLimit(http.StatusForbidden, reset), "primary", reset},
+		{"primary 429", githubtest.PrimaryRateLimit(http.StatusTooManyRequests, reset), "primary", reset},
+		{"secondary 403", githubtest.SecondaryRateLimit(http.StatusForbidden, 60*time.Second), "secondary", testNow.Add(time.Minute)},
+		{"secondary 429", githubtest.SecondaryRateLimit(http.StatusTooManyRequests, 60*time.Second), "secondary", testNow.Add(time.Minute)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			head := f.repo.Commit("first")
-			f.srv.FailNext(githubfake.AnyKind, 1, tc.fault)
+			f.srv.FailNext(githubtest.AnyKind, 1, tc.fault)
 			src := f.source(t)
 
 			_, err := src.Head(context.Background())
@@ -68,7 +68,7 @@ func TestRateLimits_PrimaryAndSecondary_403And429(t *testing.T) {
 func TestRetry_502TwiceThenOK(t *testing.T) {
 	f := newFixture(t)
 	want := f.repo.Commit("first")
-	f.srv.FailNext(githubfake.KindCommitSHA, 2, githubfake.ServerError(http.StatusBadGateway))
+	f.srv.FailNext(githubtest.KindCommitSHA, 2, githubtest.ServerError(http.StatusBadGateway))
 	src := f.source(t)
 
 	got, err := src.Head(context.Background())
@@ -87,7 +87,7 @@ func TestRetry_502TwiceThenOK(t *testing.T) {
 func TestRetry_5xxForever_ErrorAfterTries(t *testing.T) {
 	f := newFixture(t)
 	head := f.repo.Commit("first")
-	f.srv.FailNext(githubfake.AnyKind, -1, githubfake.ServerError(http.StatusServiceUnavailable))
+	f.srv.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(http.StatusServiceUnavailable))
 	src := f.source(t)
 
 	_, err := src.Tree(context.Background(), head)
@@ -106,7 +106,7 @@ func TestRetry_5xxForever_ErrorAfterTries(t *testing.T) {
 func TestRetry_TimeoutIsRetried(t *testing.T) {
 	f := newFixture(t)
 	want := f.repo.Commit("first")
-	f.srv.FailNext(githubfake.AnyKind, 1, githubfake.Hang())
+	f.srv.FailNext(githubtest.AnyKind, 1, githubtest.Hang())
 	cfg := f.config()
 	cfg.HTTPClient = &http.Client{Timeout: 200 * time.Millisecond}
 	src := mustSource(t, cfg)
@@ -126,7 +126,7 @@ func TestRetry_TimeoutIsRetried(t *testing.T) {
 func TestRetry_ContextCancelledStops(t *testing.T) {
 	f := newFixture(t)
 	f.repo.Commit("first")
-	f.srv.FailNext(githubfake.AnyKind, -1, githubfake.ServerError(http.StatusBadGateway))
+	f.srv.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(http.StatusBadGateway))
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := f.config()
 	cfg.Sleep = func(context.Context, time.Duration) error { cancel(); return context.Canceled }
@@ -141,7 +141,7 @@ func TestRetry_ContextCancelledStops(t *testing.T) {
 func TestRetry_4xxNotRetried(t *testing.T) {
 	f := newFixture(t)
 	head := f.repo.Commit("first")
-	f.srv.FailNext(githubfake.KindTree, 1, githubfake.StatusError(http.StatusUnauthorized, "Bad credentials"))
+	f.srv.FailNext(githubtest.KindTree, 1, githubtest.StatusError(http.StatusUnauthorized, "Bad credentials"))
 	src := f.source(t)
 
 	if _, err := src.Tree(context.Background(), head); !errors.Is(err, policy.ErrConfig) {

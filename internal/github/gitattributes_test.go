@@ -15,14 +15,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 )
 
 // tarball downloads the commit's tarball from the fake the way a client
 // does (archive link, redirect followed) and returns path → content of its
 // regular files.
-func tarball(t *testing.T, srv *githubfake.Server, commit string) map[string]string {
+func tarball(t *testing.T, srv *githubtest.Server, commit string) map[string]string {
 	t.Helper()
 	resp, err := srv.Client().Get(srv.URL() + "repos/" + owner + "/" + name + "/tarball/" + commit)
 	if err != nil {
@@ -116,12 +116,12 @@ func TestContents_ExportIgnoreAndSubst_ExactBlobContent(t *testing.T) {
 
 	wantRequests(t, src, f.srv, 4)
 	c := f.srv.Requests()
-	if c[githubfake.KindArchiveLink] != 1 || c[githubfake.KindArchive] != 1 || c[githubfake.KindBlob] != 2 {
+	if c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 2 {
 		t.Errorf("requests = %v, want archive link, download and 2 blobs", c)
 	}
 	var blobs []string
 	for _, r := range f.srv.Log() {
-		if r.Kind == githubfake.KindBlob {
+		if r.Kind == githubtest.KindBlob {
 			blobs = append(blobs, r.Path[strings.LastIndex(r.Path, "/")+1:])
 		}
 	}
@@ -169,7 +169,7 @@ func TestContents_ArchiveEOLConversion_ReadFromBlob(t *testing.T) {
 func TestContents_ExportedFiles_BlobNotFoundPerFile(t *testing.T) {
 	f := newFixture(t)
 	head, files, want := exportFixture(t, f, 12)
-	f.srv.FailNext(githubfake.KindBlob, 1, githubfake.StatusError(http.StatusNotFound, "Not Found"))
+	f.srv.FailNext(githubtest.KindBlob, 1, githubtest.StatusError(http.StatusNotFound, "Not Found"))
 	src := f.source(t)
 
 	got, failed, err := src.Contents(context.Background(), head, files)
@@ -197,7 +197,7 @@ func TestContents_ExportedFiles_BlobNotFoundPerFile(t *testing.T) {
 func TestContents_ExportedFiles_BlobRateLimited_WholeRunError(t *testing.T) {
 	f := newFixture(t)
 	head, files, _ := exportFixture(t, f, 12)
-	f.srv.FailNext(githubfake.KindBlob, -1, githubfake.SecondaryRateLimit(http.StatusTooManyRequests, time.Minute))
+	f.srv.FailNext(githubtest.KindBlob, -1, githubtest.SecondaryRateLimit(http.StatusTooManyRequests, time.Minute))
 
 	got, failed, err := f.source(t).Contents(context.Background(), head, files)
 	var rl *policy.RateLimitError

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/knue/syncjob/internal/github"
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -45,15 +45,15 @@ func (s *sleeps) got() []time.Duration {
 }
 
 type fixture struct {
-	repo   *githubfake.Repo
-	srv    *githubfake.Server
+	repo   *githubtest.Repo
+	srv    *githubtest.Server
 	sleeps *sleeps
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	repo := githubfake.NewRepo(t)
-	return &fixture{repo: repo, srv: githubfake.NewServer(t, owner, name, repo), sleeps: &sleeps{}}
+	repo := githubtest.NewRepo(t)
+	return &fixture{repo: repo, srv: githubtest.NewServer(t, owner, name, repo), sleeps: &sleeps{}}
 }
 
 func (f *fixture) config() github.Config {
@@ -81,7 +81,7 @@ func (f *fixture) source(t *testing.T) *github.Source {
 	return mustSource(t, f.config())
 }
 
-func wantRequests(t *testing.T, src *github.Source, srv *githubfake.Server, want int) {
+func wantRequests(t *testing.T, src *github.Source, srv *githubtest.Server, want int) {
 	t.Helper()
 	if got := src.Requests(); got != int64(want) {
 		t.Errorf("Source.Requests() = %d, want %d", got, want)
@@ -118,7 +118,7 @@ func TestHead_OneRequest(t *testing.T) {
 		t.Errorf("Head = %s, want %s", got, want)
 	}
 	wantRequests(t, src, f.srv, 1)
-	if n := f.srv.Requests()[githubfake.KindCommitSHA]; n != 1 {
+	if n := f.srv.Requests()[githubtest.KindCommitSHA]; n != 1 {
 		t.Errorf("commit-sha requests = %d, want 1", n)
 	}
 }
@@ -185,7 +185,7 @@ func TestTokenNeverInErrors(t *testing.T) {
 	src := mustSource(t, cfg)
 	ctx := context.Background()
 
-	f.srv.FailNext(githubfake.AnyKind, -1, githubfake.StatusError(http.StatusBadGateway, "echo "+cfg.Token))
+	f.srv.FailNext(githubtest.AnyKind, -1, githubtest.StatusError(http.StatusBadGateway, "echo "+cfg.Token))
 	var errs []error
 	_, err := src.Head(ctx)
 	errs = append(errs, err)
@@ -208,7 +208,7 @@ func TestTokenNeverInErrors(t *testing.T) {
 	}
 }
 
-func filesOf(t *testing.T, repo *githubfake.Repo, commit string) []policy.File {
+func filesOf(t *testing.T, repo *githubtest.Repo, commit string) []policy.File {
 	t.Helper()
 	var files []policy.File
 	for p, sha := range repo.Files(commit) {
@@ -237,7 +237,7 @@ var oddNames = []string{
 	"\u1112\u1161\u11a8\u110e\u1175\u11a8 NFD.md",
 }
 
-func writeOdd(repo *githubfake.Repo) {
+func writeOdd(repo *githubtest.Repo) {
 	for i, p := range oddNames {
 		repo.Write(p, fmt.Sprintf("# 제목 %d\n\n본문 %s\n", i, p))
 	}
@@ -283,8 +283,8 @@ func TestTree_TruncatedIsWalked_EqualsUntruncated(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Tree (-want +got):\n%s", diff)
 			}
-			if f.srv.Requests()[githubfake.KindTree] < 3 {
-				t.Errorf("tree requests = %d, want the folders walked", f.srv.Requests()[githubfake.KindTree])
+			if f.srv.Requests()[githubtest.KindTree] < 3 {
+				t.Errorf("tree requests = %d, want the folders walked", f.srv.Requests()[githubtest.KindTree])
 			}
 		})
 	}

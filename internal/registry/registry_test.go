@@ -13,10 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/cloudflare"
-	"github.com/knue/syncjob/internal/cloudflarefake"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare"
+	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 	"github.com/knue/syncjob/internal/registry/registrytest"
 )
 
@@ -36,7 +36,7 @@ var backends = []struct {
 		return f
 	}},
 	{"cloudflare-fake", func(t *testing.T, now func() time.Time) registry.Store {
-		fake := cloudflarefake.New(cloudflarefake.Config{Now: now})
+		fake := cloudflaretest.New(cloudflaretest.Config{Now: now})
 		t.Cleanup(fake.Close)
 		s, err := cloudflare.New(cloudflare.Config{
 			AccountID: "account", NamespaceID: "namespace", APIToken: "token",

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
@@ -176,7 +176,7 @@ func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
 	r.mustRun()
 	r.repo.Write("c/라.md", "# 라\n")
 	r.repo.Commit("add")
-	r.gh.FailNext(githubfake.KindBlob, -1, githubfake.ServerError(502))
+	r.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(502))
 	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("err = %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/knue/syncjob/internal/github"
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/registrytest"
@@ -21,8 +21,8 @@ import (
 // rig is a syncer over a fake GitHub and a fault-injecting memory registry.
 type rig struct {
 	t     *testing.T
-	repo  *githubfake.Repo
-	gh    *githubfake.Server
+	repo  *githubtest.Repo
+	gh    *githubtest.Server
 	store *registrytest.Faulty
 	reg   *registry.Registry
 	clock *registrytest.Clock
@@ -31,8 +31,8 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	repo := githubfake.NewRepo(t)
-	gh := githubfake.NewServer(t, "knue", "policies", repo)
+	repo := githubtest.NewRepo(t)
+	gh := githubtest.NewServer(t, "knue", "policies", repo)
 	clock := registrytest.NewClock(time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC))
 	store := registrytest.NewFaulty(registry.NewMemory(clock.Now))
 	src, err := github.New(github.Config{
@@ -106,7 +106,7 @@ func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
 	r.mustRun()
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
-	r.gh.FailNext(githubfake.KindBlob, -1, githubfake.ServerError(502))
+	r.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(502))
 	_, err := r.run(syncer.Options{})
 	if !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("err = %v", err)

@@ -1,4 +1,4 @@
-package githubfake
+package githubtest
 
 import (
 	"archive/tar"

@@ -1,4 +1,4 @@
-// Package cloudflarefake is an httptest server that speaks the Cloudflare v4
+// Package cloudflaretest is an httptest server that speaks the Cloudflare v4
 // Workers KV endpoints syncjob and cloudflare-go v0 use (list keys, get value,
 // get metadata, put value, bulk write, bulk delete) with the v4 envelope, and
 // enforces Cloudflare's limits (key bytes, metadata bytes, bulk size, TTL, the
@@ -8,4 +8,4 @@
 // (FailNext), drawn at seeded rates (SetRates), or as partial bulk failures
 // (FailKeys, FailKeyFraction) that report keys in "unsuccessful_keys" and do
 // not write them. The clock is injectable, for expiry.
-package cloudflarefake
+package cloudflaretest

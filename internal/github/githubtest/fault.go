@@ -1,4 +1,4 @@
-package githubfake
+package githubtest
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package githubfake
+package githubtest
 
 import (
 	"bytes"
@@ -28,11 +28,11 @@ type Repo struct {
 func NewRepo(t testing.TB) *Repo {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("githubfake: git not found: %v", err)
+		t.Fatalf("githubtest: git not found: %v", err)
 	}
 	r := &Repo{t: t, dir: filepath.Join(t.TempDir(), "repo"), home: t.TempDir()}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		t.Fatalf("githubfake: %v", err)
+		t.Fatalf("githubtest: %v", err)
 	}
 	r.Git("init", "-q", "-b", "main")
 	return r
@@ -48,10 +48,10 @@ func (r *Repo) env(date string) []string {
 		"XDG_CONFIG_HOME=" + r.home,
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=" + os.DevNull,
-		"GIT_AUTHOR_NAME=githubfake",
-		"GIT_AUTHOR_EMAIL=githubfake@example.invalid",
-		"GIT_COMMITTER_NAME=githubfake",
-		"GIT_COMMITTER_EMAIL=githubfake@example.invalid",
+		"GIT_AUTHOR_NAME=githubtest",
+		"GIT_AUTHOR_EMAIL=githubtest@example.invalid",
+		"GIT_COMMITTER_NAME=githubtest",
+		"GIT_COMMITTER_EMAIL=githubtest@example.invalid",
 		"GIT_AUTHOR_DATE=" + date,
 		"GIT_COMMITTER_DATE=" + date,
 		"GIT_TERMINAL_PROMPT=0",
@@ -96,7 +96,7 @@ func (r *Repo) Git(args ...string) string {
 	r.t.Helper()
 	out, err := r.git(nil, args...)
 	if err != nil {
-		r.t.Fatalf("githubfake: %v", err)
+		r.t.Fatalf("githubtest: %v", err)
 	}
 	return strings.TrimSpace(string(out))
 }
@@ -104,7 +104,7 @@ func (r *Repo) Git(args ...string) string {
 func (r *Repo) abs(path string) string {
 	r.t.Helper()
 	if path == "" || filepath.IsAbs(path) || strings.HasPrefix(filepath.Clean(path), "..") {
-		r.t.Fatalf("githubfake: path %q must be relative to the repository", path)
+		r.t.Fatalf("githubtest: path %q must be relative to the repository", path)
 	}
 	return filepath.Join(r.dir, filepath.FromSlash(path))
 }
@@ -115,10 +115,10 @@ func (r *Repo) Write(path, content string) {
 	r.t.Helper()
 	p := r.abs(path)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatalf("githubfake: write %s: %v", path, err)
+		r.t.Fatalf("githubtest: write %s: %v", path, err)
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		r.t.Fatalf("githubfake: write %s: %v", path, err)
+		r.t.Fatalf("githubtest: write %s: %v", path, err)
 	}
 }
 
@@ -127,10 +127,10 @@ func (r *Repo) Remove(path string) {
 	r.t.Helper()
 	p := r.abs(path)
 	if _, err := os.Lstat(p); err != nil {
-		r.t.Fatalf("githubfake: remove %s: %v", path, err)
+		r.t.Fatalf("githubtest: remove %s: %v", path, err)
 	}
 	if err := os.RemoveAll(p); err != nil {
-		r.t.Fatalf("githubfake: remove %s: %v", path, err)
+		r.t.Fatalf("githubtest: remove %s: %v", path, err)
 	}
 }
 
@@ -139,10 +139,10 @@ func (r *Repo) Move(from, to string) {
 	r.t.Helper()
 	src, dst := r.abs(from), r.abs(to)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		r.t.Fatalf("githubfake: move %s: %v", from, err)
+		r.t.Fatalf("githubtest: move %s: %v", from, err)
 	}
 	if err := os.Rename(src, dst); err != nil {
-		r.t.Fatalf("githubfake: move %s to %s: %v", from, to, err)
+		r.t.Fatalf("githubtest: move %s to %s: %v", from, to, err)
 	}
 }
 
@@ -151,10 +151,10 @@ func (r *Repo) Symlink(path, target string) {
 	r.t.Helper()
 	p := r.abs(path)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatalf("githubfake: symlink %s: %v", path, err)
+		r.t.Fatalf("githubtest: symlink %s: %v", path, err)
 	}
 	if err := os.Symlink(target, p); err != nil {
-		r.t.Fatalf("githubfake: symlink %s: %v", path, err)
+		r.t.Fatalf("githubtest: symlink %s: %v", path, err)
 	}
 }
 
@@ -163,7 +163,7 @@ func (r *Repo) Symlink(path, target string) {
 func (r *Repo) Submodule(path, commit string) {
 	r.t.Helper()
 	if err := os.MkdirAll(r.abs(path), 0o755); err != nil {
-		r.t.Fatalf("githubfake: submodule %s: %v", path, err)
+		r.t.Fatalf("githubtest: submodule %s: %v", path, err)
 	}
 	r.Git("update-index", "--add", "--cacheinfo", "160000,"+commit+","+path)
 }
@@ -230,7 +230,7 @@ func (r *Repo) Files(commit string) map[string]string {
 	r.t.Helper()
 	entries, err := r.lsTree(commit, true)
 	if err != nil {
-		r.t.Fatalf("githubfake: files %s: %v", commit, err)
+		r.t.Fatalf("githubtest: files %s: %v", commit, err)
 	}
 	files := make(map[string]string)
 	for _, e := range entries {
@@ -298,7 +298,7 @@ func (r *Repo) ReadFile(commit, path string) string {
 	r.t.Helper()
 	out, err := r.git(nil, "cat-file", "blob", commit+":"+path)
 	if err != nil {
-		r.t.Fatalf("githubfake: %v", err)
+		r.t.Fatalf("githubtest: %v", err)
 	}
 	return string(out)
 }

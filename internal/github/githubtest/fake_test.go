@@ -1,4 +1,4 @@
-package githubfake_test
+package githubtest_test
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v66/github"
 
-	"github.com/knue/syncjob/internal/githubfake"
+	"github.com/knue/syncjob/internal/github/githubtest"
 )
 
-func mustClient(t *testing.T, s *githubfake.Server) *github.Client {
+func mustClient(t *testing.T, s *githubtest.Server) *github.Client {
 	t.Helper()
 	c := github.NewClient(nil)
 	u, err := url.Parse(s.URL())
@@ -28,14 +28,14 @@ func mustClient(t *testing.T, s *githubfake.Server) *github.Client {
 }
 
 func TestServer_CommitSHAAndTree(t *testing.T) {
-	repo := githubfake.NewRepo(t)
+	repo := githubtest.NewRepo(t)
 	repo.Write("규정/학칙 (2024).md", "# 학칙\n")
 	repo.Write("a/b/c.md", "c")
 	repo.Symlink("link.md", "a/b/c.md")
 	first := repo.Commit("first")
 	repo.Submodule("vendor/sub", first)
 	head := repo.Commit("second")
-	s := githubfake.NewServer(t, "knue", "policies", repo)
+	s := githubtest.NewServer(t, "knue", "policies", repo)
 	c := mustClient(t, s)
 	ctx := context.Background()
 
@@ -82,13 +82,13 @@ func TestServer_CommitSHAAndTree(t *testing.T) {
 	if err != nil || !tree.GetTruncated() || len(tree.Entries) != 3 {
 		t.Fatalf("truncated tree: %v entries, truncated %v, err %v", len(tree.Entries), tree.GetTruncated(), err)
 	}
-	if got := s.Requests(); got[githubfake.KindCommitSHA] != 3 || got[githubfake.KindTree] != 2 || got.Total() != 5 {
+	if got := s.Requests(); got[githubtest.KindCommitSHA] != 3 || got[githubtest.KindTree] != 2 || got.Total() != 5 {
 		t.Errorf("Requests() = %v", got)
 	}
 }
 
 func TestServer_CompareRenameAndDiverged(t *testing.T) {
-	repo := githubfake.NewRepo(t)
+	repo := githubtest.NewRepo(t)
 	repo.Write("old/a.md", "same content\n")
 	repo.Write("b.md", "b\n")
 	base := repo.Commit("base")
@@ -96,7 +96,7 @@ func TestServer_CompareRenameAndDiverged(t *testing.T) {
 	repo.Remove("b.md")
 	repo.Write("c.md", "c\n")
 	head := repo.Commit("head")
-	s := githubfake.NewServer(t, "o", "r", repo)
+	s := githubtest.NewServer(t, "o", "r", repo)
 	c := mustClient(t, s)
 	ctx := context.Background()
 
@@ -139,12 +139,12 @@ func TestServer_CompareRenameAndDiverged(t *testing.T) {
 }
 
 func TestServer_BlobAndArchive(t *testing.T) {
-	repo := githubfake.NewRepo(t)
+	repo := githubtest.NewRepo(t)
 	nfd := "\u1112\u1161\u11a8\u110e\u1175\u11a8.md" // 학칙 in NFD
 	repo.Write(nfd, "# nfd\n")
 	repo.Write("x/y.md", "y")
 	head := repo.Commit("c")
-	s := githubfake.NewServer(t, "o", "r", repo)
+	s := githubtest.NewServer(t, "o", "r", repo)
 	c := mustClient(t, s)
 	ctx := context.Background()
 
@@ -165,7 +165,7 @@ func TestServer_BlobAndArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	paths, err := githubfake.ArchiveEntries(resp.Body)
+	paths, err := githubtest.ArchiveEntries(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,20 +173,20 @@ func TestServer_BlobAndArchive(t *testing.T) {
 	if diff := cmp.Diff([]string{"x/y.md", nfd}, paths); diff != "" {
 		t.Errorf("archive (-want +got):\n%s", diff)
 	}
-	if got := s.Requests(); got[githubfake.KindArchiveLink] != 1 || got[githubfake.KindArchive] != 1 {
+	if got := s.Requests(); got[githubtest.KindArchiveLink] != 1 || got[githubtest.KindArchive] != 1 {
 		t.Errorf("Requests() = %v", got)
 	}
 }
 
 func TestServer_Faults(t *testing.T) {
-	repo := githubfake.NewRepo(t)
+	repo := githubtest.NewRepo(t)
 	repo.Commit("empty")
-	s := githubfake.NewServer(t, "o", "r", repo)
+	s := githubtest.NewServer(t, "o", "r", repo)
 	c := mustClient(t, s)
 	ctx := context.Background()
 
 	reset := time.Now().Add(time.Hour).Truncate(time.Second)
-	s.FailNext(githubfake.KindCommitSHA, 1, githubfake.PrimaryRateLimit(http.StatusForbidden, reset))
+	s.FailNext(githubtest.KindCommitSHA, 1, githubtest.PrimaryRateLimit(http.StatusForbidden, reset))
 	_, _, err := c.Repositories.GetCommitSHA1(ctx, "o", "r", "main", "")
 	var rl *github.RateLimitError
 	if !errors.As(err, &rl) || !rl.Rate.Reset.Time.Equal(reset) {
@@ -194,7 +194,7 @@ func TestServer_Faults(t *testing.T) {
 	}
 
 	c = mustClient(t, s)
-	s.FailNext(githubfake.AnyKind, 1, githubfake.SecondaryRateLimit(http.StatusForbidden, time.Minute))
+	s.FailNext(githubtest.AnyKind, 1, githubtest.SecondaryRateLimit(http.StatusForbidden, time.Minute))
 	_, _, err = c.Repositories.GetCommitSHA1(ctx, "o", "r", "main", "")
 	var abuse *github.AbuseRateLimitError
 	if !errors.As(err, &abuse) || abuse.GetRetryAfter() != time.Minute {
@@ -202,14 +202,14 @@ func TestServer_Faults(t *testing.T) {
 	}
 
 	c = mustClient(t, s)
-	s.FailNext(githubfake.AnyKind, 1, githubfake.ServerError(http.StatusBadGateway))
+	s.FailNext(githubtest.AnyKind, 1, githubtest.ServerError(http.StatusBadGateway))
 	_, _, err = c.Repositories.GetCommitSHA1(ctx, "o", "r", "main", "")
 	var er *github.ErrorResponse
 	if !errors.As(err, &er) || er.Response.StatusCode != http.StatusBadGateway {
 		t.Fatalf("502: err = %v", err)
 	}
 
-	s.FailNext(githubfake.AnyKind, 1, githubfake.Hang())
+	s.FailNext(githubtest.AnyKind, 1, githubtest.Hang())
 	hc := &http.Client{Timeout: 50 * time.Millisecond}
 	resp, err := hc.Get(s.URL() + "repos/o/r/commits/main")
 	if err == nil {
@@ -217,7 +217,7 @@ func TestServer_Faults(t *testing.T) {
 		t.Fatal("hang: want a timeout")
 	}
 
-	s.FailRandom(githubfake.KindTree, 7, 0.5, githubfake.ServerError(http.StatusBadGateway))
+	s.FailRandom(githubtest.KindTree, 7, 0.5, githubtest.ServerError(http.StatusBadGateway))
 	pattern := func() []int {
 		var st []int
 		for range 8 {
@@ -233,16 +233,16 @@ func TestServer_Faults(t *testing.T) {
 	}
 	first := pattern()
 	s.ClearFaults()
-	s.FailRandom(githubfake.KindTree, 7, 0.5, githubfake.ServerError(http.StatusBadGateway))
+	s.FailRandom(githubtest.KindTree, 7, 0.5, githubtest.ServerError(http.StatusBadGateway))
 	if diff := cmp.Diff(first, pattern()); diff != "" {
 		t.Errorf("seeded faults not deterministic (-first +second):\n%s", diff)
 	}
 }
 
 func TestServer_Token(t *testing.T) {
-	repo := githubfake.NewRepo(t)
+	repo := githubtest.NewRepo(t)
 	repo.Commit("empty")
-	s := githubfake.NewServer(t, "o", "r", repo)
+	s := githubtest.NewServer(t, "o", "r", repo)
 	s.Token = "s3cret"
 	ctx := context.Background()
 

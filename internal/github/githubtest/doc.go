@@ -1,14 +1,14 @@
-// Package githubfake is a fake GitHub REST API for tests: an httptest server
+// Package githubtest is a fake GitHub REST API for tests: an httptest server
 // that answers the paths and JSON shapes the real go-github client uses, backed
 // by a real git repository the test builds with Repo, so blob shas, renames,
 // merges and force-pushes are the ones git computes.
 //
 // Build a repository, serve it, point go-github at Server.URL:
 //
-//	repo := githubfake.NewRepo(t)
+//	repo := githubtest.NewRepo(t)
 //	repo.Write("규정/학칙 (2024).md", "# 학칙\n")
 //	head := repo.Commit("add")
-//	srv := githubfake.NewServer(t, "knue", "policies", repo)
+//	srv := githubtest.NewServer(t, "knue", "policies", repo)
 //	client, _ := github.NewClient(nil).WithEnterpriseURLs(srv.URL(), srv.URL())
 //
 // Served (endpoint kind in parentheses, as counted by Server.Requests):
@@ -30,4 +30,4 @@
 // {token}" (or "token {token}"): a missing header answers 404 as GitHub does
 // for a private repository, a wrong one 401 "Bad credentials". The download
 // URL is not checked, like GitHub's pre-signed codeload links.
-package githubfake
+package githubtest

@@ -1,4 +1,4 @@
-package cloudflarefake_test
+package cloudflaretest_test
 
 import (
 	"bytes"
@@ -13,16 +13,16 @@ import (
 	cf "github.com/cloudflare/cloudflare-go"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/cloudflarefake"
+	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 	"github.com/knue/syncjob/internal/registry/registrytest"
 )
 
 // mustClient returns a fake and a real cloudflare-go client for it, with the
 // client's own retries off so each fault is seen as the server sent it.
-func mustClient(t *testing.T, token string) (*cloudflarefake.Fake, *cf.API, *registrytest.Clock) {
+func mustClient(t *testing.T, token string) (*cloudflaretest.Fake, *cf.API, *registrytest.Clock) {
 	t.Helper()
 	clock := registrytest.NewClock(registrytest.Epoch)
-	f := cloudflarefake.New(cloudflarefake.Config{AccountID: "acc", NamespaceID: "ns", Token: "tok", Now: clock.Now, Seed: 3})
+	f := cloudflaretest.New(cloudflaretest.Config{AccountID: "acc", NamespaceID: "ns", Token: "tok", Now: clock.Now, Seed: 3})
 	t.Cleanup(f.Close)
 	api, err := cf.NewWithAPIToken(token, cf.BaseURL(f.BaseURL()), cf.HTTPClient(f.Client()), cf.UsingRetryPolicy(0, 0, 0), cf.UsingRateLimit(1e9))
 	if err != nil {
@@ -76,7 +76,7 @@ func TestFake_CloudflareGo_WriteGetListDelete(t *testing.T) {
 	if diff := cmp.Diff([]string{"policy:학칙 a/b?#%+"}, f.Keys()); diff != "" {
 		t.Errorf("keys left (-want +got):\n%s", diff)
 	}
-	for e, n := range map[cloudflarefake.Endpoint]int{cloudflarefake.Put: 1, cloudflarefake.BulkPut: 1, cloudflarefake.Get: 3, cloudflarefake.List: 2, cloudflarefake.BulkDelete: 1, cloudflarefake.Delete: 1} {
+	for e, n := range map[cloudflaretest.Endpoint]int{cloudflaretest.Put: 1, cloudflaretest.BulkPut: 1, cloudflaretest.Get: 3, cloudflaretest.List: 2, cloudflaretest.BulkDelete: 1, cloudflaretest.Delete: 1} {
 		if got := f.Requests(e); got != n {
 			t.Errorf("requests to %s = %d, want %d", e, got, n)
 		}
@@ -87,7 +87,7 @@ func TestFake_Get_Missing_404Code10009(t *testing.T) {
 	_, api, _ := mustClient(t, "tok")
 	_, err := api.GetWorkersKV(t.Context(), rc, cf.GetWorkersKVParams{NamespaceID: "ns", Key: "absent"})
 	var nf *cf.NotFoundError
-	if !errors.As(err, &nf) || !nf.InternalErrorCodeIs(cloudflarefake.CodeKeyNotFound) {
+	if !errors.As(err, &nf) || !nf.InternalErrorCodeIs(cloudflaretest.CodeKeyNotFound) {
 		t.Fatalf("err = %v, want *cloudflare.NotFoundError with code 10009", err)
 	}
 }
@@ -96,10 +96,10 @@ func TestFake_WrongToken_401Code10000(t *testing.T) {
 	f, api, _ := mustClient(t, "not-the-token")
 	_, err := api.GetWorkersKV(t.Context(), rc, cf.GetWorkersKVParams{NamespaceID: "ns", Key: "k"})
 	var auth *cf.AuthorizationError
-	if !errors.As(err, &auth) || !auth.InternalErrorCodeIs(cloudflarefake.CodeAuth) {
+	if !errors.As(err, &auth) || !auth.InternalErrorCodeIs(cloudflaretest.CodeAuth) {
 		t.Fatalf("err = %v, want *cloudflare.AuthorizationError with code 10000", err)
 	}
-	if got := f.Requests(cloudflarefake.Get); got != 1 {
+	if got := f.Requests(cloudflaretest.Get); got != 1 {
 		t.Errorf("requests = %d, want 1", got)
 	}
 }
@@ -108,8 +108,8 @@ func TestFake_UnknownNamespace_404(t *testing.T) {
 	_, api, _ := mustClient(t, "tok")
 	_, err := api.ListWorkersKVKeys(t.Context(), rc, cf.ListWorkersKVsParams{NamespaceID: "other"})
 	var nf *cf.NotFoundError
-	if !errors.As(err, &nf) || !nf.InternalErrorCodeIs(cloudflarefake.CodeNamespaceMissing) {
-		t.Fatalf("err = %v, want *cloudflare.NotFoundError with code %d", err, cloudflarefake.CodeNamespaceMissing)
+	if !errors.As(err, &nf) || !nf.InternalErrorCodeIs(cloudflaretest.CodeNamespaceMissing) {
+		t.Fatalf("err = %v, want *cloudflare.NotFoundError with code %d", err, cloudflaretest.CodeNamespaceMissing)
 	}
 }
 
@@ -143,8 +143,8 @@ func TestFake_List_CursorPagesAndLimitBounds(t *testing.T) {
 	for _, limit := range []int{9, 1001} {
 		_, err := api.ListWorkersKVKeys(t.Context(), rc, cf.ListWorkersKVsParams{NamespaceID: "ns", Limit: limit})
 		var re *cf.RequestError
-		if !errors.As(err, &re) || !re.InternalErrorCodeIs(cloudflarefake.CodeBadLimit) {
-			t.Errorf("limit %d: err = %v, want a 400 with code %d", limit, err, cloudflarefake.CodeBadLimit)
+		if !errors.As(err, &re) || !re.InternalErrorCodeIs(cloudflaretest.CodeBadLimit) {
+			t.Errorf("limit %d: err = %v, want a 400 with code %d", limit, err, cloudflaretest.CodeBadLimit)
 		}
 	}
 }
@@ -152,7 +152,7 @@ func TestFake_List_CursorPagesAndLimitBounds(t *testing.T) {
 func TestFake_Limits_Refused(t *testing.T) {
 	_, api, _ := mustClient(t, "tok")
 	ctx := t.Context()
-	tooMany := make([]*cf.WorkersKVPair, cloudflarefake.MaxBulkPairs+1)
+	tooMany := make([]*cf.WorkersKVPair, cloudflaretest.MaxBulkPairs+1)
 	for i := range tooMany {
 		tooMany[i] = &cf.WorkersKVPair{Key: "k" + string(rune('a'+i%26)) + strings.Repeat("x", i%7), Value: "v"}
 	}
@@ -178,7 +178,7 @@ func TestFake_Limits_Refused(t *testing.T) {
 
 func TestFake_Bulk_Over100MB_413(t *testing.T) {
 	f, _, _ := mustClient(t, "tok")
-	body := append([]byte(`[{"key":"k","value":"`), bytes.Repeat([]byte("x"), cloudflarefake.MaxBulkBytes)...)
+	body := append([]byte(`[{"key":"k","value":"`), bytes.Repeat([]byte("x"), cloudflaretest.MaxBulkBytes)...)
 	body = append(body, `"}]`...)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, f.BaseURL()+"/accounts/acc/storage/kv/namespaces/ns/bulk", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer tok")
@@ -194,7 +194,7 @@ func TestFake_Bulk_Over100MB_413(t *testing.T) {
 
 func TestFake_Faults_RateLimitServerErrorHang(t *testing.T) {
 	f, api, _ := mustClient(t, "tok")
-	f.FailNext(cloudflarefake.RateLimit(3*time.Second), cloudflarefake.ServerError(502), cloudflarefake.Hang())
+	f.FailNext(cloudflaretest.RateLimit(3*time.Second), cloudflaretest.ServerError(502), cloudflaretest.Hang())
 	params := cf.GetWorkersKVParams{NamespaceID: "ns", Key: "k"}
 	_, err := api.GetWorkersKV(t.Context(), rc, params)
 	if err == nil || !strings.Contains(err.Error(), "rate limit") {
@@ -216,12 +216,12 @@ func TestFake_Faults_RateLimitServerErrorHang(t *testing.T) {
 	}
 
 	// The 429 carries Retry-After and code 971.
-	f.FailNext(cloudflarefake.RateLimit(3 * time.Second))
+	f.FailNext(cloudflaretest.RateLimit(3 * time.Second))
 	if _, err := api.Raw(t.Context(), http.MethodGet, "/accounts/acc/storage/kv/namespaces/ns/keys", nil, nil); err == nil {
 		t.Fatal("Raw after a 429: no error")
 	}
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, f.BaseURL()+"/accounts/acc/storage/kv/namespaces/ns/keys", nil)
-	f.FailNext(cloudflarefake.RateLimit(3 * time.Second))
+	f.FailNext(cloudflaretest.RateLimit(3 * time.Second))
 	r, err := f.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestFake_Faults_RateLimitServerErrorHang(t *testing.T) {
 func TestFake_Rates_SeededDeterministic(t *testing.T) {
 	run := func() []int {
 		f, api, _ := mustClient(t, "tok")
-		f.SetRates(cloudflarefake.Rates{RateLimit: 0.3, ServerError: 0.2})
+		f.SetRates(cloudflaretest.Rates{RateLimit: 0.3, ServerError: 0.2})
 		var failed []int
 		for i := range 40 {
 			if _, err := api.ListWorkersKVKeys(t.Context(), rc, cf.ListWorkersKVsParams{NamespaceID: "ns"}); err != nil {

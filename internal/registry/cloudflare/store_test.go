@@ -15,10 +15,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knue/syncjob/internal/cloudflare"
-	"github.com/knue/syncjob/internal/cloudflarefake"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare"
+	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 	"github.com/knue/syncjob/internal/registry/registrytest"
 )
 
@@ -27,7 +27,7 @@ const secretToken = "cf-secret-token-8f3a"
 // world is a Store over a fake, sharing one clock; Sleep advances the clock
 // and records every wait.
 type world struct {
-	fake  *cloudflarefake.Fake
+	fake  *cloudflaretest.Fake
 	store *cloudflare.Store
 	clock *registrytest.Clock
 	logs  *syncBuffer
@@ -68,7 +68,7 @@ func mustWorld(t testing.TB, now func() time.Time, tweak func(*cloudflare.Config
 		now = clock.Now
 	}
 	w := &world{clock: clock, logs: &syncBuffer{}}
-	w.fake = cloudflarefake.New(cloudflarefake.Config{AccountID: "acc-1", NamespaceID: "ns-1", Token: secretToken, Now: now, Seed: 7})
+	w.fake = cloudflaretest.New(cloudflaretest.Config{AccountID: "acc-1", NamespaceID: "ns-1", Token: secretToken, Now: now, Seed: 7})
 	t.Cleanup(w.fake.Close)
 	cfg := cloudflare.Config{
 		AccountID:   "acc-1",
@@ -133,7 +133,7 @@ func TestStore_List_PagesByThousand_NoValues(t *testing.T) {
 	w.fake.Set("queue:x", []byte("q"), nil, 0)
 	w.fake.ResetCounts()
 	items := registrytest.MustList(t, w.store, "policy:")
-	if got := w.fake.Requests(cloudflarefake.List); got != 3 {
+	if got := w.fake.Requests(cloudflaretest.List); got != 3 {
 		t.Errorf("list requests for 2,500 keys = %d, want 3", got)
 	}
 	if len(items) != len(want) {
@@ -155,10 +155,10 @@ func TestStore_List_PagesByThousand_NoValues(t *testing.T) {
 func TestStore_Put_OnePairWithMetadata_OneBulkRequest(t *testing.T) {
 	w := mustWorld(t, nil, nil)
 	registrytest.MustPut(t, w.store, registry.Pair{Key: "policy:학칙", Value: []byte(`{"x":1}`), Metadata: json.RawMessage(`{"sha":"abc"}`)})
-	if got := w.fake.Requests(cloudflarefake.BulkPut); got != 1 {
+	if got := w.fake.Requests(cloudflaretest.BulkPut); got != 1 {
 		t.Errorf("bulk writes = %d, want 1", got)
 	}
-	if got := w.fake.Requests(cloudflarefake.Put); got != 0 {
+	if got := w.fake.Requests(cloudflaretest.Put); got != 0 {
 		t.Errorf("single-key writes = %d, want 0", got)
 	}
 	_, meta, ok := w.fake.Value("policy:학칙")
@@ -189,7 +189,7 @@ func TestStore_Put_Over10000Pairs_SplitsIntoBulkRequests(t *testing.T) {
 		pairs[i] = registry.Pair{Key: "policy:" + itoa(i), Value: []byte("v")}
 	}
 	registrytest.MustPut(t, w.store, pairs...)
-	if got := w.fake.Requests(cloudflarefake.BulkPut); got != 2 {
+	if got := w.fake.Requests(cloudflaretest.BulkPut); got != 2 {
 		t.Errorf("bulk writes for 10,001 pairs = %d, want 2", got)
 	}
 	if got := len(w.fake.Keys()); got != 10001 {
@@ -208,7 +208,7 @@ func TestStore_Put_Over100MB_SplitsIntoBulkRequests(t *testing.T) {
 		pairs = append(pairs, registry.Pair{Key: "big:" + itoa(i), Value: big})
 	}
 	registrytest.MustPut(t, w.store, pairs...)
-	if got := w.fake.Requests(cloudflarefake.BulkPut); got != 2 {
+	if got := w.fake.Requests(cloudflaretest.BulkPut); got != 2 {
 		t.Errorf("bulk writes for 120 MB = %d, want 2", got)
 	}
 	if got := len(w.fake.Keys()); got != 6 {
@@ -257,7 +257,7 @@ func TestStore_Delete_UnsuccessfulKeys_FailExactlyThose(t *testing.T) {
 	if diff := cmp.Diff([]string{"policy:b"}, w.fake.Keys()); diff != "" {
 		t.Errorf("stored (-want +got):\n%s", diff)
 	}
-	if got := w.fake.Requests(cloudflarefake.BulkDelete); got != 1 {
+	if got := w.fake.Requests(cloudflaretest.BulkDelete); got != 1 {
 		t.Errorf("bulk deletes = %d, want 1", got)
 	}
 	if got, writes := w.store.Deletes(), w.store.Writes(); got != 2 || writes != 0 {
@@ -267,7 +267,7 @@ func TestStore_Delete_UnsuccessfulKeys_FailExactlyThose(t *testing.T) {
 
 func TestStore_429_RetriesHonouringRetryAfter(t *testing.T) {
 	w := mustWorld(t, nil, nil)
-	w.fake.FailNext(cloudflarefake.RateLimit(7*time.Second), cloudflarefake.RateLimit(7*time.Second))
+	w.fake.FailNext(cloudflaretest.RateLimit(7*time.Second), cloudflaretest.RateLimit(7*time.Second))
 	registrytest.MustPut(t, w.store, registry.Pair{Key: "policy:a", Value: []byte("a")})
 	if got := w.store.Requests(); got != 3 {
 		t.Errorf("Requests = %d, want 3 (two 429s, then the write)", got)
@@ -285,7 +285,7 @@ func TestStore_429_RetriesHonouringRetryAfter(t *testing.T) {
 func TestStore_5xxThenSuccess_Retried(t *testing.T) {
 	w := mustWorld(t, nil, nil)
 	w.fake.Set("policy:a", []byte("a"), nil, 0)
-	w.fake.FailNext(cloudflarefake.ServerError(502), cloudflarefake.ServerError(503), cloudflarefake.ServerError(500))
+	w.fake.FailNext(cloudflaretest.ServerError(502), cloudflaretest.ServerError(503), cloudflaretest.ServerError(500))
 	if got := string(registrytest.MustGet(t, w.store, "policy:a")); got != "a" {
 		t.Errorf("Get = %q, want a", got)
 	}
@@ -303,18 +303,18 @@ func TestStore_5xxThenSuccess_Retried(t *testing.T) {
 
 func TestStore_Hang_TimesOutAndRetries(t *testing.T) {
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.RequestTimeout = 200 * time.Millisecond })
-	w.fake.FailNext(cloudflarefake.Hang())
+	w.fake.FailNext(cloudflaretest.Hang())
 	registrytest.MustPut(t, w.store, registry.Pair{Key: "policy:a", Value: []byte("a")})
-	if got := w.fake.Requests(cloudflarefake.BulkPut); got != 2 {
+	if got := w.fake.Requests(cloudflaretest.BulkPut); got != 2 {
 		t.Errorf("bulk writes = %d, want 2 (one hung, one retried)", got)
 	}
 }
 
 func TestStore_429Storm_RateLimitErrorAfterBoundedTries(t *testing.T) {
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.MaxRetries = 3 })
-	storm := make([]cloudflarefake.Fault, 10)
+	storm := make([]cloudflaretest.Fault, 10)
 	for i := range storm {
-		storm[i] = cloudflarefake.RateLimit(30 * time.Second)
+		storm[i] = cloudflaretest.RateLimit(30 * time.Second)
 	}
 	w.fake.FailNext(storm...)
 	out := w.store.Put(t.Context(), []registry.Pair{{Key: "policy:a", Value: []byte("a")}, {Key: "queue:a", Value: []byte("q")}})
@@ -329,7 +329,7 @@ func TestStore_429Storm_RateLimitErrorAfterBoundedTries(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "cloudflare: bulk write 2 keys: ") {
 		t.Errorf("err = %q, want it to start with \"cloudflare: bulk write 2 keys: \"", err)
 	}
-	if got := w.fake.Requests(cloudflarefake.BulkPut); got != 4 {
+	if got := w.fake.Requests(cloudflaretest.BulkPut); got != 4 {
 		t.Errorf("bulk writes = %d, want 4 (1 + MaxRetries)", got)
 	}
 	if len(w.fake.Keys()) != 0 {
@@ -339,7 +339,7 @@ func TestStore_429Storm_RateLimitErrorAfterBoundedTries(t *testing.T) {
 
 func TestStore_5xxOnList_ErrorNoRetryForever(t *testing.T) {
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.MaxRetries = 2 })
-	w.fake.SetRates(cloudflarefake.Rates{ServerError: 1})
+	w.fake.SetRates(cloudflaretest.Rates{ServerError: 1})
 	_, err := w.store.List(t.Context(), "policy:")
 	if err == nil || !strings.Contains(err.Error(), "503") || errors.Is(err, policy.ErrRateLimited) {
 		t.Fatalf("List: err = %v, want a 503 error", err)
@@ -388,7 +388,7 @@ func TestStore_TokenNeverInErrorsOrLogs(t *testing.T) {
 		c.MaxRetries = 2
 		c.RequestTimeout = 200 * time.Millisecond
 	})
-	w.fake.SetRates(cloudflarefake.Rates{RateLimit: 0.4, ServerError: 0.3, Hang: 0.1})
+	w.fake.SetRates(cloudflaretest.Rates{RateLimit: 0.4, ServerError: 0.3, Hang: 0.1})
 	var msgs []string
 	for i := range 10 {
 		if out := w.store.Put(t.Context(), []registry.Pair{{Key: "policy:" + itoa(i), Value: []byte("v")}}); out != nil {
@@ -451,7 +451,7 @@ func TestStore_CancelledDuringBackoff_StopsWithContextError(t *testing.T) {
 	w := mustWorld(t, nil, func(c *cloudflare.Config) {
 		c.Sleep = func(ctx context.Context, d time.Duration) error { return context.Canceled }
 	})
-	w.fake.FailNext(cloudflarefake.ServerError(500))
+	w.fake.FailNext(cloudflaretest.ServerError(500))
 	_, err := w.store.List(t.Context(), "")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("List: err = %v, want context.Canceled", err)

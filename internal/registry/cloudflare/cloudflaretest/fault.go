@@ -1,4 +1,4 @@
-package cloudflarefake
+package cloudflaretest
 
 import (
 	"net/http"
