@@ -207,8 +207,8 @@ func (b *Bolt) Delete(ctx context.Context, keys []string) map[string]error {
 	return outcome
 }
 
-// Requests implements Store.
-func (b *Bolt) Requests() int64 { return b.requests.Load() }
+// Usage implements Store.
+func (b *Bolt) Usage() Usage { return Usage{API: APIRegistry, Requests: b.requests.Load()} }
 
 // Close implements Store.
 func (b *Bolt) Close() error {

@@ -138,8 +138,8 @@ func (m *Memory) purge(now time.Time) {
 	}
 }
 
-// Requests implements Store.
-func (m *Memory) Requests() int64 { return m.requests.Load() }
+// Usage implements Store.
+func (m *Memory) Usage() Usage { return Usage{API: APIRegistry, Requests: m.requests.Load()} }
 
 // Close implements Store.
 func (m *Memory) Close() error {

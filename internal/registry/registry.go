@@ -31,6 +31,9 @@ type Registry struct {
 // New returns a Registry over store.
 func New(store Store) *Registry { return &Registry{store: store} }
 
+// Usage reports what the backend has cost so far (see Store.Usage).
+func (r *Registry) Usage() Usage { return r.store.Usage() }
+
 // Store returns the Store the Registry reads and writes, for batched writes
 // of the pairs this package encodes.
 func (r *Registry) Store() Store { return r.store }

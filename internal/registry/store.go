@@ -59,16 +59,34 @@ type Store interface {
 	// outcome contract. Deleting an absent key succeeds.
 	Delete(ctx context.Context, keys []string) map[string]error
 
-	// Requests returns how many requests were made to the backend. For
-	// memory and bolt that is one per Get, List, Put or Delete that reached
-	// the backend; a call refused before (a bad key, nothing valid to write,
-	// a cancelled context) makes none. Cloudflare counts HTTP requests.
-	Requests() int64
+	// Usage reports what the backend has cost so far: its requests and, on
+	// a backend that bills per write (Cloudflare), the billable writes and
+	// deletes. For memory and bolt a request is one Get, List, Put or
+	// Delete that reached the backend; a call refused before (a bad key,
+	// nothing valid to write, a cancelled context) makes none. Cloudflare
+	// counts HTTP requests, retries included.
+	Usage() Usage
 
 	// Close releases the backend. Closing twice is harmless; any other call
 	// after Close fails with ErrClosed.
 	Close() error
 }
+
+// Usage is what a Store has cost since it was opened.
+type Usage struct {
+	// API names the backend in request counts: "registry" for the embedded
+	// stores, "cloudflare" for Workers KV.
+	API      string
+	Requests int64
+	// Billing is true when the backend bills per write; Writes and Deletes
+	// are then what it billed (each pair of a bulk write, each key of a
+	// bulk delete), else zero.
+	Billing         bool
+	Writes, Deletes int64
+}
+
+// APIRegistry is the API name of the embedded stores.
+const APIRegistry = "registry"
 
 var (
 	// ErrClosed is returned by a Store used after Close.

@@ -8,15 +8,6 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 )
 
-// billing is a registry backend that charges per write (Cloudflare KV).
-type billing interface {
-	Writes() int64
-	Deletes() int64
-}
-
-// named is a registry backend that names its API in request counts.
-type named interface{ API() string }
-
 // ErrBudget is returned when a run would spend more billable writes than
 // the daily write budget leaves (exit code 4, like a safety guard).
 var ErrBudget = fmt.Errorf("%w: daily write budget", ErrRefused)
@@ -30,7 +21,7 @@ func (r *run) checkBudget(ctx context.Context, plan policy.Plan) error {
 	if r.opt.DailyWriteBudget <= 0 {
 		return nil
 	}
-	if _, ok := r.Registry.Store().(billing); !ok {
+	if !r.Registry.Usage().Billing {
 		return nil
 	}
 	need := int64(len(r.requeue) + metadataWrites)

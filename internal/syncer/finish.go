@@ -46,7 +46,7 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
-		if _, ok := r.Registry.Store().(billing); ok {
+		if r.Registry.Usage().Billing {
 			// what recording will be billed for, so the day's total is right
 			sum.BillableWrites += 2 + int64(len(r.releasePairs()))
 			if advance != "" {
@@ -112,16 +112,13 @@ func errorOrNil(msg string) error {
 // requests counts this run's requests per API, and sets what a billing
 // backend charged for it.
 func (r *run) requests() map[string]int64 {
-	api := "registry"
-	if n, ok := r.Registry.Store().(named); ok {
-		api = n.API()
-	}
-	if b, ok := r.Registry.Store().(billing); ok {
-		r.sum.BillableWrites = b.Writes() - r.baseWrites
-		r.sum.BillableDeletes = b.Deletes() - r.baseDeletes
+	u := r.Registry.Usage()
+	if u.Billing {
+		r.sum.BillableWrites = u.Writes - r.baseUsage.Writes
+		r.sum.BillableDeletes = u.Deletes - r.baseUsage.Deletes
 	}
 	return map[string]int64{
 		"github": r.Source.Requests() - r.baseGitHub,
-		api:      r.Registry.Store().Requests() - r.baseRegistry,
+		u.API:    u.Requests - r.baseUsage.Requests,
 	}
 }

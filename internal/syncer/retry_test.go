@@ -404,5 +404,8 @@ func (b *billingStore) Delete(ctx context.Context, keys []string) map[string]err
 	return errs
 }
 
-func (b *billingStore) Writes() int64  { return b.writes.Load() }
-func (b *billingStore) Deletes() int64 { return b.deletes.Load() }
+func (b *billingStore) Usage() registry.Usage {
+	u := b.Store.Usage()
+	u.Billing, u.Writes, u.Deletes = true, b.writes.Load(), b.deletes.Load()
+	return u
+}

@@ -131,8 +131,8 @@ type run struct {
 	sum   policy.RunSummary
 	prev  *policy.RunSummary
 	// request counters at the start, so a reused adapter reports this run only
-	baseGitHub, baseRegistry int64
-	baseWrites, baseDeletes  int64
+	baseGitHub int64
+	baseUsage  registry.Usage
 	// pending are the failed writes of earlier runs that this run retries;
 	// dead are the dead letters, whose versions are held back.
 	pending map[string]policy.QueueEntry
@@ -165,10 +165,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
 		id = newRunID
 	}
 	r := &run{Syncer: s, opt: opt, start: s.now(),
-		baseGitHub: s.Source.Requests(), baseRegistry: s.Registry.Store().Requests()}
-	if b, ok := s.Registry.Store().(billing); ok {
-		r.baseWrites, r.baseDeletes = b.Writes(), b.Deletes()
-	}
+		baseGitHub: s.Source.Requests(), baseUsage: s.Registry.Usage()}
 	r.sum = policy.RunSummary{
 		RunID:     id(),
 		Trigger:   opt.Trigger,

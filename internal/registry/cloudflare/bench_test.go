@@ -49,12 +49,12 @@ func simulate(tb testing.TB, n, legacy int) syncCosts {
 	now := registrytest.Epoch.Format(time.RFC3339)
 
 	run := func(changes func(known map[string]policy.Entry) (puts []registry.Pair, dels []string), runID string) cost {
-		before := w.store.Requests()
+		before := w.store.Usage().Requests
 		known, problems, err := reg.Policies(ctx)
 		if err != nil || problems != nil {
 			tb.Fatalf("Policies: %v %v", err, problems)
 		}
-		read := w.store.Requests() - before
+		read := w.store.Usage().Requests - before
 		puts, dels := changes(known)
 		var g errgroup.Group
 		g.SetLimit(4)
@@ -84,7 +84,7 @@ func simulate(tb testing.TB, n, legacy int) syncCosts {
 		if err := reg.RecordRun(ctx, sum, w.clock.Now(), "head-"+runID); err != nil {
 			tb.Fatalf("RecordRun: %v", err)
 		}
-		return cost{read: read, write: w.store.Requests() - before - read, puts: len(puts), dels: len(dels)}
+		return cost{read: read, write: w.store.Usage().Requests - before - read, puts: len(puts), dels: len(dels)}
 	}
 
 	var c syncCosts

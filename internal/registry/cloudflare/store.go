@@ -203,19 +203,22 @@ func New(cfg Config) (*Store, error) {
 	}, nil
 }
 
-// Requests implements registry.Store: every HTTP request, retries included.
-func (s *Store) Requests() int64 { return s.rt.requests.Load() }
-
 // API names the service in request counts and summaries.
-func (s *Store) API() string { return "cloudflare" }
+const API = "cloudflare"
 
-// Writes returns the billable writes made: each pair a bulk write applied
-// (Cloudflare bills each pair of a bulk write as one write).
-func (s *Store) Writes() int64 { return s.writes.Load() }
-
-// Deletes returns the billable deletes made: each key a bulk delete removed.
-// Cloudflare bills deletes separately from writes.
-func (s *Store) Deletes() int64 { return s.deletes.Load() }
+// Usage implements registry.Store: every HTTP request, retries included;
+// the billable writes (each pair a bulk write applied: Cloudflare bills each
+// pair as one write) and deletes (each key a bulk delete removed: billed on
+// a line of their own).
+func (s *Store) Usage() registry.Usage {
+	return registry.Usage{
+		API:      API,
+		Requests: s.rt.requests.Load(),
+		Billing:  true,
+		Writes:   s.writes.Load(),
+		Deletes:  s.deletes.Load(),
+	}
+}
 
 // Close implements registry.Store.
 func (s *Store) Close() error {

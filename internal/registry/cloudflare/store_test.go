@@ -147,7 +147,7 @@ func TestStore_List_PagesByThousand_NoValues(t *testing.T) {
 			t.Fatalf("item %q has no metadata", it.Key)
 		}
 	}
-	if got := w.store.Requests(); got != 3 {
+	if got := w.store.Usage().Requests; got != 3 {
 		t.Errorf("Requests = %d, want 3", got)
 	}
 }
@@ -165,7 +165,7 @@ func TestStore_Put_OnePairWithMetadata_OneBulkRequest(t *testing.T) {
 	if !ok || string(meta) != `{"sha":"abc"}` {
 		t.Errorf("stored metadata = %s (ok %v), want {\"sha\":\"abc\"}", meta, ok)
 	}
-	if got := w.store.Writes(); got != 1 {
+	if got := w.store.Usage().Writes; got != 1 {
 		t.Errorf("Writes = %d, want 1", got)
 	}
 }
@@ -195,7 +195,7 @@ func TestStore_Put_Over10000Pairs_SplitsIntoBulkRequests(t *testing.T) {
 	if got := len(w.fake.Keys()); got != 10001 {
 		t.Errorf("stored %d keys, want 10001", got)
 	}
-	if got := w.store.Writes(); got != 10001 {
+	if got := w.store.Usage().Writes; got != 10001 {
 		t.Errorf("Writes = %d, want 10001", got)
 	}
 }
@@ -236,7 +236,7 @@ func TestStore_Put_UnsuccessfulKeys_FailExactlyThose(t *testing.T) {
 	if diff := cmp.Diff([]string{"policy:a", "policy:c"}, w.fake.Keys()); diff != "" {
 		t.Errorf("stored (-want +got):\n%s", diff)
 	}
-	if got := w.store.Writes(); got != 2 {
+	if got := w.store.Usage().Writes; got != 2 {
 		t.Errorf("Writes = %d, want 2 (unsuccessful keys are not billed writes)", got)
 	}
 }
@@ -260,7 +260,7 @@ func TestStore_Delete_UnsuccessfulKeys_FailExactlyThose(t *testing.T) {
 	if got := w.fake.Requests(cloudflaretest.BulkDelete); got != 1 {
 		t.Errorf("bulk deletes = %d, want 1", got)
 	}
-	if got, writes := w.store.Deletes(), w.store.Writes(); got != 2 || writes != 0 {
+	if got, writes := w.store.Usage().Deletes, w.store.Usage().Writes; got != 2 || writes != 0 {
 		t.Errorf("Deletes, Writes = %d, %d; want 2, 0", got, writes)
 	}
 }
@@ -269,7 +269,7 @@ func TestStore_429_RetriesHonouringRetryAfter(t *testing.T) {
 	w := mustWorld(t, nil, nil)
 	w.fake.FailNext(cloudflaretest.RateLimit(7*time.Second), cloudflaretest.RateLimit(7*time.Second))
 	registrytest.MustPut(t, w.store, registry.Pair{Key: "policy:a", Value: []byte("a")})
-	if got := w.store.Requests(); got != 3 {
+	if got := w.store.Usage().Requests; got != 3 {
 		t.Errorf("Requests = %d, want 3 (two 429s, then the write)", got)
 	}
 	for _, d := range w.sleeps() {
@@ -344,7 +344,7 @@ func TestStore_5xxOnList_ErrorNoRetryForever(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "503") || errors.Is(err, policy.ErrRateLimited) {
 		t.Fatalf("List: err = %v, want a 503 error", err)
 	}
-	if got := w.store.Requests(); got != 3 {
+	if got := w.store.Usage().Requests; got != 3 {
 		t.Errorf("Requests = %d, want 3", got)
 	}
 }
@@ -364,7 +364,7 @@ func TestStore_WrongToken_ConfigErrorWithoutToken(t *testing.T) {
 			t.Errorf("the token appears in %q", msg)
 		}
 	}
-	if got := w.store.Requests(); got != 2 {
+	if got := w.store.Usage().Requests; got != 2 {
 		t.Errorf("Requests = %d, want 2 (a refused token is not retried)", got)
 	}
 }
@@ -427,7 +427,7 @@ func TestStore_FullWindow_WaitsAndSaysSo(t *testing.T) {
 	if !strings.Contains(w.logs.String(), `"msg":"waiting for the cloudflare rate window","component":"cloudflare","wait":"1m0s"`) {
 		t.Errorf("logs do not say the run waits for the window:\n%s", w.logs.String())
 	}
-	if got := w.store.Requests(); got != 4 {
+	if got := w.store.Usage().Requests; got != 4 {
 		t.Errorf("Requests = %d, want 4", got)
 	}
 }

@@ -352,12 +352,12 @@ func RunContract(t *testing.T, open Opener) {
 
 	t.Run("Put_AllBreakLimits_NoRequest", func(t *testing.T) {
 		s, _ := newStore(t)
-		before := s.Requests()
+		before := s.Usage().Requests
 		out := s.Put(t.Context(), []registry.Pair{{Key: "", Value: []byte("x")}})
 		if !errors.Is(out[""], policy.ErrTooLarge) {
 			t.Errorf("Put empty key: outcome = %v, want policy.ErrTooLarge", out)
 		}
-		if got := s.Requests() - before; got != 0 {
+		if got := s.Usage().Requests - before; got != 0 {
 			t.Errorf("requests = %d, want 0 (refused before any request)", got)
 		}
 	})
@@ -492,14 +492,14 @@ func RunContract(t *testing.T, open Opener) {
 
 	t.Run("Requests_Counted", func(t *testing.T) {
 		s, _ := newStore(t)
-		before := s.Requests()
+		before := s.Usage().Requests
 		MustPut(t, s, registry.Pair{Key: "a", Value: []byte("a")})
 		MustGet(t, s, "a")
 		MustList(t, s, "")
 		if out := s.Delete(t.Context(), []string{"a"}); out != nil {
 			t.Fatalf("Delete = %v", out)
 		}
-		if got := s.Requests() - before; got < 4 {
+		if got := s.Usage().Requests - before; got < 4 {
 			t.Errorf("requests for Put, Get, List, Delete = %d, want at least 4", got)
 		}
 	})

@@ -203,13 +203,16 @@ func (f *Faulty) Delete(ctx context.Context, keys []string) map[string]error {
 	return merge(outcome, f.inner.Delete(ctx, pass))
 }
 
-// Requests implements registry.Store: the inner store's requests plus one
-// for each call Faulty failed as a whole (a failed request is a request).
-func (f *Faulty) Requests() int64 {
+// Usage implements registry.Store: the inner store's usage, with one more
+// request for each call Faulty failed as a whole (a failed request is a
+// request).
+func (f *Faulty) Usage() registry.Usage {
 	f.mu.Lock()
 	injected := f.injected
 	f.mu.Unlock()
-	return f.inner.Requests() + injected
+	u := f.inner.Usage()
+	u.Requests += injected
+	return u
 }
 
 // Close implements registry.Store.

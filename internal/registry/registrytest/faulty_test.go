@@ -51,7 +51,7 @@ func TestFaulty_FailCall_NthOnly(t *testing.T) {
 		t.Errorf("Put calls = %d, want 3", got)
 	}
 	// Two real Puts and one List reached memory; the failed Put counts as a request.
-	if got := f.Requests(); got != 4 {
+	if got := f.Usage().Requests; got != 4 {
 		t.Errorf("Requests = %d, want 4", got)
 	}
 }

@@ -1,0 +1,65 @@
+// Package logkey names the keys of every log line syncjob writes, once, so
+// that log queries (infra/README.md's CloudWatch Logs Insights queries, the
+// alarms' filters) can rely on them. Each component logs through a
+// sub-logger that adds Component.
+package logkey
+
+// Who and where.
+const (
+	Component = "component"
+	RunID     = "runId"
+	RequestID = "awsRequestId"
+	Delivery  = "delivery"
+	Trigger   = "trigger"
+	Repo      = "repo"
+	Branch    = "branch"
+	Commit    = "commit"
+	Previous  = "previousCommit"
+	Mode      = "mode"
+	DryRun    = "dryRun"
+	Status    = "status"
+	Reason    = "reason"
+	Error     = "error"
+)
+
+// What a line is about.
+const (
+	Key        = "key"
+	Policy     = "policyName"
+	Path       = "path"
+	Winner     = "winner"
+	Losers     = "losers"
+	Files      = "files"
+	Puts       = "puts"
+	Deletes    = "deletes"
+	RetryCount = "retryCount"
+	Retries    = "retries"
+)
+
+// Counts of a run's summary line.
+const (
+	Added           = "added"
+	Updated         = "updated"
+	Moved           = "moved"
+	Deleted         = "deleted"
+	Migrated        = "migrated"
+	Unchanged       = "unchanged"
+	Skipped         = "skipped"
+	Conflicts       = "conflicts"
+	Failed          = "failed"
+	HeldBack        = "heldBack"
+	Requests        = "requests"
+	BillableWrites  = "billableWrites"
+	BillableDeletes = "billableDeletes"
+	Duration        = "durationMs"
+	Phases          = "phasesMs"
+)
+
+// HTTP and retries.
+const (
+	Op      = "op"
+	Method  = "method"
+	Attempt = "attempt"
+	Wait    = "wait"
+	Window  = "window"
+)

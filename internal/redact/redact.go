@@ -1,0 +1,85 @@
+// Package redact keeps secrets (API tokens, the webhook secret, credentials
+// written into a URL) out of everything syncjob prints, logs or records. It
+// is the one place that knows how: every adapter and the command line call
+// it rather than replacing strings themselves.
+package redact
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Mask replaces a secret wherever it appears.
+const Mask = "[REDACTED]"
+
+// String returns s with every non-empty secret replaced by Mask, the
+// longest first (so a secret that contains another is masked whole).
+func String(s string, secrets ...string) string {
+	if len(secrets) > 1 {
+		secrets = slices.Clone(secrets)
+		slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	}
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, Mask)
+		}
+	}
+	return s
+}
+
+// Error returns err with every secret masked in its text; errors.Is and
+// errors.As still see the chain. It returns err itself when its text holds
+// no secret, and nil for nil.
+func Error(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if clean := String(msg, secrets...); clean != msg {
+		return &maskedError{msg: clean, err: err}
+	}
+	return err
+}
+
+// maskedError shows a masked message and keeps the chain.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// URL returns u as text without its user info, query and fragment (a signed
+// download token, credentials written into the URL).
+func URL(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.User, c.Fragment, c.RawFragment = "", nil, "", ""
+	return c.String()
+}
+
+// URLSecrets returns the credentials written into a URL
+// ("https://user:secret@host/"): the password and the user name (a token is
+// often written as the user), and the user info as it appears escaped in
+// the text. None when raw has no user info or does not parse.
+func URLSecrets(raw string) []string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.User == nil {
+		return nil
+	}
+	var out []string
+	if name := u.User.Username(); name != "" {
+		out = append(out, name)
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		out = append(out, pw)
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		out = append(out, url.PathEscape(pw), url.QueryEscape(pw))
+	}
+	if s := u.User.String(); s != "" {
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+package redact_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/knue/syncjob/internal/redact"
+)
+
+func TestString_MasksEverySecretEverywhere(t *testing.T) {
+	got := redact.String("a tok b tok c key", "tok", "", "key")
+	if want := "a [REDACTED] b [REDACTED] c [REDACTED]"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestError_MasksTextKeepsChain(t *testing.T) {
+	err := fmt.Errorf("get https://x/?t=tok: %w", fs.ErrNotExist)
+	got := redact.Error(err, "tok")
+	if strings.Contains(got.Error(), "tok") {
+		t.Fatalf("secret in %q", got)
+	}
+	if !errors.Is(got, fs.ErrNotExist) {
+		t.Fatal("chain lost")
+	}
+	if clean := errors.New("clean"); redact.Error(clean, "tok") != clean {
+		t.Fatal("an error without secrets should be returned as it is")
+	}
+	if redact.Error(nil, "tok") != nil {
+		t.Fatal("nil should stay nil")
+	}
+}
+
+func TestURL_DropsUserInfoAndQuery(t *testing.T) {
+	u, _ := url.Parse("https://user:pa%40ss@host/path?sig=abc#frag")
+	if got, want := redact.URL(u), "https://host/path"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestURLSecrets_UserAndPassword(t *testing.T) {
+	got := redact.URLSecrets("https://user:pa%40ss@host/")
+	msg := redact.String("dial https://user:pa%40ss@host/ for user with pa@ss", got...)
+	for _, leak := range []string{"pa@ss", "pa%40ss", "user"} {
+		if strings.Contains(msg, leak) {
+			t.Fatalf("%q leaks %q (secrets %q)", msg, leak, got)
+		}
+	}
+	if redact.URLSecrets("https://host/") != nil || redact.URLSecrets("::") != nil {
+		t.Fatal("a URL without user info has no secrets")
+	}
+}
