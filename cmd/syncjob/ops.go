@@ -98,11 +98,9 @@ func (o operator) status(ctx context.Context, n int) int {
 		return o.fail("status: %v", err)
 	}
 	rep.DeadLetters = sortedValues(dead)
-	items, err := o.reg.Store().List(ctx, policy.PolicyPrefix)
-	if err != nil {
+	if rep.Policies, err = o.reg.CountPolicies(ctx); err != nil {
 		return o.fail("status: %v", err)
 	}
-	rep.Policies = len(items)
 	// The last success may be older than the recent runs shown: the
 	// history's listing says, without reading every run.
 	index, err := o.reg.RunIndex(ctx)
@@ -211,45 +209,24 @@ func (o operator) deadLetterList(ctx context.Context) int {
 }
 
 func (o operator) deadLetter(ctx context.Context, name string) (policy.DeadLetter, error) {
-	raw, err := o.reg.Store().Get(ctx, registry.DeadLetterKey(name))
-	if errors.Is(err, policy.ErrNotFound) {
+	d, err := o.reg.DeadLetter(ctx, name)
+	switch {
+	case errors.Is(err, policy.ErrNotFound):
 		return policy.DeadLetter{}, fmt.Errorf("no dead letter named %q (syncjob deadletter list)", name)
+	case queue.IsUnreadable(err):
+		return policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: name}, Reason: "unreadable value"}, err
 	}
-	if err != nil {
-		return policy.DeadLetter{}, err
-	}
-	var d policy.DeadLetter
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: name}, Reason: fmt.Sprintf("unreadable value %q", truncate(string(raw), 80))},
-			fmt.Errorf("%w: decode %s: %v", errUnreadable, registry.DeadLetterKey(name), err)
-	}
-	return d, nil
-}
-
-// errUnreadable: the key exists but its value does not decode.
-var errUnreadable = errors.New("unreadable")
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return d, err
 }
 
 // deadLetterRetry puts the dead letter back in the queue (its failures no
 // longer counted) for the next run, then removes it.
 func (o operator) deadLetterRetry(ctx context.Context, name string) int {
-	d, err := o.deadLetter(ctx, name)
-	if err != nil {
+	if _, err := o.deadLetter(ctx, name); err != nil {
 		return o.fail("deadletter retry: %v", err)
 	}
-	p := registry.QueuePair(queue.Requeue(d, o.now()))
-	if errs := o.reg.Store().Put(ctx, []registry.Pair{p}); errs[p.Key] != nil {
-		return o.fail("deadletter retry %s: %v", name, errs[p.Key])
-	}
-	key := registry.DeadLetterKey(name)
-	if errs := o.reg.Store().Delete(ctx, []string{key}); errs[key] != nil {
-		return o.fail("deadletter retry %s: queued, but the dead letter stays: %v", name, errs[key])
+	if err := queue.RetryDeadLetter(ctx, o.reg, name, o.now()); err != nil {
+		return o.fail("deadletter retry %s: %v", name, err)
 	}
 	fmt.Fprintf(o.stdout, "%s is back in the queue; the next sync retries it\n", name)
 	return exitOK
@@ -258,7 +235,7 @@ func (o operator) deadLetterRetry(ctx context.Context, name string) int {
 // deadLetterDrop forgets a dead letter. The registry entry stays as it is.
 func (o operator) deadLetterDrop(ctx context.Context, name string, confirmed bool, stdin io.Reader) int {
 	d, err := o.deadLetter(ctx, name)
-	if err != nil && !errors.Is(err, errUnreadable) { // an unreadable one can still be dropped
+	if err != nil && !queue.IsUnreadable(err) { // an unreadable one can still be dropped
 		return o.fail("deadletter drop: %v", err)
 	}
 	if !confirmed {
@@ -269,9 +246,8 @@ func (o operator) deadLetterDrop(ctx context.Context, name string, confirmed boo
 			return exitFailed
 		}
 	}
-	key := registry.DeadLetterKey(name)
-	if errs := o.reg.Store().Delete(ctx, []string{key}); errs[key] != nil {
-		return o.fail("deadletter drop %s: %v", name, errs[key])
+	if err := queue.DropDeadLetter(ctx, o.reg, name); err != nil {
+		return o.fail("deadletter drop %s: %v", name, err)
 	}
 	fmt.Fprintf(o.stdout, "dropped the dead letter of %s\n", name)
 	return exitOK

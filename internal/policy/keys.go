@@ -11,6 +11,10 @@ const (
 	LeaseKey         = "metadata:sync:lease"
 )
 
+// TimeLayout is how every timestamp of the registry is written: ISO 8601
+// in UTC, to the second.
+const TimeLayout = "2006-01-02T15:04:05Z"
+
 // Cloudflare KV limits, enforced by every backend.
 const (
 	MaxKeyBytes        = 512

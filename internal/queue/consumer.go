@@ -3,7 +3,6 @@ package queue
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -69,9 +68,8 @@ func (c *Consumer) Ack(ctx context.Context, taken policy.QueueEntry) error {
 	if _, err := c.current(ctx, taken); err != nil {
 		return fmt.Errorf("queue: ack %s: %w", taken.PolicyName, err)
 	}
-	key := registry.QueueKey(taken.PolicyName)
-	if errs := c.Registry.Store().Delete(ctx, []string{key}); errs[key] != nil {
-		return fmt.Errorf("queue: ack %s: %w", taken.PolicyName, errs[key])
+	if errs := c.Registry.Write(ctx, registry.DeleteQueue(taken.PolicyName)); errs != nil {
+		return fmt.Errorf("queue: ack %s: %w", taken.PolicyName, errs[registry.QueueKey(taken.PolicyName)])
 	}
 	return nil
 }
@@ -86,34 +84,30 @@ func (c *Consumer) Fail(ctx context.Context, taken policy.QueueEntry, cause erro
 	}
 	next, dl := Failed(cur, cause.Error(), c.now())
 	if dl == nil {
-		p := registry.QueuePair(next)
-		if errs := c.Registry.Store().Put(ctx, []registry.Pair{p}); errs[p.Key] != nil {
-			return false, fmt.Errorf("queue: fail %s: %w", taken.PolicyName, errs[p.Key])
+		w := registry.PutQueue(next)
+		if errs := c.Registry.Write(ctx, w); errs != nil {
+			return false, fmt.Errorf("queue: fail %s: %w", taken.PolicyName, errs[w.Key()])
 		}
 		return false, nil
 	}
-	p := registry.DeadLetterPair(*dl)
-	if errs := c.Registry.Store().Put(ctx, []registry.Pair{p}); errs[p.Key] != nil {
-		return false, fmt.Errorf("queue: dead-letter %s: %w", taken.PolicyName, errs[p.Key])
+	w := registry.PutDeadLetter(*dl)
+	if errs := c.Registry.Write(ctx, w); errs != nil {
+		return false, fmt.Errorf("queue: dead-letter %s: %w", taken.PolicyName, errs[w.Key()])
 	}
-	key := registry.QueueKey(taken.PolicyName)
-	if errs := c.Registry.Store().Delete(ctx, []string{key}); errs[key] != nil {
-		return true, fmt.Errorf("queue: dead-letter %s: remove queue entry: %w", taken.PolicyName, errs[key])
+	w = registry.DeleteQueue(taken.PolicyName)
+	if errs := c.Registry.Write(ctx, w); errs != nil {
+		return true, fmt.Errorf("queue: dead-letter %s: remove queue entry: %w", taken.PolicyName, errs[w.Key()])
 	}
 	return true, nil
 }
 
 // current reads the queue entry of taken and checks it is still that version.
 func (c *Consumer) current(ctx context.Context, taken policy.QueueEntry) (policy.QueueEntry, error) {
-	raw, err := c.Registry.Store().Get(ctx, registry.QueueKey(taken.PolicyName))
+	cur, err := c.Registry.QueueEntry(ctx, taken.PolicyName)
 	if errors.Is(err, policy.ErrNotFound) {
 		return policy.QueueEntry{}, ErrStale
 	}
 	if err != nil {
-		return policy.QueueEntry{}, err
-	}
-	var cur policy.QueueEntry
-	if err := json.Unmarshal(raw, &cur); err != nil {
 		return policy.QueueEntry{}, err
 	}
 	if cur.SHA != taken.SHA || cur.CreatedAt != taken.CreatedAt || cur.Operation != taken.Operation {

@@ -169,3 +169,41 @@ func TestRules_FailedCountsAndRequeue(t *testing.T) {
 		t.Error("SyncPending: pending while the registry lacks the version, not once it holds it")
 	}
 }
+
+func TestDeadLetter_RetryRequeuesDropForgets(t *testing.T) {
+	ctx := t.Context()
+	clock := registrytest.NewClock(registrytest.Epoch)
+	reg := newRegistry(t, clock)
+	c := &queue.Consumer{Registry: reg, Now: clock.Now}
+	entries, _ := c.Take(ctx, 0)
+	for _, e := range entries {
+		for i := 0; i < queue.MaxFailures; i++ {
+			cur, err := reg.QueueEntry(ctx, e.PolicyName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Fail(ctx, cur, errors.New("index down")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if d, _ := reg.DeadLetters(ctx); len(d) != 2 {
+		t.Fatalf("dead letters = %v, want both", d)
+	}
+	if err := queue.RetryDeadLetter(ctx, reg, "학칙", clock.Now()); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	back, err := reg.QueueEntry(ctx, "학칙")
+	if err != nil || back.RetryCount != 0 || back.ErrorMessage == nil {
+		t.Fatalf("requeued entry = %+v, %v", back, err)
+	}
+	if err := queue.DropDeadLetter(ctx, reg, "규정"); err != nil {
+		t.Fatalf("drop: %v", err)
+	}
+	if d, _ := reg.DeadLetters(ctx); len(d) != 0 {
+		t.Fatalf("dead letters after retry and drop = %v", d)
+	}
+	if err := queue.RetryDeadLetter(ctx, reg, "없음", clock.Now()); !errors.Is(err, policy.ErrNotFound) {
+		t.Fatalf("retry of a missing dead letter: %v", err)
+	}
+}

@@ -14,8 +14,6 @@ const MaxFailures = 3
 // (DESIGN.md lists add and update; a failed delete needs a record too).
 const OpDelete = "delete"
 
-const timeLayout = "2006-01-02T15:04:05Z"
-
 // Failed returns e after one more failure with msg: retryCount+1 and the
 // error message. When that is the MaxFailures-th failure, dead is the
 // dead letter that replaces it (the entry must then leave the queue).
@@ -23,10 +21,10 @@ func Failed(e policy.QueueEntry, msg string, now time.Time) (next policy.QueueEn
 	e.RetryCount++
 	e.ErrorMessage = &msg
 	if e.CreatedAt == "" {
-		e.CreatedAt = now.UTC().Format(timeLayout)
+		e.CreatedAt = now.UTC().Format(policy.TimeLayout)
 	}
 	if e.RetryCount >= MaxFailures {
-		return e, &policy.DeadLetter{QueueEntry: e, DeadAt: now.UTC().Format(timeLayout), Reason: msg}
+		return e, &policy.DeadLetter{QueueEntry: e, DeadAt: now.UTC().Format(policy.TimeLayout), Reason: msg}
 	}
 	return e, nil
 }
@@ -50,7 +48,7 @@ func SyncPending(q policy.QueueEntry, current policy.Entry, present bool) bool {
 func Requeue(d policy.DeadLetter, now time.Time) policy.QueueEntry {
 	q := d.QueueEntry
 	q.RetryCount = 0
-	msg := "retry requested by hand at " + now.UTC().Format(timeLayout) + " after: " + d.Reason
+	msg := "retry requested by hand at " + now.UTC().Format(policy.TimeLayout) + " after: " + d.Reason
 	q.ErrorMessage = &msg
 	return q
 }

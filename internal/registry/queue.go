@@ -56,6 +56,41 @@ func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntr
 	return out, nil
 }
 
+// QueueEntry returns queue:{name}: an error wrapping policy.ErrNotFound when
+// absent, a *DecodeError when its value does not decode.
+func (r *Registry) QueueEntry(ctx context.Context, name string) (policy.QueueEntry, error) {
+	var q policy.QueueEntry
+	return q, r.getObject(ctx, QueueKey(name), &q)
+}
+
+// DeadLetter returns dead-letter:{name}, with QueueEntry's error contract.
+func (r *Registry) DeadLetter(ctx context.Context, name string) (policy.DeadLetter, error) {
+	var d policy.DeadLetter
+	return d, r.getObject(ctx, DeadLetterKey(name), &d)
+}
+
+// CountPolicies returns how many policy:{name} keys the registry holds,
+// from a listing (no value is read).
+func (r *Registry) CountPolicies(ctx context.Context) (int, error) {
+	items, err := r.store.List(ctx, policy.PolicyPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("registry: list %s: %w", policy.PolicyPrefix, err)
+	}
+	return len(items), nil
+}
+
+func (r *Registry) getObject(ctx context.Context, key string, v any) error {
+	raw, err := r.store.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("registry: read %s: %w", key, err)
+	}
+	if err := decodeObject(raw, v); err != nil {
+		var bad *DecodeError
+		return bad.add(key, err)
+	}
+	return nil
+}
+
 // Policy returns the entry of one policy; present is false when the key is
 // absent. A value that does not decode is a *DecodeError (present is then
 // true); any other error means the read failed.

@@ -271,15 +271,13 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 // lastCommit = advance. The error (a *BatchError) names every key that
 // failed; lastCommit is never advanced past a run that was not recorded.
 //
-// with are written in the first batch too (the syncer releases its lease
-// there, saving a request).
-func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, with ...Pair) error {
+// with are written in the first batch too (a run releases its lease there
+// with LeaseRelease, saving a request).
+func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, with ...Write) error {
 	value := mustJSON(s)
-	out := r.store.Put(ctx, append([]Pair{
-		{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL},
-		{Key: policy.LastRunKey, Value: value},
-	}, with...))
-	if out != nil {
+	history := Pair{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL}
+	last := Pair{Key: policy.LastRunKey, Value: value}
+	if out := r.Write(ctx, append([]Write{{put: &history}, {put: &last}}, with...)...); out != nil {
 		return &BatchError{Op: "record run", Failed: out}
 	}
 	if advance == "" {
@@ -289,6 +287,21 @@ func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.T
 		return &BatchError{Op: "advance last commit", Failed: out}
 	}
 	return nil
+}
+
+// RecordCost is what RecordRun(ctx, s, at, advance, with...) will be billed
+// for on a backend that bills per write (0 on others): the history key,
+// lastRun, each of with, and lastCommit when it advances. A run adds it to
+// its billable writes before recording, so the day's total is right.
+func (r *Registry) RecordCost(advance string, with ...Write) int64 {
+	if !r.store.Usage().Billing {
+		return 0
+	}
+	n := int64(2 + len(with))
+	if advance != "" {
+		n++
+	}
+	return n
 }
 
 // values lists prefix and fills the values a backend listed without (keys
@@ -345,7 +358,7 @@ func (e *DecodeError) add(key string, err error) *DecodeError {
 }
 
 func (e *DecodeError) Error() string {
-	return "registry: undecodable values: " + joinKeyErrors(e.Problems)
+	return "registry: unreadable values: " + joinKeyErrors(e.Problems)
 }
 
 // BatchError names every key of a write that failed, with its error.

@@ -46,20 +46,15 @@ func (r *run) finish(ctx context.Context, err error) policy.RunSummary {
 		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
-		if r.Registry.Usage().Billing {
-			// what recording will be billed for, so the day's total is right
-			sum.BillableWrites += 2 + int64(len(r.releasePairs()))
-			if advance != "" {
-				sum.BillableWrites++
-			}
-		}
+		// what recording will be billed for, so the day's total is right
+		sum.BillableWrites += r.Registry.RecordCost(advance, r.releaseWrites()...)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		var rerr error
 		if r.leaseRefused {
 			// the holder's lastRun is the one that tells: history only
 			rerr = r.Registry.RecordHistory(rctx, *sum, r.start)
 		} else {
-			rerr = r.Registry.RecordRun(rctx, *sum, r.start, advance, r.releasePairs()...)
+			rerr = r.Registry.RecordRun(rctx, *sum, r.start, advance, r.releaseWrites()...)
 		}
 		cancel()
 		if rerr != nil {

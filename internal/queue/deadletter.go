@@ -1,0 +1,46 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// RetryDeadLetter puts the dead letter of name back in the queue (Requeue:
+// its failures no longer counted) for the next sync to retry, then removes
+// the dead letter. An error wrapping policy.ErrNotFound when there is none.
+func RetryDeadLetter(ctx context.Context, reg *registry.Registry, name string, now time.Time) error {
+	d, err := reg.DeadLetter(ctx, name)
+	if err != nil {
+		return fmt.Errorf("queue: retry dead letter %s: %w", name, err)
+	}
+	put := registry.PutQueue(Requeue(d, now))
+	if errs := reg.Write(ctx, put); errs != nil {
+		return fmt.Errorf("queue: retry dead letter %s: %w", name, errs[put.Key()])
+	}
+	del := registry.DeleteDeadLetter(name)
+	if errs := reg.Write(ctx, del); errs != nil {
+		return fmt.Errorf("queue: retry dead letter %s: queued, but the dead letter stays: %w", name, errs[del.Key()])
+	}
+	return nil
+}
+
+// DropDeadLetter forgets the dead letter of name; the registry entry stays
+// as it is. Dropping one that is not there succeeds.
+func DropDeadLetter(ctx context.Context, reg *registry.Registry, name string) error {
+	del := registry.DeleteDeadLetter(name)
+	if errs := reg.Write(ctx, del); errs != nil {
+		return fmt.Errorf("queue: drop dead letter %s: %w", name, errs[del.Key()])
+	}
+	return nil
+}
+
+// IsUnreadable reports whether err says a stored value exists but does not
+// decode (a dead letter written by hand, say): it can still be dropped.
+func IsUnreadable(err error) bool {
+	var bad *registry.DecodeError
+	return errors.As(err, &bad)
+}
