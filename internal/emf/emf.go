@@ -48,15 +48,8 @@ var ErrInvalid = errors.New("emf: invalid line")
 
 // Marshal returns the line as one line of JSON, without the newline.
 func (l Line) Marshal() ([]byte, error) {
-	switch {
-	case l.Namespace == "":
-		return nil, fmt.Errorf("%w: empty namespace", ErrInvalid)
-	case len(l.Metrics) == 0:
-		return nil, fmt.Errorf("%w: no metric", ErrInvalid)
-	case len(l.Metrics) > maxMetrics:
-		return nil, fmt.Errorf("%w: %d metrics, at most %d", ErrInvalid, len(l.Metrics), maxMetrics)
-	case len(l.Dimensions) > maxDimensions:
-		return nil, fmt.Errorf("%w: %d dimensions, at most %d", ErrInvalid, len(l.Dimensions), maxDimensions)
+	if err := l.check(); err != nil {
+		return nil, err
 	}
 	root := make(map[string]any, len(l.Dimensions)+len(l.Metrics)+len(l.Properties)+1)
 	claim := func(name, what string) error {
@@ -107,4 +100,19 @@ func (l Line) Marshal() ([]byte, error) {
 		}},
 	}
 	return json.Marshal(root)
+}
+
+// check enforces the format's limits on the line as a whole.
+func (l Line) check() error {
+	switch {
+	case l.Namespace == "":
+		return fmt.Errorf("%w: empty namespace", ErrInvalid)
+	case len(l.Metrics) == 0:
+		return fmt.Errorf("%w: no metric", ErrInvalid)
+	case len(l.Metrics) > maxMetrics:
+		return fmt.Errorf("%w: %d metrics, at most %d", ErrInvalid, len(l.Metrics), maxMetrics)
+	case len(l.Dimensions) > maxDimensions:
+		return fmt.Errorf("%w: %d dimensions, at most %d", ErrInvalid, len(l.Dimensions), maxDimensions)
+	}
+	return nil
 }

@@ -55,6 +55,13 @@ const (
 	Phases          = "phasesMs"
 )
 
+// The daily write budget.
+const (
+	Need   = "need"
+	Spent  = "spent"
+	Budget = "budget"
+)
+
 // HTTP and retries.
 const (
 	Op      = "op"

@@ -111,10 +111,12 @@ type QueueEntry struct {
 	FileNo       string  `json:"fileNo,omitempty"`
 }
 
-// Queue operations.
+// Queue operations. DESIGN.md lists add and update; a delete the sync could
+// not make needs a record too (OpDelete), retried like the others.
 const (
 	OpAdd    = "add"
 	OpUpdate = "update"
+	OpDelete = "delete"
 )
 
 // DeadLetter is the value of dead-letter:{policyName}.

@@ -10,9 +10,8 @@ import (
 // it leaves the queue for dead-letter:{policyName}.
 const MaxFailures = 3
 
-// OpDelete marks a queue entry that records a delete the sync could not make
-// (DESIGN.md lists add and update; a failed delete needs a record too).
-const OpDelete = "delete"
+// OpDelete marks a queue entry that records a delete the sync could not make.
+const OpDelete = policy.OpDelete
 
 // Failed returns e after one more failure with msg: retryCount+1 and the
 // error message. When that is the MaxFailures-th failure, dead is the

@@ -3,113 +3,82 @@ package syncer
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
 
-// op is one registry write and the policy it belongs to.
+// op is one registry write and the policy whose outcome it decides.
 type op struct {
-	name string
-	pair registry.Pair // for puts
-	key  string        // for deletes
+	name  string
+	write registry.Write
 }
 
 // apply writes the plan: every put (entries and queue entries) first, then
-// every delete, each phase in batches of at most BatchSize pairs with at most
-// Concurrency batches in flight. One failed item never stops the others; the
-// failures are returned, one per policy.
-func (r *run) apply(ctx context.Context, plan policy.Plan, entries map[string]policy.Entry) []policy.Failure {
-	now := r.start.Format(timeLayout)
-	var puts, dels []op
-	for _, it := range plan.Items {
-		switch {
-		case it.Action == policy.ActDelete || (it.Action == policy.ActMigrate && it.Path == ""):
-			// a deleted policy, or a v1 key whose fields moved on
-			dels = append(dels,
-				op{name: it.PolicyName, key: registry.PolicyKey(it.PolicyName)},
-				op{name: it.PolicyName, key: registry.QueueKey(it.PolicyName)})
-		default:
-			e := entries[it.PolicyName]
-			e.PolicyName, e.Title, e.Status, e.SHA, e.Path = it.PolicyName, it.Title, policy.StatusActive, it.SHA, it.Path
-			if (it.Action != policy.ActMove && it.Action != policy.ActMigrate) || e.LastUpdated == "" {
-				e.LastUpdated = now
+// every delete, each phase in batches of at most BatchSize writes with at
+// most Concurrency batches in flight. One failed item never stops the
+// others; the failures are returned, one per policy.
+func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork) []policy.Failure {
+	puts, dels := r.writes(plan, reg, mig, work)
+	var fails failures
+	for _, phase := range []struct {
+		key string
+		ops []op
+	}{{logkey.Puts, puts}, {logkey.Deletes, dels}} {
+		r.runBatches(ctx, phase.ops, func(ctx context.Context, batch []op) {
+			ws := make([]registry.Write, len(batch))
+			for i, o := range batch {
+				ws[i] = o.write
 			}
-			e = r.withLegacy(e)
-			puts = append(puts, op{name: it.PolicyName, pair: registry.PolicyPair(e)})
-			if it.Action == policy.ActMove || it.Action == policy.ActMigrate {
-				continue
-			}
-			operation := policy.OpUpdate
-			if it.Action == policy.ActAdd {
-				operation = policy.OpAdd
-			}
-			puts = append(puts, op{name: it.PolicyName, pair: registry.QueuePair(policy.QueueEntry{
-				PolicyName: it.PolicyName, SHA: it.SHA, Operation: operation, CreatedAt: now, FileNo: e.FileNo,
-			})})
-		}
+			fails.add(batch, r.Registry.Write(ctx, ws...))
+			r.log.Debug("batch applied", phase.key, len(batch))
+		})
 	}
-	for _, q := range r.requeue {
-		puts = append(puts, op{name: q.PolicyName, pair: registry.QueuePair(q)})
+	out := fails.list()
+	for _, f := range out {
+		r.log.Error("item failed", logkey.Policy, f.PolicyName, logkey.Error, f.Error)
 	}
-	for _, name := range r.dropQueue {
-		dels = append(dels, op{name: name, key: registry.QueueKey(name)})
-	}
-	for _, it := range plan.Items {
-		if _, ok := r.dead[it.PolicyName]; ok {
-			// another version goes ahead: the dead letter's is history
-			dels = append(dels, op{name: it.PolicyName, key: registry.DeadLetterKey(it.PolicyName)})
-		}
-	}
-	failed := map[string]string{}
-	var mu sync.Mutex
-	record := func(batch []op, errs map[string]error) {
-		if len(errs) == 0 {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, o := range batch {
-			k := o.key
-			if k == "" {
-				k = o.pair.Key
-			}
-			if err, ok := errs[k]; ok && err != nil {
-				if prev, seen := failed[o.name]; seen {
-					failed[o.name] = prev + "; " + err.Error()
-				} else {
-					failed[o.name] = err.Error()
-				}
-			}
-		}
-	}
-	r.runBatches(ctx, puts, func(ctx context.Context, batch []op) {
-		pairs := make([]registry.Pair, len(batch))
-		for i, o := range batch {
-			pairs[i] = o.pair
-		}
-		record(batch, r.Registry.Store().Put(ctx, pairs))
-		r.log.Debug("batch applied", KeyPuts, len(pairs))
-	})
-	r.runBatches(ctx, dels, func(ctx context.Context, batch []op) {
-		keys := make([]string, len(batch))
-		for i, o := range batch {
-			keys[i] = o.key
-		}
-		record(batch, r.Registry.Store().Delete(ctx, keys))
-		r.log.Debug("batch applied", KeyDeletes, len(keys))
-	})
-	out := make([]policy.Failure, 0, len(failed))
-	for name, msg := range failed {
-		out = append(out, policy.Failure{PolicyName: name, Error: msg})
-		r.log.Error("item failed", KeyPolicy, name, KeyError, msg)
-	}
-	slices.SortFunc(out, func(a, b policy.Failure) int { return strings.Compare(a.PolicyName, b.PolicyName) })
 	return out
+}
+
+// writes turns the plan into registry writes: puts (each entry, and the
+// queue entry of an add or an update; queue work) and deletes (a deleted
+// policy and its queue entry, a v1 key whose fields moved on, dropped queue
+// entries, dead letters another version supersedes).
+func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork) (puts, dels []op) {
+	now := r.start.Format(policy.TimeLayout)
+	for _, it := range plan.Items {
+		if it.Action == policy.ActDelete || (it.Action == policy.ActMigrate && it.Path == "") {
+			dels = append(dels, op{it.PolicyName, registry.DeletePolicy(it.PolicyName)}, op{it.PolicyName, registry.DeleteQueue(it.PolicyName)})
+			continue
+		}
+		e := reg.entries[it.PolicyName]
+		e.PolicyName, e.Title, e.Status, e.SHA, e.Path = it.PolicyName, it.Title, policy.StatusActive, it.SHA, it.Path
+		if (it.Action != policy.ActMove && it.Action != policy.ActMigrate) || e.LastUpdated == "" {
+			e.LastUpdated = now
+		}
+		e = differ.WithLegacy(e, mig.Carry, r.start)
+		puts = append(puts, op{it.PolicyName, registry.PutPolicy(e)})
+		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
+			q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: differ.QueueOp(it), CreatedAt: now, FileNo: e.FileNo}
+			puts = append(puts, op{it.PolicyName, registry.PutQueue(q)})
+		}
+	}
+	for _, q := range work.Requeue {
+		puts = append(puts, op{q.PolicyName, registry.PutQueue(q)})
+	}
+	for _, name := range work.Drop {
+		dels = append(dels, op{name, registry.DeleteQueue(name)})
+	}
+	for _, name := range differ.SupersededDeadLetters(plan, reg.dead) {
+		dels = append(dels, op{name, registry.DeleteDeadLetter(name)})
+	}
+	return puts, dels
 }
 
 // runBatches calls do for each batch of ops, with bounded concurrency.
@@ -123,4 +92,40 @@ func (r *run) runBatches(ctx context.Context, ops []op, do func(context.Context,
 		})
 	}
 	_ = g.Wait()
+}
+
+// failures collects the failed writes of concurrent batches, by policy.
+type failures struct {
+	mu     sync.Mutex
+	byName map[string]string
+}
+
+func (f *failures) add(batch []op, errs map[string]error) {
+	if len(errs) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byName == nil {
+		f.byName = map[string]string{}
+	}
+	for _, o := range batch {
+		err, ok := errs[o.write.Key()]
+		if !ok || err == nil {
+			continue
+		}
+		if prev, seen := f.byName[o.name]; seen {
+			f.byName[o.name] = prev + "; " + err.Error()
+		} else {
+			f.byName[o.name] = err.Error()
+		}
+	}
+}
+
+func (f *failures) list() []policy.Failure {
+	out := make([]policy.Failure, 0, len(f.byName))
+	for name, msg := range f.byName {
+		out = append(out, policy.Failure{PolicyName: name, Error: msg})
+	}
+	return sortFailures(out)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -17,14 +19,14 @@ const metadataWrites = 3
 
 // checkBudget stops a run before it writes when its writes, added to those
 // the day's earlier runs were billed for, would exceed the daily budget.
-func (r *run) checkBudget(ctx context.Context, plan policy.Plan) error {
+func (r *run) checkBudget(ctx context.Context, plan policy.Plan, work differ.QueueWork) error {
 	if r.opt.DailyWriteBudget <= 0 {
 		return nil
 	}
 	if !r.Registry.Usage().Billing {
 		return nil
 	}
-	need := int64(len(r.requeue) + metadataWrites)
+	need := int64(len(work.Requeue) + metadataWrites)
 	if r.opt.LeaseTTL > 0 {
 		need += 2 // taking the lease, and releasing it with the record
 	}
@@ -44,7 +46,7 @@ func (r *run) checkBudget(ctx context.Context, plan policy.Plan) error {
 		return fmt.Errorf("%w: this run needs %d writes, %d of the %d for %s are spent; run again tomorrow (UTC) or raise DAILY_WRITE_BUDGET",
 			ErrBudget, need, spent, r.opt.DailyWriteBudget, r.start.Format("2006-01-02"))
 	}
-	r.log.Info("write budget", "need", need, "spent", spent, "budget", r.opt.DailyWriteBudget)
+	r.log.Info("write budget", logkey.Need, need, logkey.Spent, spent, logkey.Budget, r.opt.DailyWriteBudget)
 	return nil
 }
 

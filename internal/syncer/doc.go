@@ -1,5 +1,8 @@
-// Package syncer runs one sync: it reads the branch head and the registry,
-// decides the mode (full or incremental), asks the differ for a plan, reads
-// the content it needs, applies the plan in bounded concurrent batches and
-// records the run. cmd/syncjob and the Lambda handler both call Run.
+// Package syncer runs one sync. Syncer.Run reads top to bottom in
+// syncer.go: read the state (state.go), choose the mode and plan (plan.go,
+// through internal/differ), guard and budget (budget.go), read titles
+// (titles.go), apply in bounded concurrent batches (apply.go), record
+// failures for retry (queue.go) and record the run (record.go), under the
+// single-writer lease (lease.go). Each step takes and returns values.
+// cmd/syncjob and the Lambda handler both call Run.
 package syncer

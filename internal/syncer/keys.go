@@ -1,28 +1,16 @@
 package syncer
 
-// Log keys, shared by every line so that log queries can rely on them.
-const (
-	KeyRunID    = "runId"
-	KeyRepo     = "repo"
-	KeyBranch   = "branch"
-	KeyCommit   = "commit"
-	KeyPrevious = "previousCommit"
-	KeyMode     = "mode"
-	KeyReason   = "reason"
-	KeyStatus   = "status"
-	KeyError    = "error"
-	KeyKey      = "key"
-	KeyPolicy   = "policyName"
-	KeyPath     = "path"
-	KeyWinner   = "winner"
-	KeyLosers   = "losers"
-	KeyFiles    = "files"
-	KeyPuts     = "puts"
-	KeyDeletes  = "deletes"
-	KeyDuration = "durationMs"
-	KeyPhases   = "phasesMs"
-	KeyTrigger  = "trigger"
-	KeyRequests = "requests"
-)
+import "github.com/knue/syncjob/internal/logkey"
 
-const timeLayout = "2006-01-02T15:04:05Z"
+// Log keys, kept for callers that still name them through this package;
+// internal/logkey defines them.
+const (
+	KeyRunID    = logkey.RunID
+	KeyRepo     = logkey.Repo
+	KeyBranch   = logkey.Branch
+	KeyCommit   = logkey.Commit
+	KeyPrevious = logkey.Previous
+	KeyMode     = logkey.Mode
+	KeyStatus   = logkey.Status
+	KeyError    = logkey.Error
+)

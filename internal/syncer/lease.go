@@ -11,39 +11,43 @@ import (
 // ErrLeaseHeld is returned when another run holds the single-writer lease.
 var ErrLeaseHeld = registry.ErrLeaseHeld
 
-// acquireLease takes the advisory single-writer lease (see registry.Lease)
-// before the run reads the state it plans from.
-func (r *run) acquireLease(ctx context.Context) error {
-	if r.opt.LeaseTTL <= 0 {
-		return nil
+// lease is what a run knows of the single-writer lease.
+type lease struct {
+	owner   string
+	held    bool // this run took it, and releases it with its record
+	refused bool // another run held it: this run records its history only
+}
+
+// takeLease takes the advisory single-writer lease (see registry.Lease)
+// before the run reads the state it plans from. A dry run and a run
+// without a lease TTL (the embedded file, locked by its process) take none.
+func (r *run) takeLease(ctx context.Context) (lease, error) {
+	l := lease{owner: r.opt.LeaseOwner}
+	if l.owner == "" {
+		// A retry of the same Lambda invocation (same request id, passed
+		// as LeaseOwner) takes over the lease its crashed try left.
+		l.owner = r.id
 	}
-	err := r.Registry.TakeLease(ctx, r.leaseOwner(), r.now(), r.opt.LeaseTTL)
+	if r.opt.DryRun || r.opt.LeaseTTL <= 0 {
+		return l, nil
+	}
+	err := r.Registry.TakeLease(ctx, l.owner, r.now(), r.opt.LeaseTTL)
 	if errors.Is(err, registry.ErrLeaseHeld) {
-		r.leaseRefused = true
-		return err
+		l.refused = true
+		return l, err
 	}
 	if err != nil {
-		return fmt.Errorf("registry: take lease: %w", err)
+		return l, fmt.Errorf("registry: take lease: %w", err)
 	}
-	r.leased = true
-	return nil
+	l.held = true
+	return l, nil
 }
 
-// leaseOwner names this run in the lease. A retry of the same Lambda
-// invocation (same request id) takes over the lease its crashed try left.
-func (r *run) leaseOwner() string {
-	if r.opt.LeaseOwner != "" {
-		return r.opt.LeaseOwner
-	}
-	return r.sum.RunID
-}
-
-// releaseWrites returns the write that releases the lease this run took,
-// written with the run's record. A run that is not recorded leaves its
-// lease to the TTL.
-func (r *run) releaseWrites() []registry.Write {
-	if !r.leased {
+// release is the write that releases the lease, with the run's record. A
+// run that is not recorded leaves its lease to the TTL.
+func (r *run) release(l lease) []registry.Write {
+	if !l.held {
 		return nil
 	}
-	return []registry.Write{registry.LeaseRelease(r.leaseOwner(), r.now())}
+	return []registry.Write{registry.LeaseRelease(l.owner, r.now())}
 }

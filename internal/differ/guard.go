@@ -1,4 +1,4 @@
-package syncer
+package differ
 
 import (
 	"errors"
@@ -10,21 +10,20 @@ import (
 // ErrRefused is returned when a safety guard refuses the plan (exit code 4).
 var ErrRefused = errors.New("refused by the mass-delete guard")
 
-// Mass-delete guard thresholds (DESIGN.md "Safety"): a plan loses too much
-// when it deletes more than massDeleteMin policies and more than
-// massDeletePercent of the registry, counting only content that does not
-// survive under another name.
+// Mass-delete guard thresholds: a plan loses too much when it deletes more
+// than MassDeleteMin policies and more than MassDeletePercent of the
+// registry, counting only content that does not survive under another name.
 const (
-	massDeleteMin     = 10
-	massDeletePercent = 20
+	MassDeleteMin     = 10
+	MassDeletePercent = 20
 )
 
-// guard refuses a plan that empties the registry or loses too much of it,
-// unless the run allows it. A delete whose content (blob sha) survives in
-// the registry under another name, as in a commit that renames every file,
-// loses nothing.
-func (r *run) guard(plan policy.Plan, entries map[string]policy.Entry) error {
-	if r.opt.AllowMassDelete || len(entries) == 0 {
+// Guard refuses a plan that empties the registry (entries) or loses too
+// much of it, with an error wrapping ErrRefused. A delete whose content
+// (blob sha) survives in the registry under another name, as in a commit
+// that renames every file, loses nothing.
+func Guard(plan policy.Plan, entries map[string]policy.Entry) error {
+	if len(entries) == 0 {
 		return nil
 	}
 	deleted := map[string]bool{}
@@ -49,16 +48,19 @@ func (r *run) guard(plan policy.Plan, entries map[string]policy.Entry) error {
 			lost++
 		}
 	}
-	total := len(entries)
+	return refusal(puts, len(deleted), lost, len(entries))
+}
+
+func refusal(puts, deleted, lost, total int) error {
 	switch {
-	case puts == 0 && len(deleted) >= total:
+	case puts == 0 && deleted >= total:
 		return fmt.Errorf("%w: the plan deletes all %d policies and adds none (an empty tree, a wrong branch?); run with --allow-mass-delete if that is meant", ErrRefused, total)
 	case total > 1 && lost == total:
 		// nothing the registry held survives, even if something else is
 		// added: a wrong branch or path filter on a small registry
 		return fmt.Errorf("%w: the plan loses all %d policies (a wrong branch or path?); run with --allow-mass-delete if that is meant", ErrRefused, total)
-	case lost > massDeleteMin && lost*100 > total*massDeletePercent:
-		return fmt.Errorf("%w: the plan loses %d of %d policies (more than %d and %d%%); run with --allow-mass-delete if that is meant", ErrRefused, lost, total, massDeleteMin, massDeletePercent)
+	case lost > MassDeleteMin && lost*100 > total*MassDeletePercent:
+		return fmt.Errorf("%w: the plan loses %d of %d policies (more than %d and %d%%); run with --allow-mass-delete if that is meant", ErrRefused, lost, total, MassDeleteMin, MassDeletePercent)
 	}
 	return nil
 }

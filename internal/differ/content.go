@@ -1,0 +1,64 @@
+package differ
+
+import (
+	"errors"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// Content is what was read of one file: its size in bytes and its title
+// (policy.Title of the bytes).
+type Content struct {
+	Size  int64
+	Title string
+}
+
+// errNotReturned fails a file the source neither read nor reported.
+var errNotReturned = errors.New("content not returned")
+
+// WithContent completes the plan with what was read of each add and update,
+// by path: the title; a skip when the content turns out empty or too large
+// (its registry entry is kept); a failure, never a delete, when it could not
+// be read (readErrs, or missing from read). A move keeps the title the
+// registry has (entries). The failures name each policy and why.
+func WithContent(plan policy.Plan, read map[string]Content, readErrs map[string]error, entries map[string]policy.Entry, opt Options) (policy.Plan, []policy.Failure) {
+	var failures []policy.Failure
+	items := make([]policy.Item, 0, len(plan.Items))
+	plan.Skipped = append([]policy.Skip{}, plan.Skipped...)
+	for _, it := range plan.Items {
+		switch it.Action {
+		case policy.ActMove:
+			it.Title = entries[it.PolicyName].Title
+		case policy.ActAdd, policy.ActUpdate:
+			c, ok := read[it.Path]
+			if !ok {
+				err := readErrs[it.Path]
+				if err == nil {
+					err = errNotReturned
+				}
+				failures = append(failures, policy.Failure{PolicyName: it.PolicyName, Error: "read content: " + err.Error()})
+				continue
+			}
+			if reason := opt.SkipReason(it.PolicyName, c.Size); reason != "" {
+				plan.Skipped = append(plan.Skipped, policy.Skip{PolicyName: it.PolicyName, Path: it.Path, Reason: reason})
+				continue
+			}
+			it.Title = c.Title
+		}
+		items = append(items, it)
+	}
+	plan.Items = items
+	return plan, failures
+}
+
+// Unread returns the files whose content the plan needs: every add and
+// update (a move keeps its title, a delete needs none).
+func Unread(plan policy.Plan) []policy.File {
+	var files []policy.File
+	for _, it := range plan.Items {
+		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
+			files = append(files, policy.File{Path: it.Path, SHA: it.SHA, Size: -1})
+		}
+	}
+	return files
+}

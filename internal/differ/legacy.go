@@ -1,0 +1,136 @@
+package differ
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// LegacyKeep is how long legacy v1 fields stay in an entry after they were
+// carried over.
+const LegacyKeep = 90 * 24 * time.Hour
+
+// SplitV1 separates the legacy v1 entries (keyed policy:{title}, no sha)
+// from the current ones. Only current entries take part in planning: a v1
+// key is not a policy of the repository, and is never deleted as one.
+func SplitV1(all map[string]policy.Entry) (current, v1 map[string]policy.Entry) {
+	current, v1 = map[string]policy.Entry{}, map[string]policy.Entry{}
+	for key, e := range all {
+		if e.IsV1() {
+			v1[key] = e
+		} else {
+			current[key] = e
+		}
+	}
+	return current, v1
+}
+
+// Migration is what Migrate decided besides the plan's items.
+type Migration struct {
+	// Carry maps a policyName to the v1 entry whose legacy fields it takes.
+	Carry map[string]policy.Entry
+	// Unmatched are the v1 keys (without prefix) that match no policy
+	// title: kept, and reported, since their fields are not ours to lose.
+	Unmatched []string
+}
+
+// Migrate carries the fields of each v1 entry into the entry of the same
+// title and removes the v1 key (unless it is that entry's own key). Entries
+// the plan writes match on the title just read; on a full run the unchanged
+// entries match too, and entries whose legacy fields expired (or never had
+// an expiry) are rewritten (ActMigrate). Call it once titles are read.
+func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, now time.Time) (policy.Plan, Migration) {
+	if len(v1) == 0 && !full {
+		return plan, Migration{}
+	}
+	m := newMigrator(v1)
+	planned := map[string]bool{}
+	for _, it := range plan.Items {
+		planned[it.PolicyName] = true
+		if it.Action != policy.ActDelete {
+			m.take(it.PolicyName, it.Title)
+		}
+	}
+	plan.Items = slices.Clone(plan.Items)
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		e := entries[name]
+		if !full || planned[name] {
+			continue
+		}
+		if m.take(name, e.Title) || LegacyExpired(e, now) || (e.HasLegacy() && e.LegacyUntil == "") {
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: name, Path: e.Path, SHA: e.SHA, Title: e.Title})
+		}
+	}
+	out := Migration{Carry: m.carry}
+	for _, key := range slices.Sorted(maps.Keys(v1)) {
+		name, ok := m.matched[key]
+		switch {
+		case !ok:
+			out.Unmatched = append(out.Unmatched, key)
+		case name == key, planned[key]:
+			// the v1 key is a policy name this run writes: the put replaces it
+		default:
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: key, OldPath: "v1 entry, fields moved to " + policy.PolicyPrefix + name})
+		}
+	}
+	return plan, out
+}
+
+// migrator matches policies to v1 entries by title.
+type migrator struct {
+	v1      map[string]policy.Entry
+	byTitle map[string]string       // title → v1 key
+	carry   map[string]policy.Entry // policyName → v1 entry it takes
+	matched map[string]string       // v1 key → policyName that took its fields
+}
+
+func newMigrator(v1 map[string]policy.Entry) *migrator {
+	m := &migrator{v1: v1, byTitle: map[string]string{}, carry: map[string]policy.Entry{}, matched: map[string]string{}}
+	for key, e := range v1 {
+		title := e.Title
+		if title == "" {
+			title = key
+		}
+		m.byTitle[title] = key
+	}
+	return m
+}
+
+// take gives name the fields of the v1 entry titled title, if there is one.
+func (m *migrator) take(name, title string) bool {
+	key, ok := m.byTitle[title]
+	if ok {
+		m.carry[name] = m.v1[key]
+		m.matched[key] = name
+	}
+	return ok
+}
+
+// LegacyExpired reports whether e's legacy fields have had their 90 days.
+func LegacyExpired(e policy.Entry, now time.Time) bool {
+	if !e.HasLegacy() || e.LegacyUntil == "" {
+		return false
+	}
+	until, err := time.Parse(time.RFC3339, e.LegacyUntil)
+	return err == nil && !now.Before(until)
+}
+
+// WithLegacy returns e as it is written at now: carrying the fields of the
+// v1 entry carry holds for it (for 90 days from the first time), or without
+// them once expired.
+func WithLegacy(e policy.Entry, carry map[string]policy.Entry, now time.Time) policy.Entry {
+	if c, ok := carry[e.PolicyName]; ok {
+		e.FileNo, e.PreviewURL, e.DownloadURL = c.FileNo, c.PreviewURL, c.DownloadURL
+	}
+	switch {
+	case LegacyExpired(e, now):
+		e.FileNo, e.PreviewURL, e.DownloadURL, e.LegacyUntil = "", "", "", ""
+	case e.HasLegacy() && e.LegacyUntil == "":
+		e.LegacyUntil = now.Add(LegacyKeep).UTC().Format(policy.TimeLayout)
+	case !e.HasLegacy():
+		e.LegacyUntil = ""
+	}
+	return e
+}

@@ -1,0 +1,237 @@
+package differ_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+var now = time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
+
+func entry(name string, n int) policy.Entry {
+	return policy.Entry{PolicyName: name, Title: name, Status: policy.StatusActive, SHA: sha(n), Path: "a/" + name + ".md"}
+}
+
+func entries(es ...policy.Entry) map[string]policy.Entry {
+	m := make(map[string]policy.Entry, len(es))
+	for _, e := range es {
+		m[e.PolicyName] = e
+	}
+	return m
+}
+
+func TestChooseMode(t *testing.T) {
+	recent := &policy.RunSummary{LastFullRun: now.Add(-time.Hour).Format(time.RFC3339)}
+	old := &policy.RunSummary{LastFullRun: now.Add(-8 * 24 * time.Hour).Format(time.RFC3339)}
+	week := 7 * 24 * time.Hour
+	for _, tc := range []struct {
+		name      string
+		in        differ.ModeInput
+		mode, why string
+	}{
+		{"asked", differ.ModeInput{Full: true, Last: "a", Head: "a", Previous: recent}, differ.ModeFull, "requested"},
+		{"first run", differ.ModeInput{Head: "a"}, differ.ModeFull, "first run"},
+		{"no full run recorded, head moved", differ.ModeInput{Last: "a", Head: "b"}, differ.ModeFull, "no full run recorded"},
+		{"no full run recorded, nothing new", differ.ModeInput{Last: "a", Head: "a"}, differ.ModeUnchanged, ""},
+		{"reconcile interval passed", differ.ModeInput{Last: "a", Head: "a", Previous: old}, differ.ModeFull, "reconcile interval passed"},
+		{"head moved", differ.ModeInput{Last: "a", Head: "b", Previous: recent}, differ.ModeIncremental, ""},
+		{"retries waiting", differ.ModeInput{Last: "a", Head: "a", Previous: recent, Pending: 1}, differ.ModeIncremental, "retry"},
+		{"nothing to do", differ.ModeInput{Last: "a", Head: "a", Previous: recent}, differ.ModeUnchanged, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Now, tc.in.ReconcileInterval = now, week
+			if mode, why := differ.ChooseMode(tc.in); mode != tc.mode || why != tc.why {
+				t.Errorf("ChooseMode = %s (%q), want %s (%q)", mode, why, tc.mode, tc.why)
+			}
+		})
+	}
+}
+
+func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
+	msg := "boom"
+	failed := func(name string, n int, op string) policy.QueueEntry {
+		return policy.QueueEntry{PolicyName: name, SHA: sha(n), Operation: op, RetryCount: 1, ErrorMessage: &msg}
+	}
+	reg := entries(entry("gone", 1), entry("landed", 2), entry("skipped", 3), entry("dead", 4), entry("newer", 5))
+	desired := map[string]policy.Desired{
+		"landed": {PolicyName: "landed", Path: "a/landed.md", SHA: sha(2)},
+		"dead":   {PolicyName: "dead", Path: "a/dead.md", SHA: sha(40)},
+		"newer":  {PolicyName: "newer", Path: "a/newer.md", SHA: sha(51)},
+	}
+	plan := policy.Plan{
+		Items: []policy.Item{
+			{Action: policy.ActUpdate, PolicyName: "dead", Path: "a/dead.md", SHA: sha(40), OldSHA: sha(4)},
+			{Action: policy.ActUpdate, PolicyName: "newer", Path: "a/newer.md", SHA: sha(51), OldSHA: sha(5)},
+		},
+		Skipped: []policy.Skip{{PolicyName: "skipped", Path: "a/skipped.md", Reason: "empty"}},
+	}
+	pending := map[string]policy.QueueEntry{
+		"gone":    failed("gone", 10, policy.OpUpdate),
+		"landed":  failed("landed", 2, policy.OpDelete),
+		"skipped": failed("skipped", 30, policy.OpAdd),
+	}
+	dead := map[string]policy.DeadLetter{
+		"dead":  {QueueEntry: failed("dead", 40, policy.OpUpdate)},
+		"newer": {QueueEntry: failed("newer", 50, policy.OpUpdate)},
+	}
+	got, work := differ.SettleQueue(plan, desired, reg, pending, dead, now)
+
+	wantItems := []policy.Item{
+		plan.Items[1], // another version of a dead letter goes ahead
+		{Action: policy.ActDelete, PolicyName: "gone", OldSHA: sha(1), OldPath: "a/gone.md"},
+	}
+	if diff := cmp.Diff(wantItems, got.Items); diff != "" {
+		t.Errorf("items (-want +got):\n%s", diff)
+	}
+	wantSkips := []policy.Skip{plan.Skipped[0], {PolicyName: "dead", Path: "a/dead.md", Reason: differ.HeldBackReason("dead")}}
+	if diff := cmp.Diff(wantSkips, got.Skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	wantWork := differ.QueueWork{
+		Requeue: []policy.QueueEntry{{PolicyName: "landed", SHA: sha(2), Operation: policy.OpUpdate, CreatedAt: "2026-11-25T16:00:00Z"}},
+		Drop:    []string{"skipped"},
+	}
+	if diff := cmp.Diff(wantWork, work); diff != "" {
+		t.Errorf("queue work (-want +got):\n%s", diff)
+	}
+	if got := differ.SupersededDeadLetters(got, dead); !cmp.Equal(got, []string{"newer"}) {
+		t.Errorf("superseded dead letters = %v, want [newer]", got)
+	}
+	if len(plan.Items) != 2 || len(plan.Skipped) != 1 {
+		t.Error("SettleQueue changed its input plan")
+	}
+}
+
+func TestSettleQueue_DeadDeleteHoldsBackTheDelete(t *testing.T) {
+	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActDelete, PolicyName: "x", OldSHA: sha(1)}}}
+	dead := map[string]policy.DeadLetter{"x": {QueueEntry: policy.QueueEntry{PolicyName: "x", SHA: sha(1), Operation: policy.OpDelete}}}
+	got, _ := differ.SettleQueue(plan, nil, entries(entry("x", 1)), nil, dead, now)
+	if len(got.Items) != 0 || len(got.Skipped) != 1 {
+		t.Errorf("a dead delete must be held back: %+v", got)
+	}
+}
+
+func TestMigrate_CarriesV1FieldsByTitle_RemovesTheV1Key_ReportsUnmatched(t *testing.T) {
+	v1 := map[string]policy.Entry{
+		"학칙 전문": {Title: "학칙 전문", FileNo: "868"},
+		"없는 규정": {Title: "없는 규정", FileNo: "1"},
+	}
+	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Title: "학칙 전문"}}}
+	got, mig := differ.Migrate(plan, nil, v1, false, now)
+	if mig.Carry["학칙"].FileNo != "868" {
+		t.Errorf("carry = %+v", mig.Carry)
+	}
+	if !cmp.Equal(mig.Unmatched, []string{"없는 규정"}) {
+		t.Errorf("unmatched = %v", mig.Unmatched)
+	}
+	want := policy.Item{Action: policy.ActMigrate, PolicyName: "학칙 전문", OldPath: "v1 entry, fields moved to policy:학칙"}
+	if len(got.Items) != 2 || got.Items[1] != want {
+		t.Errorf("items = %+v, want the add and the v1 key's removal", got.Items)
+	}
+}
+
+func TestMigrate_FullRun_RewritesExpiredLegacy(t *testing.T) {
+	e := entry("규정", 1)
+	e.FileNo, e.LegacyUntil = "7", now.Add(-time.Hour).Format(policy.TimeLayout)
+	got, _ := differ.Migrate(policy.Plan{}, entries(e, entry("plain", 2)), nil, true, now)
+	if len(got.Items) != 1 || got.Items[0].PolicyName != "규정" || got.Items[0].Action != policy.ActMigrate {
+		t.Fatalf("items = %+v, want one migrate of 규정", got.Items)
+	}
+	if w := differ.WithLegacy(e, nil, now); w.FileNo != "" || w.LegacyUntil != "" {
+		t.Errorf("expired legacy fields kept: %+v", w)
+	}
+	if got, _ := differ.Migrate(policy.Plan{}, entries(e), nil, false, now); len(got.Items) != 0 {
+		t.Errorf("an incremental run without v1 entries migrates nothing: %+v", got.Items)
+	}
+}
+
+func TestWithLegacy_Keeps90DaysFromTheFirstCarry(t *testing.T) {
+	got := differ.WithLegacy(entry("학칙", 1), map[string]policy.Entry{"학칙": {FileNo: "868", PreviewURL: "p"}}, now)
+	if got.FileNo != "868" || got.PreviewURL != "p" || got.LegacyUntil != "2027-02-23T16:00:00Z" {
+		t.Errorf("carried entry = %+v", got)
+	}
+	if again := differ.WithLegacy(got, nil, now.Add(24*time.Hour)); again.LegacyUntil != got.LegacyUntil {
+		t.Errorf("the expiry moved: %s → %s", got.LegacyUntil, again.LegacyUntil)
+	}
+}
+
+func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
+	plan := policy.Plan{Items: []policy.Item{
+		{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", SHA: sha(1)},
+		{Action: policy.ActUpdate, PolicyName: "b", Path: "b.md", SHA: sha(2)},
+		{Action: policy.ActAdd, PolicyName: "c", Path: "c.md", SHA: sha(3)},
+		{Action: policy.ActAdd, PolicyName: "d", Path: "d.md", SHA: sha(4)},
+		{Action: policy.ActMove, PolicyName: "e", Path: "x/e.md", SHA: sha(5)},
+		{Action: policy.ActDelete, PolicyName: "f", OldSHA: sha(6)},
+	}}
+	if got := len(differ.Unread(plan)); got != 4 {
+		t.Errorf("Unread = %d files, want the 4 adds and updates", got)
+	}
+	read := map[string]differ.Content{"a.md": {Size: 10, Title: "A"}, "b.md": {Size: 0}, "c.md": {Size: 2 << 20, Title: "C"}}
+	got, failures := differ.WithContent(plan, read, map[string]error{"d.md": errors.New("502")}, entries(policy.Entry{PolicyName: "e", Title: "E"}), differ.Options{})
+	var names []string
+	for _, it := range got.Items {
+		names = append(names, it.PolicyName+"="+it.Title)
+	}
+	if want := "a=A e=E f="; strings.Join(names, " ") != want {
+		t.Errorf("items %v, want %s", names, want)
+	}
+	if len(got.Skipped) != 2 || got.Skipped[0].Reason != differ.ReasonEmpty || !strings.HasPrefix(got.Skipped[1].Reason, "too large") {
+		t.Errorf("skipped = %+v", got.Skipped)
+	}
+	if len(failures) != 1 || failures[0].PolicyName != "d" || !strings.Contains(failures[0].Error, "502") {
+		t.Errorf("failures = %+v", failures)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	reg := map[string]policy.Entry{}
+	var renameAll, deleteAll policy.Plan
+	for i := 0; i < 20; i++ {
+		name := string(rune('가' + i))
+		reg[name] = entry(name, i)
+		deleteAll.Items = append(deleteAll.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
+		renameAll.Items = append(renameAll.Items,
+			policy.Item{Action: policy.ActAdd, PolicyName: name + " 개정", SHA: sha(i)},
+			policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
+	}
+	if err := differ.Guard(deleteAll, reg); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
+		t.Errorf("an empty tree: %v", err)
+	}
+	if err := differ.Guard(renameAll, reg); err != nil {
+		t.Errorf("renaming every file loses nothing: %v", err)
+	}
+	some := policy.Plan{Items: deleteAll.Items[:11]}
+	if err := differ.Guard(some, reg); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
+		t.Errorf("11 of 20 lost: %v", err)
+	}
+	if err := differ.Guard(policy.Plan{Items: deleteAll.Items[:4]}, reg); err != nil {
+		t.Errorf("4 of 20 lost is under the threshold: %v", err)
+	}
+	if err := differ.Guard(deleteAll, nil); err != nil {
+		t.Errorf("an empty registry has nothing to lose: %v", err)
+	}
+}
+
+func TestCarryOver_KeepsWhatTheRunDidNotLookAt(t *testing.T) {
+	scope := map[string]bool{"a": true}
+	prevSkips := []policy.Skip{{PolicyName: "a", Path: "a.md"}, {PolicyName: "b", Path: "b.md"}}
+	prevConflicts := []policy.Conflict{{PolicyName: "c", Winner: "1/c.md"}}
+	if !differ.Touches(scope, prevSkips, nil) || differ.Touches(map[string]bool{"z": true}, prevSkips, prevConflicts) {
+		t.Error("Touches: a name in scope that was skipped is touched; others are not")
+	}
+	skips, conflicts := differ.CarryOver(scope, nil, nil, prevSkips, prevConflicts)
+	if len(skips) != 1 || skips[0].PolicyName != "b" || len(conflicts) != 1 {
+		t.Errorf("carried skips %+v conflicts %+v", skips, conflicts)
+	}
+	in, _ := differ.InScope(scope, prevSkips, nil)
+	if len(in) != 1 || in[0].PolicyName != "a" || len(prevSkips) != 2 {
+		t.Errorf("InScope = %+v (input %+v)", in, prevSkips)
+	}
+}

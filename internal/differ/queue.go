@@ -1,0 +1,108 @@
+package differ
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// QueueWork is what a run writes to the queue besides its items' own
+// entries.
+type QueueWork struct {
+	// Requeue are queue entries rewritten clean: the registry already holds
+	// the version the head wants, so the failure they recorded is over.
+	Requeue []policy.QueueEntry
+	// Drop are failed queue entries the head no longer needs written (its
+	// version of the policy is skipped).
+	Drop []string
+}
+
+// HeldBackReason is the skip reason of a version a dead letter holds back.
+func HeldBackReason(name string) string {
+	return "dead letter (syncjob deadletter retry " + name + ")"
+}
+
+// SettleQueue fits the plan to the queue. pending are the failed writes of
+// earlier runs the sync still owes; dead the dead letters. A retried name
+// the head deleted gets a delete (its queue entry goes, nothing is
+// resurrected); one whose registry entry already matches the head gets its
+// queue entry rewritten clean; one whose head version is skipped has its
+// queue entry dropped. A dead letter's version is held back (a skip) until a
+// person retries it; another version of the same policy goes ahead. Puts
+// stay before deletes.
+func SettleQueue(plan policy.Plan, desired map[string]policy.Desired, entries map[string]policy.Entry,
+	pending map[string]policy.QueueEntry, dead map[string]policy.DeadLetter, now time.Time) (policy.Plan, QueueWork) {
+	planned := map[string]bool{}
+	for _, it := range plan.Items {
+		planned[it.PolicyName] = true
+	}
+	skipped := map[string]bool{}
+	for _, sk := range plan.Skipped {
+		skipped[sk.PolicyName] = true
+	}
+	plan.Items = slices.Clone(plan.Items)
+	var work QueueWork
+	for _, name := range slices.Sorted(maps.Keys(pending)) {
+		d, want := desired[name]
+		switch {
+		case planned[name]:
+		case skipped[name]:
+			work.Drop = append(work.Drop, name)
+		case !want:
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: entries[name].SHA, OldPath: entries[name].Path})
+		default:
+			op := pending[name].Operation
+			if op == policy.OpDelete {
+				op = policy.OpUpdate
+			}
+			work.Requeue = append(work.Requeue, policy.QueueEntry{PolicyName: name, SHA: d.SHA, Operation: op, CreatedAt: now.UTC().Format(policy.TimeLayout)})
+		}
+	}
+	plan.Items = slices.DeleteFunc(plan.Items, func(it policy.Item) bool {
+		held := holdsBack(dead, it)
+		if held {
+			plan.Skipped = append(plan.Skipped, policy.Skip{PolicyName: it.PolicyName, Path: it.Path, Reason: HeldBackReason(it.PolicyName)})
+		}
+		return held
+	})
+	slices.SortStableFunc(plan.Items, func(a, b policy.Item) int { return isDelete(a) - isDelete(b) })
+	return plan, work
+}
+
+// holdsBack reports whether a dead letter holds back the item: the same
+// version of the same policy, or a delete of it, was given up on.
+func holdsBack(dead map[string]policy.DeadLetter, it policy.Item) bool {
+	dl, ok := dead[it.PolicyName]
+	if !ok {
+		return false
+	}
+	if it.Action == policy.ActDelete {
+		return dl.Operation == policy.OpDelete
+	}
+	return dl.Operation != policy.OpDelete && dl.SHA == it.SHA
+}
+
+// SupersededDeadLetters returns the dead letters whose policy the plan
+// writes anyway: another version goes ahead, so the given-up one is history.
+func SupersededDeadLetters(plan policy.Plan, dead map[string]policy.DeadLetter) []string {
+	var out []string
+	for _, it := range plan.Items {
+		if _, ok := dead[it.PolicyName]; ok {
+			out = append(out, it.PolicyName)
+		}
+	}
+	return out
+}
+
+// QueueOp is the queue operation that records a failure of the item.
+func QueueOp(it policy.Item) string {
+	switch it.Action {
+	case policy.ActAdd:
+		return policy.OpAdd
+	case policy.ActDelete:
+		return policy.OpDelete
+	}
+	return policy.OpUpdate
+}

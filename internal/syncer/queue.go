@@ -1,0 +1,95 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/queue"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// pendingRetries returns the failed writes of earlier runs that the sync
+// still owes: failed queue entries whose registry entry does not hold their
+// version. Entries a worker failed (the registry holds their version) are
+// the worker's, not the sync's.
+func (r *run) pendingRetries(ctx context.Context) (map[string]policy.QueueEntry, error) {
+	failed, err := r.Registry.FailedQueue(ctx)
+	var bad *registry.DecodeError
+	if errors.As(err, &bad) {
+		r.log.Warn("queue entries unreadable", logkey.Error, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("registry: read queue: %w", err)
+	}
+	pending := map[string]policy.QueueEntry{}
+	for name, q := range failed {
+		cur, present, err := r.Registry.Policy(ctx, name)
+		if errors.As(err, &bad) {
+			// unreadable: the retried write replaces it
+			r.log.Warn("registry entry unreadable", logkey.Policy, name, logkey.Error, err)
+			present = false
+		} else if err != nil {
+			return nil, err
+		}
+		if queue.SyncPending(q, cur, present) {
+			pending[name] = q
+		}
+	}
+	return pending, nil
+}
+
+// recordFailures writes, for every failed add, update or delete, its queue
+// entry with one more failure, or its dead letter at the last one. A failed
+// move cannot be recorded (its queue entry would look done): the run fails
+// and the next run's compare sees it again.
+func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []policy.Failure, pending map[string]policy.QueueEntry) error {
+	items := make(map[string]policy.Item, len(plan.Items))
+	for _, it := range plan.Items {
+		items[it.PolicyName] = it
+	}
+	var (
+		writes   []registry.Write
+		unrecord []string
+	)
+	for _, f := range failures {
+		it, ok := items[f.PolicyName]
+		if !ok || it.Action == policy.ActMove {
+			unrecord = append(unrecord, f.PolicyName)
+			continue
+		}
+		writes = append(writes, r.failureWrites(it, f, pending)...)
+	}
+	var errs []error
+	if len(unrecord) > 0 {
+		errs = append(errs, fmt.Errorf("cannot queue for retry: %v", unrecord))
+	}
+	for batch := range slices.Chunk(writes, r.opt.BatchSize) {
+		if failed := r.Registry.Write(ctx, batch...); len(failed) > 0 {
+			errs = append(errs, &registry.BatchError{Op: "record failures", Failed: failed})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// failureWrites records one more failure of the item: its queue entry, or at
+// the last failure its dead letter in place of the queue entry.
+func (r *run) failureWrites(it policy.Item, f policy.Failure, pending map[string]policy.QueueEntry) []registry.Write {
+	q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: differ.QueueOp(it), CreatedAt: r.start.Format(policy.TimeLayout)}
+	if it.Action == policy.ActDelete {
+		q.SHA = it.OldSHA
+	}
+	if prev, ok := pending[it.PolicyName]; ok && prev.SHA == q.SHA && prev.Operation == q.Operation {
+		q = prev // the same write failed again: count on
+	}
+	next, dead := queue.Failed(q, f.Error, r.start)
+	if dead != nil {
+		r.log.Error("dead letter", logkey.Policy, it.PolicyName, logkey.Error, f.Error, logkey.RetryCount, next.RetryCount)
+		return []registry.Write{registry.PutDeadLetter(*dead), registry.DeleteQueue(it.PolicyName)}
+	}
+	r.log.Warn("failure queued for retry", logkey.Policy, it.PolicyName, logkey.RetryCount, next.RetryCount)
+	return []registry.Write{registry.PutQueue(next)}
+}
