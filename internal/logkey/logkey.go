@@ -30,6 +30,7 @@ const (
 	Winner     = "winner"
 	Losers     = "losers"
 	Files      = "files"
+	Entries    = "entries"
 	Puts       = "puts"
 	Deletes    = "deletes"
 	RetryCount = "retryCount"
@@ -55,11 +56,13 @@ const (
 	Phases          = "phasesMs"
 )
 
-// HTTP and retries.
+// HTTP and retries. Attempt and Try both number a retry (1 for the first):
+// GitHub's lines say attempt, Cloudflare's try.
 const (
 	Op      = "op"
 	Method  = "method"
 	Attempt = "attempt"
+	Try     = "try"
 	Wait    = "wait"
 	Window  = "window"
 )
