@@ -1,24 +1,17 @@
 package github
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 
 	gh "github.com/google/go-github/v66/github"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 )
 
 // blobConcurrency bounds parallel blob requests (GitHub frowns on bursts).
@@ -59,12 +52,12 @@ func (s *Source) Contents(ctx context.Context, commit string, files []policy.Fil
 		switch {
 		case err == nil:
 			if n := len(order) - len(got); n > 0 {
-				s.log.InfoContext(ctx, "archive lacks or alters files, reading blobs", keyCommit, commit, keyFiles, n)
+				s.log.InfoContext(ctx, "archive lacks or alters files, reading blobs", logkey.Commit, commit, logkey.Files, n)
 			}
 		case fatal(ctx, err):
 			return got, failed, err
 		default:
-			s.log.WarnContext(ctx, "archive unavailable, reading blobs", keyCommit, commit, keyFiles, len(order)-len(got), keyError, s.scrub(err.Error()))
+			s.log.WarnContext(ctx, "archive unavailable, reading blobs", logkey.Commit, commit, logkey.Files, len(order)-len(got), logkey.Error, redact.String(err.Error(), s.token))
 		}
 	}
 
@@ -134,122 +127,7 @@ func (s *Source) fromBlobs(ctx context.Context, files []policy.File, got map[str
 	return ctx.Err()
 }
 
-// fromArchive reads the wanted paths from the commit's tarball into got.
-// An error is fatal (see fatal) or means "read the rest from blobs".
-func (s *Source) fromArchive(ctx context.Context, commit string, want map[string]policy.File, got map[string][]byte, p *progress) error {
-	op := "get archive link " + commit
-	var link *url.URL
-	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
-		// GetArchiveLink bypasses http.Client (and its timeout): bound each attempt here.
-		if s.timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.timeout)
-			defer cancel()
-		}
-		u, resp, err := s.client.Repositories.GetArchiveLink(ctx, s.owner, s.repo, gh.Tarball, &gh.RepositoryContentGetOptions{Ref: commit}, 1)
-		if err != nil && resp != nil && resp.Response != nil && statusOf(err) == 0 {
-			err = &statusError{status: resp.StatusCode, header: resp.Header}
-		}
-		link = u
-		return resp, err
-	})
-	if err != nil {
-		return s.translate(op, err)
-	}
-	if link == nil || link.String() == "" {
-		return s.redact(fmt.Errorf("github: %s: no download location", op))
-	}
-	if !link.IsAbs() {
-		link = s.client.BaseURL.ResolveReference(link)
-	}
-
-	op = "download archive " + commit
-	err = s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
-		return nil, s.download(ctx, link, want, got, p)
-	})
-	if err != nil {
-		return s.translate(op, err)
-	}
-	return nil
-}
-
-// download streams the tarball, keeping the wanted regular files whose bytes
-// are their blob's (see sameBlob); it stops as soon as every wanted path is read.
-func (s *Source) download(ctx context.Context, link *url.URL, want map[string]policy.File, got map[string][]byte, p *progress) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link.String(), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			ue.URL = sanitize(link)
-		}
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return &statusError{status: resp.StatusCode, header: resp.Header, message: strings.TrimSpace(string(body))}
-	}
-	zr, err := gzip.NewReader(resp.Body)
-	if err != nil {
-		return fmt.Errorf("read gzip: %w", err)
-	}
-	tr := tar.NewReader(zr)
-	for len(got) < len(want) {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read tar: %w", err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		// Every entry sits under one top folder "{owner}-{repo}-{sha7}/".
-		_, path, ok := strings.Cut(h.Name, "/")
-		if !ok {
-			continue
-		}
-		f, wanted := want[path]
-		if !wanted {
-			continue
-		}
-		if _, done := got[path]; done {
-			continue
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		if !sameBlob(f.SHA, data) {
-			continue // rewritten on export (export-subst, eol, ...): read the blob
-		}
-		got[path] = data
-		p.add()
-	}
-	return nil
-}
-
-// sameBlob says whether data is the content of the blob sha, i.e. hashes to
-// it as git does (sha1 of "blob <len>\x00<content>"). A file without a blob
-// sha cannot be checked, so its archive bytes are taken as they are.
-func sameBlob(sha string, data []byte) bool {
-	if !isSHA(sha) {
-		return true
-	}
-	h := sha1.New()
-	h.Write([]byte("blob " + strconv.Itoa(len(data)) + "\x00"))
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil)) == sha
-}
-
-// sanitize drops the query (a signed download token) and user info of a URL.
-func sanitize(u *url.URL) string {
-	c := *u
-	c.RawQuery, c.User, c.Fragment = "", nil, ""
-	return c.String()
+// fatal says whether an error must stop a whole run rather than one file.
+func fatal(ctx context.Context, err error) bool {
+	return errors.Is(err, policy.ErrRateLimited) || errors.Is(err, policy.ErrConfig) || ctx.Err() != nil
 }

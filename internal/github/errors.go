@@ -1,13 +1,9 @@
 package github
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +11,8 @@ import (
 	gh "github.com/google/go-github/v66/github"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
+	"github.com/knue/syncjob/internal/retry"
 )
 
 // statusError is a non-success answer to a request go-github does not check
@@ -31,47 +29,6 @@ func (e *statusError) Error() string {
 		msg += ": " + e.message
 	}
 	return msg
-}
-
-// do runs call, retrying transient failures after the backoff waits. It
-// returns the last error untranslated.
-func (s *Source) do(ctx context.Context, op string, call func(ctx context.Context) (*gh.Response, error)) error {
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		_, err := call(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if attempt >= len(s.backoff) || !retryable(err) {
-			return err
-		}
-		wait := s.backoff[attempt]
-		s.log.WarnContext(ctx, "retrying request", keyOp, op, keyAttempt, attempt+1, keyWait, wait, keyError, s.scrub(err.Error()))
-		if err := s.sleep(ctx, wait); err != nil {
-			return err
-		}
-	}
-}
-
-// retryable: network errors, timeouts and 5xx; never 4xx or rate limits.
-func retryable(err error) bool {
-	var rl *gh.RateLimitError
-	var abuse *gh.AbuseRateLimitError
-	if errors.As(err, &rl) || errors.As(err, &abuse) {
-		return false
-	}
-	if st := statusOf(err); st != 0 {
-		return st >= 500
-	}
-	var netErr net.Error
-	var urlErr *url.Error
-	return errors.As(err, &netErr) || errors.As(err, &urlErr) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // statusOf is the HTTP status of an error answer, 0 when there was none.
@@ -139,10 +96,8 @@ func rateLimitOf(err error, now time.Time) *policy.RateLimitError {
 		return &policy.RateLimitError{API: "github", Kind: "primary", RetryAt: resetAt(header)}
 	case retryAfter != "" || strings.Contains(msg, "secondary rate limit") || strings.Contains(msg, "abuse"):
 		e := &policy.RateLimitError{API: "github", Kind: "secondary", RetryAt: resetAt(header)}
-		if secs, err := strconv.ParseInt(retryAfter, 10, 64); err == nil {
-			e.RetryAt = now.Add(time.Duration(secs) * time.Second).Truncate(time.Second)
-		} else if t, err := http.ParseTime(retryAfter); err == nil {
-			e.RetryAt = t
+		if at, ok := retry.At(retryAfter, now); ok {
+			e.RetryAt = at.Truncate(time.Second)
 		}
 		return e
 	case strings.Contains(msg, "rate limit"):
@@ -164,17 +119,17 @@ func resetAt(h http.Header) time.Time {
 // wrapped "github: {op}: ...".
 func (s *Source) translate(op string, err error) error {
 	if rl := rateLimitOf(err, s.now()); rl != nil {
-		return s.redact(fmt.Errorf("github: %s: %w", op, rl))
+		return redact.Error(fmt.Errorf("github: %s: %w", op, rl), s.token)
 	}
 	switch statusOf(err) {
 	case http.StatusUnauthorized:
-		return s.redact(fmt.Errorf("github: %s: bad credentials (check GITHUB_TOKEN): %w", op, policy.ErrConfig))
+		return redact.Error(fmt.Errorf("github: %s: bad credentials (check GITHUB_TOKEN): %w", op, policy.ErrConfig), s.token)
 	case http.StatusForbidden:
-		return s.redact(fmt.Errorf("github: %s: access forbidden: %w: %w", op, policy.ErrConfig, err))
+		return redact.Error(fmt.Errorf("github: %s: access forbidden: %w: %w", op, policy.ErrConfig, err), s.token)
 	case http.StatusNotFound:
-		return s.redact(fmt.Errorf("github: %s: %w: %w", op, policy.ErrNotFound, err))
+		return redact.Error(fmt.Errorf("github: %s: %w: %w", op, policy.ErrNotFound, err), s.token)
 	}
-	return s.redact(fmt.Errorf("github: %s: %w", op, concise(err)))
+	return redact.Error(fmt.Errorf("github: %s: %w", op, concise(err)), s.token)
 }
 
 // httpError is a GitHub error answer told briefly: the operation already
@@ -198,27 +153,4 @@ func concise(err error) error {
 		msg = http.StatusText(er.Response.StatusCode)
 	}
 	return &httpError{status: er.Response.StatusCode, message: msg, err: err}
-}
-
-// redactedError hides the token in an error's text.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-func (s *Source) redact(err error) error {
-	if err == nil || s.token == "" || !strings.Contains(err.Error(), s.token) {
-		return err
-	}
-	return &redactedError{msg: s.scrub(err.Error()), err: err}
-}
-
-func (s *Source) scrub(msg string) string {
-	if s.token == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, s.token, "[REDACTED]")
 }

@@ -33,3 +33,21 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+t.token)
 	return t.next.RoundTrip(r)
 }
+
+// newHTTPClient is hc (its Timeout and Jar) with its transport wrapped: every
+// request is counted in n, and the token is sent to apiHost only.
+func newHTTPClient(hc *http.Client, token, apiHost string, n *atomic.Int64) *http.Client {
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &http.Client{
+		Transport: &authTransport{
+			next:  &countingTransport{next: next, n: n},
+			token: token,
+			host:  apiHost,
+		},
+		Timeout: hc.Timeout,
+		Jar:     hc.Jar,
+	}
+}

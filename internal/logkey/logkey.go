@@ -30,6 +30,7 @@ const (
 	Winner     = "winner"
 	Losers     = "losers"
 	Files      = "files"
+	Entries    = "entries"
 	Puts       = "puts"
 	Deletes    = "deletes"
 	RetryCount = "retryCount"
@@ -62,7 +63,7 @@ const (
 	Budget = "budget"
 )
 
-// HTTP and retries.
+// HTTP and retries. Attempt numbers a retry (1 for the first).
 const (
 	Op      = "op"
 	Method  = "method"

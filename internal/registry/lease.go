@@ -97,7 +97,7 @@ func (r *Registry) ReleaseLease(ctx context.Context, owner string, now time.Time
 // that batches it with other writes (RecordRun).
 func LeaseRelease(owner string, now time.Time) Write {
 	at := now.UTC().Format(policy.TimeLayout)
-	return withTTL(policy.LeaseKey, mustJSON(Lease{Owner: owner, AcquiredAt: at, ExpiresAt: at}), policy.MinTTLSeconds*time.Second)
+	return withTTL(policy.LeaseKey, MustJSON(Lease{Owner: owner, AcquiredAt: at, ExpiresAt: at}), policy.MinTTLSeconds*time.Second)
 }
 
 // BreakLease removes the lease whoever holds it: for a person who knows the
@@ -110,7 +110,7 @@ func (r *Registry) BreakLease(ctx context.Context) error {
 }
 
 func (r *Registry) writeLease(ctx context.Context, owner string, now, until time.Time) error {
-	value := mustJSON(Lease{Owner: owner, AcquiredAt: now.UTC().Format(policy.TimeLayout), ExpiresAt: until.UTC().Format(policy.TimeLayout)})
+	value := MustJSON(Lease{Owner: owner, AcquiredAt: now.UTC().Format(policy.TimeLayout), ExpiresAt: until.UTC().Format(policy.TimeLayout)})
 	if failed := r.Write(ctx, withTTL(policy.LeaseKey, value, until.Sub(now))); failed != nil {
 		return fmt.Errorf("registry: write lease: %w", failed[policy.LeaseKey])
 	}

@@ -79,11 +79,11 @@ type policyMetadata struct {
 // active, the metadata is {"sha"} alone and readers Get the value.
 func PolicyPair(e policy.Entry) Pair {
 	legacy := e.FileNo != "" || e.PreviewURL != "" || e.DownloadURL != ""
-	meta := mustJSON(policyMetadata{SHA: e.SHA, Path: &e.Path, Title: &e.Title, LastUpdated: &e.LastUpdated, Legacy: legacy})
+	meta := MustJSON(policyMetadata{SHA: e.SHA, Path: &e.Path, Title: &e.Title, LastUpdated: &e.LastUpdated, Legacy: legacy})
 	if len(meta) > policy.MaxMetadataBytes || e.Status != policy.StatusActive {
-		meta = mustJSON(policyMetadata{SHA: e.SHA, Legacy: legacy})
+		meta = MustJSON(policyMetadata{SHA: e.SHA, Legacy: legacy})
 	}
-	return Pair{Key: PolicyKey(e.PolicyName), Value: mustJSON(e), Metadata: meta}
+	return Pair{Key: PolicyKey(e.PolicyName), Value: MustJSON(e), Metadata: meta}
 }
 
 // entryFromMetadata returns the Entry a listed policy key's metadata
@@ -107,12 +107,12 @@ func entryFromMetadata(it Item) (policy.Entry, bool) {
 // QueuePair encodes q as queue:{q.PolicyName}, with metadata saying whether
 // it records a failure, so a listing finds the failures without reading values.
 func QueuePair(q policy.QueueEntry) Pair {
-	return Pair{Key: QueueKey(q.PolicyName), Value: mustJSON(q), Metadata: mustJSON(queueMetadata{SHA: q.SHA, RetryCount: q.RetryCount, Failed: q.ErrorMessage != nil})}
+	return Pair{Key: QueueKey(q.PolicyName), Value: MustJSON(q), Metadata: MustJSON(queueMetadata{SHA: q.SHA, RetryCount: q.RetryCount, Failed: q.ErrorMessage != nil})}
 }
 
 // DeadLetterPair encodes d as dead-letter:{d.PolicyName}.
 func DeadLetterPair(d policy.DeadLetter) Pair {
-	return Pair{Key: DeadLetterKey(d.PolicyName), Value: mustJSON(d)}
+	return Pair{Key: DeadLetterKey(d.PolicyName), Value: MustJSON(d)}
 }
 
 // Policies returns every policy:{name} entry by name (the key without its
@@ -274,7 +274,7 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 // with are written in the first batch too (a run releases its lease there
 // with LeaseRelease, saving a request).
 func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, with ...Write) error {
-	value := mustJSON(s)
+	value := MustJSON(s)
 	history := Pair{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL}
 	last := Pair{Key: policy.LastRunKey, Value: value}
 	if out := r.Write(ctx, append([]Write{{put: &history}, {put: &last}}, with...)...); out != nil {
@@ -416,7 +416,7 @@ func decodeObject(raw []byte, v any) error {
 
 // mustJSON encodes v without HTML escaping (titles keep their '&'). The
 // domain types always encode, so an error is a programming error.
-func mustJSON(v any) []byte {
+func MustJSON(v any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

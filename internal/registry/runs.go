@@ -19,7 +19,7 @@ type runMetadata struct {
 }
 
 func runMetadataOf(s policy.RunSummary) json.RawMessage {
-	return mustJSON(runMetadata{Status: s.Status, BillableWrites: s.BillableWrites})
+	return MustJSON(runMetadata{Status: s.Status, BillableWrites: s.BillableWrites})
 }
 
 // RunRef is one run of the history as a listing shows it.
@@ -81,7 +81,7 @@ func runTime(key string) (time.Time, bool) {
 // RunTTL): for a run that must not replace lastRun, such as one that found
 // another run holding the lease.
 func (r *Registry) RecordHistory(ctx context.Context, s policy.RunSummary, at time.Time) error {
-	if out := r.store.Put(ctx, []Pair{{Key: RunKey(at, s.RunID), Value: mustJSON(s), Metadata: runMetadataOf(s), TTL: RunTTL}}); out != nil {
+	if out := r.store.Put(ctx, []Pair{{Key: RunKey(at, s.RunID), Value: MustJSON(s), Metadata: runMetadataOf(s), TTL: RunTTL}}); out != nil {
 		return &BatchError{Op: "record run history", Failed: out}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -191,83 +192,113 @@ func parseRoute(r *http.Request) route {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rt := parseRoute(r)
 	sw := &statusWriter{ResponseWriter: w}
+	total, fault, answered := s.record(r, rt)
+	defer func() { answered(sw.status) }()
+	setRateLimitHeaders(sw.Header(), total)
 
+	if fault != nil {
+		s.fail(sw, r, fault)
+		return
+	}
+	if r.Method != http.MethodGet {
+		writeError(sw, http.StatusNotFound, "Not Found")
+		return
+	}
+	if !s.authorized(sw, r, rt) {
+		return
+	}
+	if rt.kind == KindUnknown || !strings.EqualFold(rt.owner, s.owner) || !strings.EqualFold(rt.name, s.name) {
+		writeError(sw, http.StatusNotFound, "Not Found")
+		return
+	}
+	s.dispatch(sw, r, rt)
+}
+
+// record counts and logs a request and draws its fault, under the lock. It
+// returns the number of requests so far, the fault (nil for none) and
+// answered, which records the status the request was answered with.
+func (s *Server) record(r *http.Request, rt route) (total int, fault *Fault, answered func(status int)) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.counts[rt.kind]++
-	total := s.counts.Total()
 	idx := len(s.log)
 	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Kind: rt.kind, Header: r.Header.Clone()})
-	fault := s.nextFault(rt.kind)
-	s.mu.Unlock()
-	defer func() {
+	answered = func(status int) {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		if idx < len(s.log) && s.log[idx].Kind == rt.kind {
-			s.log[idx].Status = sw.status
+			s.log[idx].Status = status
 		}
-		s.mu.Unlock()
-	}()
+	}
+	return s.counts.Total(), s.nextFault(rt.kind), answered
+}
 
-	h := sw.Header()
+// setRateLimitHeaders sets the rate-limit headers GitHub sends with every
+// answer, total requests into the hour's 5,000.
+func setRateLimitHeaders(h http.Header, total int) {
 	h.Set("X-RateLimit-Limit", "5000")
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(5000-total, 1)))
 	h.Set("X-RateLimit-Used", strconv.Itoa(min(total, 4999)))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")
 	h.Set("X-GitHub-Media-Type", "github.v3; format=json")
+}
 
-	if fault != nil {
-		if fault.Hang {
-			select {
-			case <-r.Context().Done():
-			case <-s.done:
-			case <-time.After(time.Minute):
-			}
-			return
+// fail answers with fault: its status, headers and body, or no answer at all
+// until the client gives up (or the server closes, or a minute passes).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, fault *Fault) {
+	if fault.Hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		case <-time.After(time.Minute):
 		}
-		for k, v := range fault.Header {
-			h[k] = v
-		}
-		writeJSONRaw(sw, fault.Status, fault.Body)
 		return
 	}
+	for k, v := range fault.Header {
+		w.Header()[k] = v
+	}
+	writeJSONRaw(w, fault.Status, fault.Body)
+}
 
-	if r.Method != http.MethodGet {
-		writeError(sw, http.StatusNotFound, "Not Found")
-		return
+// authorized checks the token of an API request when Server.Token is set:
+// without one GitHub answers 404 (a private repository is not shown), with a
+// wrong one 401. The archive download carries its own signature instead.
+// It answers the request when it returns false.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request, rt route) bool {
+	if rt.kind == KindArchive || s.Token == "" {
+		return true
 	}
-	if rt.kind != KindArchive && s.Token != "" {
-		auth := r.Header.Get("Authorization")
-		switch auth {
-		case "Bearer " + s.Token, "token " + s.Token:
-		case "":
-			writeError(sw, http.StatusNotFound, "Not Found")
-			return
-		default:
-			writeJSONRaw(sw, http.StatusUnauthorized, jsonMessage("Bad credentials", "https://docs.github.com/rest"))
-			return
-		}
+	switch r.Header.Get("Authorization") {
+	case "Bearer " + s.Token, "token " + s.Token:
+		return true
+	case "":
+		writeError(w, http.StatusNotFound, "Not Found")
+	default:
+		writeJSONRaw(w, http.StatusUnauthorized, jsonMessage("Bad credentials", "https://docs.github.com/rest"))
 	}
-	if rt.kind == KindUnknown || !strings.EqualFold(rt.owner, s.owner) || !strings.EqualFold(rt.name, s.name) {
-		writeError(sw, http.StatusNotFound, "Not Found")
-		return
-	}
+	return false
+}
+
+// dispatch answers a request for this repository by its endpoint kind.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, rt route) {
 	switch rt.kind {
 	case KindCommitSHA:
-		s.serveCommitSHA(sw, r, rt.arg)
+		s.serveCommitSHA(w, r, rt.arg)
 	case KindCommit:
-		s.serveCommit(sw, rt.arg)
+		s.serveCommit(w, rt.arg)
 	case KindBranch:
-		s.serveBranch(sw, rt.arg)
+		s.serveBranch(w, rt.arg)
 	case KindTree:
-		s.serveTree(sw, r, rt.arg)
+		s.serveTree(w, r, rt.arg)
 	case KindCompare:
-		s.serveCompare(sw, r, rt.arg)
+		s.serveCompare(w, r, rt.arg)
 	case KindBlob:
-		s.serveBlob(sw, r, rt.arg)
+		s.serveBlob(w, r, rt.arg)
 	case KindArchiveLink:
-		s.serveArchiveLink(sw, rt.arg)
+		s.serveArchiveLink(w, rt.arg)
 	case KindArchive:
-		s.serveArchive(sw, rt.arg)
+		s.serveArchive(w, rt.arg)
 	}
 }
 
@@ -488,47 +519,16 @@ func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead s
 		return
 	}
 	mergeBase := strings.TrimSpace(string(mbOut))
-	count := func(rng string) (int, error) {
-		out, err := s.repo.git(nil, "rev-list", "--count", rng, "--")
-		if err != nil {
-			return 0, err
-		}
-		return strconv.Atoi(strings.TrimSpace(string(out)))
-	}
-	ahead, err1 := count(base + ".." + head)
-	behind, err2 := count(head + ".." + base)
-	if err1 != nil || err2 != nil {
+	ahead, behind, err := s.aheadBehind(base, head)
+	if err != nil {
 		writeError(w, http.StatusInternalServerError, "rev-list failed")
 		return
 	}
-	status := "diverged"
-	switch {
-	case ahead == 0 && behind == 0:
-		status = "identical"
-	case behind == 0:
-		status = "ahead"
-	case ahead == 0:
-		status = "behind"
-	}
-
-	page, perPage := 1, 250
-	if v, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && v > 0 {
-		page = v
-	}
-	if v, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && v > 0 {
-		perPage = min(v, 250)
-	}
-	commits, err := s.commits("--reverse", "--topo-order", base+".."+head, "--")
+	commits, err := s.commitPage(r, base, head)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	from := min((page-1)*perPage, len(commits))
-	commits = commits[from:min(from+perPage, len(commits))]
-	if commits == nil {
-		commits = []commitJSON{}
-	}
-
 	files, err := s.diffFiles(mergeBase, head)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
@@ -542,7 +542,7 @@ func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead s
 	}
 	writeJSON(w, map[string]any{
 		"url":               s.api("compare/%s...%s", baseRef, headRef),
-		"status":            status,
+		"status":            compareStatus(ahead, behind),
 		"ahead_by":          ahead,
 		"behind_by":         behind,
 		"total_commits":     ahead,
@@ -551,6 +551,55 @@ func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead s
 		"commits":           commits,
 		"files":             files,
 	})
+}
+
+// aheadBehind counts the commits head has that base lacks, and the reverse.
+func (s *Server) aheadBehind(base, head string) (ahead, behind int, err error) {
+	count := func(rng string) (int, error) {
+		out, err := s.repo.git(nil, "rev-list", "--count", rng, "--")
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(strings.TrimSpace(string(out)))
+	}
+	ahead, err1 := count(base + ".." + head)
+	behind, err2 := count(head + ".." + base)
+	return ahead, behind, errors.Join(err1, err2)
+}
+
+// compareStatus is GitHub's name for how head relates to base.
+func compareStatus(ahead, behind int) string {
+	switch {
+	case ahead == 0 && behind == 0:
+		return "identical"
+	case behind == 0:
+		return "ahead"
+	case ahead == 0:
+		return "behind"
+	}
+	return "diverged"
+}
+
+// commitPage lists the commits from base to head, oldest first, paged by the
+// request's page and per_page (default 250, GitHub's most).
+func (s *Server) commitPage(r *http.Request, base, head string) ([]commitJSON, error) {
+	page, perPage := 1, 250
+	if v, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && v > 0 {
+		page = v
+	}
+	if v, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && v > 0 {
+		perPage = min(v, 250)
+	}
+	commits, err := s.commits("--reverse", "--topo-order", base+".."+head, "--")
+	if err != nil {
+		return nil, err
+	}
+	from := min((page-1)*perPage, len(commits))
+	commits = commits[from:min(from+perPage, len(commits))]
+	if commits == nil {
+		commits = []commitJSON{}
+	}
+	return commits, nil
 }
 
 // diffFiles lists what changed from base to head as GitHub's compare files,

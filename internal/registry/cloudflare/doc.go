@@ -13,7 +13,9 @@
 // limiter (RequestsPerWindow per Window, default 1,000 of Cloudflare's 1,200,
 // leaving room for other users of the token), then bounded retries with
 // jittered exponential backoff that honour Retry-After, on 429, 5xx, network
-// errors and timeouts. Errors are typed at this edge (see Store).
+// errors and timeouts. The retry loop is internal/retry's, shared with the
+// GitHub adapter; what is retried, and how long to wait, is decided here.
+// Errors are typed at this edge (see Store).
 //
 // Values are sent as JSON strings when they are valid UTF-8 (exact, and a
 // third smaller than base64) and with "base64": true otherwise. Deletes use

@@ -1,0 +1,71 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	gh "github.com/google/go-github/v66/github"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
+)
+
+// maxCompareFiles is how many files GitHub's compare lists at most; a list
+// that long may be cut.
+const maxCompareFiles = 300
+
+// Compare returns the changes from base to head. Errors: policy.ErrCompareUntrusted
+// when the compare cannot drive an incremental run (base or head unknown: 404
+// or 422; status diverged or behind, i.e. a force-push; 300 files or more,
+// GitHub's cap), policy.ErrRateLimited, policy.ErrConfig. Identical commits
+// give an empty changeset.
+func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changeset, error) {
+	rng := base + "..." + head
+	op := "compare " + rng
+	var comp *gh.CommitsComparison
+	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
+		c, resp, err := s.client.Repositories.CompareCommits(ctx, s.owner, s.repo, base, head, nil)
+		comp = c
+		return resp, err
+	})
+	untrusted := func(reason string) error {
+		return redact.Error(fmt.Errorf("github: %s: %w: %s", op, policy.ErrCompareUntrusted, reason), s.token)
+	}
+	if err != nil {
+		if rateLimitOf(err, s.now()) == nil {
+			switch st := statusOf(err); st {
+			case http.StatusNotFound, http.StatusUnprocessableEntity:
+				return policy.Changeset{}, untrusted(fmt.Sprintf("base or head unknown (%d %s)", st, http.StatusText(st)))
+			}
+		}
+		return policy.Changeset{}, s.translate(op, err)
+	}
+	cs := policy.Changeset{Base: base, Head: head}
+	switch st := comp.GetStatus(); st {
+	case "identical":
+		return cs, nil
+	case "ahead":
+	case "diverged", "behind":
+		return policy.Changeset{}, untrusted("head is " + st + " base (history rewritten)")
+	default:
+		return policy.Changeset{}, untrusted(fmt.Sprintf("unknown status %q", st))
+	}
+	if n := len(comp.Files); n >= maxCompareFiles {
+		return policy.Changeset{}, untrusted(fmt.Sprintf("%d files listed, GitHub lists at most %d", n, maxCompareFiles))
+	}
+	for _, f := range comp.Files {
+		c := policy.Change{Status: policy.ChangeStatus(f.GetStatus()), Path: f.GetFilename(), SHA: f.GetSHA()}
+		switch c.Status {
+		case policy.Removed:
+			c.SHA = ""
+		case policy.Renamed, policy.Copied:
+			c.PreviousPath = f.GetPreviousFilename()
+		}
+		if c.Path == "" {
+			return policy.Changeset{}, untrusted("a file without a name")
+		}
+		cs.Changes = append(cs.Changes, c)
+	}
+	return cs, nil
+}

@@ -1,0 +1,50 @@
+package cloudflare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	cf "github.com/cloudflare/cloudflare-go"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
+)
+
+// ErrUnsuccessful fails a key that Cloudflare listed in a bulk answer's
+// unsuccessful_keys: it was not written (or deleted) everywhere and should
+// be retried.
+var ErrUnsuccessful = errors.New("cloudflare reported the key unsuccessful")
+
+// codeKeyNotFound is Cloudflare's error code for a missing key (404).
+const codeKeyNotFound = 10009
+
+// edge translates an error of cloudflare-go (and of the transport under it)
+// into the sentinels of package policy, with the API token scrubbed from its
+// text: Cloudflare's answers can echo what they were sent.
+func (s *Store) edge(ctx context.Context, err error) error {
+	return redact.Error(s.translate(ctx, err), s.cfg.APIToken)
+}
+
+func (s *Store) translate(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	var tries *attemptsError
+	if errors.As(err, &tries) {
+		return tries
+	}
+	var unauthorized *cf.AuthorizationError // 401
+	var forbidden *cf.AuthenticationError   // 403
+	if errors.As(err, &unauthorized) || errors.As(err, &forbidden) {
+		return fmt.Errorf("token refused for account %s (%v): %w", s.cfg.AccountID, err, policy.ErrConfig)
+	}
+	var notFound *cf.NotFoundError
+	if errors.As(err, &notFound) {
+		if notFound.InternalErrorCodeIs(codeKeyNotFound) {
+			return fmt.Errorf("%v: %w", err, policy.ErrNotFound)
+		}
+		return fmt.Errorf("namespace %s not found in account %s (%v): %w", s.cfg.NamespaceID, s.cfg.AccountID, err, policy.ErrConfig)
+	}
+	return err
+}

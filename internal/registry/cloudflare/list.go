@@ -1,0 +1,76 @@
+package cloudflare
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// listLimit is the largest page Cloudflare lists.
+const listLimit = 1000
+
+// listedKey is one key of a listing page.
+type listedKey struct {
+	Name       string          `json:"name"`
+	Expiration int64           `json:"expiration"`
+	Metadata   json.RawMessage `json:"metadata"`
+}
+
+// List implements registry.Store: one request per 1,000 keys; items carry
+// metadata and expiration but no value.
+func (s *Store) List(ctx context.Context, prefix string) ([]registry.Item, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("cloudflare: list %q: %w", prefix, registry.ErrClosed)
+	}
+	var items []registry.Item
+	cursor := ""
+	seen := map[string]bool{}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cloudflare: list %q: %w", prefix, err)
+		}
+		q := url.Values{"limit": {strconv.Itoa(listLimit)}}
+		if prefix != "" {
+			q.Set("prefix", prefix)
+		}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		r, err := s.api.Raw(ctx, http.MethodGet, s.namespacePath("keys")+"?"+q.Encode(), nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("cloudflare: list %q: %w", prefix, s.edge(ctx, err))
+		}
+		var page []listedKey
+		if err := json.Unmarshal(r.Result, &page); err != nil {
+			return nil, fmt.Errorf("cloudflare: list %q: decode page: %w", prefix, err)
+		}
+		for _, k := range page {
+			it := registry.Item{Key: k.Name}
+			if m := bytes.TrimSpace(k.Metadata); len(m) > 0 && string(m) != "null" {
+				it.Metadata = json.RawMessage(bytes.Clone(m))
+			}
+			if k.Expiration > 0 {
+				it.Expiration = time.Unix(k.Expiration, 0).UTC()
+			}
+			items = append(items, it)
+		}
+		if r.ResultInfo == nil || r.ResultInfo.Cursor == "" {
+			break
+		}
+		cursor = r.ResultInfo.Cursor
+		if seen[cursor] {
+			return nil, fmt.Errorf("cloudflare: list %q: cursor repeated", prefix)
+		}
+		seen[cursor] = true
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].Key < items[j].Key })
+	return items, nil
+}

@@ -1,0 +1,73 @@
+package cloudflare
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/knue/syncjob/internal/logkey"
+)
+
+// slidingWindow is the rate limiter every request waits for: at most n
+// requests in any span of length w, so a burst may use the whole budget at
+// once and waits only when the window is full. A 429's Retry-After pauses
+// every caller (see pause).
+type slidingWindow struct {
+	n     int
+	w     time.Duration
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	stamps []time.Time // start times of the requests in the window, oldest first
+	until  time.Time   // no request before this (a 429's Retry-After)
+}
+
+// wait blocks until a request may start and records it.
+func (l *slidingWindow) wait(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d, used, ok := l.take()
+		if ok {
+			return nil
+		}
+		l.log.Info("waiting for the cloudflare rate window", logkey.Wait, d.String(), logkey.Requests, used, logkey.Window, l.w.String())
+		if err := l.sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// take records a request starting now when the window allows it (ok);
+// else it says how long to wait, and how many requests the window holds.
+func (l *slidingWindow) take() (wait time.Duration, used int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	cut := 0
+	for cut < len(l.stamps) && !l.stamps[cut].After(now.Add(-l.w)) {
+		cut++
+	}
+	l.stamps = l.stamps[cut:]
+	switch {
+	case now.Before(l.until):
+		return l.until.Sub(now), len(l.stamps), false
+	case len(l.stamps) >= l.n:
+		return l.stamps[0].Add(l.w).Sub(now), len(l.stamps), false
+	}
+	l.stamps = append(l.stamps, now)
+	return 0, len(l.stamps), true
+}
+
+// pause makes every request wait until t.
+func (l *slidingWindow) pause(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.After(l.until) {
+		l.until = t
+	}
+}
