@@ -6,13 +6,6 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 )
 
-// Content is what was read of one file: its size in bytes and its title
-// (policy.Title of the bytes).
-type Content struct {
-	Size  int64
-	Title string
-}
-
 // errNotReturned fails a file the source neither read nor reported.
 var errNotReturned = errors.New("content not returned")
 
@@ -21,7 +14,7 @@ var errNotReturned = errors.New("content not returned")
 // (its registry entry is kept); a failure, never a delete, when it could not
 // be read (readErrs, or missing from read). A move keeps the title the
 // registry has (entries). The failures name each policy and why.
-func WithContent(plan policy.Plan, read map[string]Content, readErrs map[string]error, entries map[string]policy.Entry, opt Options) (policy.Plan, []policy.Failure) {
+func WithContent(plan policy.Plan, read map[string]policy.Content, readErrs map[string]error, entries map[string]policy.Entry, opt Options) (policy.Plan, []policy.Failure) {
 	var failures []policy.Failure
 	items := make([]policy.Item, 0, len(plan.Items))
 	plan.Skipped = append([]policy.Skip{}, plan.Skipped...)

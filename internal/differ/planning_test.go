@@ -173,7 +173,7 @@ func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
 	if got := len(differ.Unread(plan)); got != 4 {
 		t.Errorf("Unread = %d files, want the 4 adds and updates", got)
 	}
-	read := map[string]differ.Content{"a.md": {Size: 10, Title: "A"}, "b.md": {Size: 0}, "c.md": {Size: 2 << 20, Title: "C"}}
+	read := map[string]policy.Content{"a.md": {Size: 10, Title: "A"}, "b.md": {Size: 0}, "c.md": {Size: 2 << 20, Title: "C"}}
 	got, failures := differ.WithContent(plan, read, map[string]error{"d.md": errors.New("502")}, entries(policy.Entry{PolicyName: "e", Title: "E"}), differ.Options{})
 	var names []string
 	for _, it := range got.Items {

@@ -131,3 +131,19 @@ func (s *Source) fromBlobs(ctx context.Context, files []policy.File, got map[str
 func fatal(ctx context.Context, err error) bool {
 	return errors.Is(err, policy.ErrRateLimited) || errors.Is(err, policy.ErrConfig) || ctx.Err() != nil
 }
+
+// Titles reads what a run keeps of each file at commit: its size and title
+// (policy.Title of its bytes, the policy name as fallback), by path, with
+// Contents' failures and errors.
+func (s *Source) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
+	contents, failed, err := s.Contents(ctx, commit, files)
+	out := make(map[string]policy.Content, len(contents))
+	for path, body := range contents {
+		c := policy.Content{Size: int64(len(body))}
+		if c.Size <= maxSize {
+			c.Title = policy.Title(body, policy.NameOf(path))
+		}
+		out[path] = c
+	}
+	return out, failed, err
+}

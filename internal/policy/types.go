@@ -126,6 +126,14 @@ type DeadLetter struct {
 	Reason string `json:"reason"`
 }
 
+// Content is what a run keeps of one file it read: its size in bytes and
+// its title (Title of its bytes). A file over the size limit is not read
+// whole: its Size is then over the limit (exact when known) and Title empty.
+type Content struct {
+	Size  int64
+	Title string
+}
+
 // Known is what the registry knows of one policy: enough to plan.
 type Known struct {
 	PolicyName string

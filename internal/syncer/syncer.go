@@ -26,9 +26,11 @@ type Source interface {
 	// Compare returns base...head; errors wrap policy.ErrCompareUntrusted when a
 	// full run is needed instead.
 	Compare(ctx context.Context, base, head string) (policy.Changeset, error)
-	// Contents reads files at commit: contents by path, per-path failures, and
-	// an error only when the whole read must abort (rate limit, configuration).
-	Contents(ctx context.Context, commit string, files []policy.File) (map[string][]byte, map[string]error, error)
+	// Titles reads what a run keeps of each file at commit, by path (its
+	// size and title, reading no more than maxSize+1 bytes of one), the
+	// per-path failures, and an error only when the whole read must abort
+	// (rate limit, configuration, the context).
+	Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error)
 	// Requests is the number of HTTP requests made so far.
 	Requests() int64
 }

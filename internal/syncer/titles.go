@@ -14,19 +14,15 @@ import (
 // limit, a configuration error, the context).
 func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry) (policy.Plan, []policy.Failure, error) {
 	files := differ.Unread(plan)
-	read := map[string]differ.Content{}
-	var readErrs map[string]error
+	var (
+		read     map[string]policy.Content
+		readErrs map[string]error
+	)
 	if len(files) > 0 {
 		r.log.Info("reading contents", logkey.Files, len(files))
-		contents, errs, err := r.Source.Contents(ctx, head, files)
-		if err != nil {
+		var err error
+		if read, readErrs, err = r.Source.Titles(ctx, head, files, r.opt.MaxFileSize); err != nil {
 			return plan, nil, err
-		}
-		readErrs = errs
-		for _, f := range files {
-			if body, ok := contents[f.Path]; ok {
-				read[f.Path] = differ.Content{Size: int64(len(body)), Title: policy.Title(body, policy.NameOf(f.Path))}
-			}
 		}
 	}
 	plan, failures := differ.WithContent(plan, read, readErrs, entries, r.opt.differ())
