@@ -109,6 +109,10 @@ type QueueEntry struct {
 	CreatedAt    string  `json:"createdAt"`
 	ErrorMessage *string `json:"errorMessage"`
 	FileNo       string  `json:"fileNo,omitempty"`
+	// AttemptID names the attempt that last failed this entry (a Lambda
+	// request id survives Lambda's own retries of an invocation), so that
+	// an invocation and its automatic retries count as one failure.
+	AttemptID string `json:"attemptId,omitempty"`
 }
 
 // Queue operations. DESIGN.md lists add and update; a delete the sync could
@@ -193,6 +197,9 @@ type Plan struct {
 	Unchanged int        `json:"unchanged"`
 	Skipped   []Skip     `json:"skipped"`
 	Conflicts []Conflict `json:"conflicts"`
+	// HeldBack are versions the head wants that a dead letter holds back
+	// until a person retries it (syncjob deadletter retry).
+	HeldBack []Skip `json:"heldBack,omitempty"`
 }
 
 // Count returns how many items have the action.
@@ -254,4 +261,12 @@ type RunSummary struct {
 	// apply (writes) and record (the run's own metadata; in the log only).
 	PhasesMs    map[string]int64 `json:"phasesMs,omitempty"`
 	LastFullRun string           `json:"lastFullRun,omitempty"`
+	// HeldBack are the versions the head wants that a dead letter holds
+	// back: while there are any, runs are partial.
+	HeldBack []Skip `json:"heldBack,omitempty"`
+	// Dirty says the registry may differ from the head in ways no queue
+	// entry records (the run failed after it began writing, or started
+	// from such a registry and did not repair it): the next run plans from
+	// the head tree, not from a compare.
+	Dirty bool `json:"dirty,omitempty"`
 }

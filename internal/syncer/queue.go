@@ -85,7 +85,7 @@ func (r *run) failureWrites(it policy.Item, f policy.Failure, pending map[string
 	if prev, ok := pending[it.PolicyName]; ok && prev.SHA == q.SHA && prev.Operation == q.Operation {
 		q = prev // the same write failed again: count on
 	}
-	next, dead := queue.Failed(q, f.Error, r.start)
+	next, dead := queue.FailedIn(q, f.Error, r.attempt(), r.start)
 	if dead != nil {
 		r.log.Error("dead letter", logkey.Policy, it.PolicyName, logkey.Error, f.Error, logkey.RetryCount, next.RetryCount)
 		return []registry.Write{registry.PutDeadLetter(*dead), registry.DeleteQueue(it.PolicyName)}

@@ -38,6 +38,10 @@ func (r *run) record(ctx context.Context, out outcome) policy.RunSummary {
 		} else {
 			rerr = r.Registry.RecordRun(rctx, sum, r.start, advance, release...)
 		}
+		if onlyLease(rerr) {
+			r.releaseAgain(rctx, out.lease)
+			rerr = nil
+		}
 		cancel()
 		if rerr != nil {
 			r.log.Error("run not recorded", logkey.Error, rerr)
@@ -76,6 +80,9 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 	}
 	if out.counted != nil {
 		count(&sum, *out.counted)
+	} else if out.mode == ModeUnchanged && out.state.prev != nil {
+		// nothing was planned: what a dead letter held back still is
+		sum.HeldBack = out.state.prev.HeldBack
 	}
 	if out.fullRun {
 		sum.LastFullRun = r.start.Format(time.RFC3339)
@@ -89,11 +96,14 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 		// Failures that are not recorded for retry would be lost if
 		// lastCommit advanced: the next run must see the changes again.
 		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+out.recordErr.Error()
-	case len(sum.Failures) > 0:
+	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0:
 		sum.Status = policy.RunPartial
 	default:
 		sum.Status = policy.RunSuccess
 	}
+	// A failed run that began writing, or that started from a registry a
+	// compare cannot trust, leaves the next run to plan from the head tree.
+	sum.Dirty = sum.Status == policy.RunFailed && (out.wrote || out.state.unclean != "")
 	sum.Requests = r.usage(&sum)
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	return sum
@@ -110,6 +120,7 @@ func count(sum *policy.RunSummary, p policy.Plan) {
 	sum.TotalProcessed = len(p.Items) + p.Unchanged
 	sum.Skipped = append([]policy.Skip{}, p.Skipped...)
 	sum.Conflicts = append([]policy.Conflict{}, p.Conflicts...)
+	sum.HeldBack = append([]policy.Skip(nil), p.HeldBack...)
 }
 
 // usage counts this run's requests per API, and sets on sum what a billing

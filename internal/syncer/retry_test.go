@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
@@ -119,9 +118,11 @@ func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
 		t.Errorf("run after the dead letter: mode %s, want unchanged", res.Summary.Mode)
 	}
-	// A full run holds the dead letter's version back too.
+	// A full run holds the dead letter's version back too, and says so: a
+	// run is partial while a dead letter holds back a version the head wants.
 	res, err := r.run(syncer.Options{Full: true})
-	if err != nil || res.Summary.Updated != 0 {
+	if !errors.Is(err, syncer.ErrPartial) || !strings.Contains(err.Error(), "가") || res.Summary.Updated != 0 ||
+		len(res.Summary.HeldBack) != 1 || res.Summary.HeldBack[0].PolicyName != "가" || res.Summary.Status != policy.RunPartial {
 		t.Errorf("full run: %v, %+v", err, res.Summary)
 	}
 	if p := r.policies(); p["가"].Title != "가" {
@@ -175,15 +176,16 @@ func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
 	r.seed()
 	r.mustRun()
 	r.repo.Write("c/라.md", "# 라\n")
+	r.repo.Write("c/마.md", "# 마\n")
 	r.repo.Commit("add")
-	r.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(502))
+	restore := r.failReads("c/라.md")
 	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("err = %v", err)
 	}
 	if q := r.queueEntries()["라"]; q.ErrorMessage == nil || q.Operation != policy.OpAdd {
 		t.Fatalf("queue:라 = %+v", q)
 	}
-	r.gh.ClearFaults()
+	restore()
 	r.repo.Remove("c/라.md")
 	r.repo.Commit("never mind")
 	r.mustRun()

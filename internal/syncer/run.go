@@ -54,6 +54,7 @@ type outcome struct {
 	counted   *policy.Plan
 	failures  []policy.Failure
 	recordErr error // failures that could not be recorded for retry
+	wrote     bool  // the run began writing policies and queue entries
 	fullRun   bool  // a full run that applied everything
 	err       error // why the run stopped
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,6 +75,7 @@ type faultRule struct {
 	fault     Fault
 	rng       *rand.Rand
 	p         float64
+	within    string // only requests whose path contains it; "" for all
 }
 
 // FailNext answers the next n requests of an endpoint kind (AnyKind for all)
@@ -94,6 +96,15 @@ func (s *Server) FailRandom(kind string, seed uint64, p float64, fault Fault) {
 	s.faults = append(s.faults, &faultRule{kind: kind, fault: fault, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), p: p})
 }
 
+// FailWithin answers every request of an endpoint kind whose URL path
+// contains within (a blob sha, say) with fault, from now on: one file that
+// cannot be read while the others can.
+func (s *Server) FailWithin(kind, within string, fault Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &faultRule{kind: kind, remaining: -1, fault: fault, within: within})
+}
+
 // ClearFaults removes every fault rule.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
@@ -101,10 +112,11 @@ func (s *Server) ClearFaults() {
 	s.faults = nil
 }
 
-// nextFault picks the fault for a request of kind, if any; s.mu must be held.
-func (s *Server) nextFault(kind string) *Fault {
+// nextFault picks the fault for a request of kind to path, if any; s.mu
+// must be held.
+func (s *Server) nextFault(kind, path string) *Fault {
 	for _, r := range s.faults {
-		if r.kind != AnyKind && r.kind != kind {
+		if (r.kind != AnyKind && r.kind != kind) || !strings.Contains(path, r.within) {
 			continue
 		}
 		if r.rng != nil {
