@@ -115,7 +115,7 @@ type QueueEntry struct {
 	AttemptID string `json:"attemptId,omitempty"`
 }
 
-// Queue operations. DESIGN.md lists add and update; a delete the sync could
+// Queue operations. The schema lists add and update; a delete the sync could
 // not make needs a record too (OpDelete), retried like the others.
 const (
 	OpAdd    = "add"

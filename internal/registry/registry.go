@@ -20,7 +20,7 @@ const RunTTL = 90 * 24 * time.Hour
 // 13 digits (and sort newest first) until the year 2286.
 const maxInvertedMillis = 9999999999999
 
-// Registry reads and writes the registry schema (DESIGN.md "Registry
+// Registry reads and writes the registry schema (docs/design.md "Registry
 // schema") over a Store. It holds no state of its own: two Registry values
 // over one Store see the same thing.
 type Registry struct {
@@ -57,7 +57,7 @@ func RunKey(at time.Time, runID string) string {
 }
 
 // policyMetadata is the metadata of a policy key. The sha lets a listing
-// show versions without reading values (DESIGN.md); path, title and
+// show versions without reading values (docs/design.md); path, title and
 // lastUpdated make a listed key a complete Entry, so that reading the
 // registry from Cloudflare costs one list request per 1,000 policies and no
 // Get. They are pointers so that "absent" (metadata of a hand-written key,
@@ -193,7 +193,7 @@ func readAll[T any](ctx context.Context, r *Registry, prefix string) (map[string
 
 // LastCommit returns the last synced commit sha, or "" when none was
 // recorded. The value is a raw string; surrounding space and JSON quotes
-// (as the v2 spec once showed it) are tolerated.
+// (as the original v2 algorithm spec showed it) are tolerated.
 func (r *Registry) LastCommit(ctx context.Context) (string, error) {
 	raw, err := r.store.Get(ctx, policy.LastCommitKey)
 	if errors.Is(err, policy.ErrNotFound) {
