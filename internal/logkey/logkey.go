@@ -54,6 +54,11 @@ const (
 	BillableDeletes = "billableDeletes"
 	Duration        = "durationMs"
 	Phases          = "phasesMs"
+	Planned         = "planned"
+	// The policies a run names: failed, skipped, held back by a dead letter.
+	FailedPolicies   = "failedPolicies"
+	SkippedPolicies  = "skippedPolicies"
+	HeldBackPolicies = "heldBackPolicies"
 )
 
 // The daily write budget.

@@ -202,6 +202,28 @@ type Plan struct {
 	HeldBack []Skip `json:"heldBack,omitempty"`
 }
 
+// Counts are the changes of a plan by kind.
+type Counts struct {
+	Added     int `json:"added"`
+	Updated   int `json:"updated"`
+	Moved     int `json:"moved"`
+	Deleted   int `json:"deleted"`
+	Migrated  int `json:"migrated,omitempty"`
+	Unchanged int `json:"unchanged"`
+}
+
+// Counts returns the plan's changes by kind.
+func (p Plan) Counts() Counts {
+	return Counts{
+		Added:     p.Count(ActAdd),
+		Updated:   p.Count(ActUpdate),
+		Moved:     p.Count(ActMove),
+		Deleted:   p.Count(ActDelete),
+		Migrated:  p.Count(ActMigrate),
+		Unchanged: p.Unchanged,
+	}
+}
+
 // Count returns how many items have the action.
 func (p Plan) Count(a Action) int {
 	n := 0
@@ -261,6 +283,10 @@ type RunSummary struct {
 	// apply (writes) and record (the run's own metadata; in the log only).
 	PhasesMs    map[string]int64 `json:"phasesMs,omitempty"`
 	LastFullRun string           `json:"lastFullRun,omitempty"`
+	// Planned counts what the run planned when that is not what it applied
+	// (a refused, failed or partial run); the counts above are what it
+	// applied (on a dry run, what it would apply).
+	Planned *Counts `json:"planned,omitempty"`
 	// HeldBack are the versions the head wants that a dead letter holds
 	// back: while there are any, runs are partial.
 	HeldBack []Skip `json:"heldBack,omitempty"`

@@ -1,9 +1,13 @@
 package syncer_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -285,4 +289,79 @@ func countPuts(log []registrytest.Call, key string) int {
 		}
 	}
 	return n
+}
+
+func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
+	r := newRig(t)
+	for i := 0; i < 20; i++ {
+		r.repo.Write(fmt.Sprintf("p/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("20 policies")
+	r.mustRun()
+	for i := 0; i < 15; i++ {
+		r.repo.Remove(fmt.Sprintf("p/규정 %02d.md", i))
+	}
+	r.repo.Commit("repeal 15")
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrRefused) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, s := range []policy.RunSummary{res.Summary, r.lastRun()} {
+		if s.Deleted != 0 || s.TotalProcessed != 0 || s.Planned == nil || s.Planned.Deleted != 15 || s.Status != policy.RunFailed {
+			t.Errorf("refused run recorded %+v (planned %+v): want nothing applied, 15 deletes planned", s, s.Planned)
+		}
+	}
+}
+
+func TestReport_SummaryLine_NamesFailedSkippedHeldBack_NoEmptyError(t *testing.T) {
+	r := newRig(t)
+	var logs bytes.Buffer
+	r.s.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	r.seed()
+	r.repo.Write("a/빈 파일.md", "")
+	for i := 0; i < 25; i++ {
+		r.repo.Write(fmt.Sprintf("c/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("more")
+	failing := map[string]error{}
+	for i := 0; i < 25; i++ {
+		failing[fmt.Sprintf("policy:규정 %02d", i)] = errors.New("refused")
+	}
+	r.store.FailKeys(failing)
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("err = %v", err)
+	}
+	line := lastLine(t, &logs, "run finished")
+	if _, ok := line["error"]; ok {
+		t.Errorf("a partial run logs an empty error: %v", line["error"])
+	}
+	failed, _ := line["failedPolicies"].([]any)
+	if len(failed) != 21 || failed[0] != "규정 00" || failed[20] != "… and 5 more" {
+		t.Errorf("failedPolicies = %v, want the first 20 and a count", failed)
+	}
+	if skipped, _ := line["skippedPolicies"].([]any); len(skipped) != 1 || skipped[0] != "빈 파일" {
+		t.Errorf("skippedPolicies = %v", line["skippedPolicies"])
+	}
+	r.store.FailKeys(nil)
+	logs.Reset()
+	r.mustRun()
+	if line := lastLine(t, &logs, "run finished"); line["error"] != nil || line["failedPolicies"] != nil {
+		t.Errorf("a successful run's line: %v", line)
+	}
+}
+
+// lastLine returns the last JSON log line with msg.
+func lastLine(t *testing.T, logs *bytes.Buffer, msg string) map[string]any {
+	t.Helper()
+	var found map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
+			found = m
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %q line in:\n%s", msg, logs.String())
+	}
+	return found
 }

@@ -3,6 +3,8 @@ package syncer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"log/slog"
 	"maps"
 	"time"
@@ -78,11 +80,23 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 		sum.Skipped = append(sum.Skipped, prev.Skipped...)
 		sum.Conflicts = append(sum.Conflicts, prev.Conflicts...)
 	}
-	if out.counted != nil {
-		count(&sum, *out.counted)
-	} else if out.mode == ModeUnchanged && out.state.prev != nil {
+	switch {
+	case out.planned != nil:
+		known(&sum, *out.planned)
+	case out.mode == ModeUnchanged && out.state.prev != nil:
 		// nothing was planned: what a dead letter held back still is
 		sum.HeldBack = out.state.prev.HeldBack
+	}
+	counted := out.applied
+	if r.opt.DryRun {
+		counted = out.planned // what it would apply
+	}
+	if counted != nil {
+		count(&sum, *counted)
+	}
+	if out.planned != nil && (counted == nil || out.planned.Counts() != counted.Counts()) {
+		c := out.planned.Counts()
+		sum.Planned = &c
 	}
 	if out.fullRun {
 		sum.LastFullRun = r.start.Format(time.RFC3339)
@@ -109,15 +123,16 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 	return sum
 }
 
-// count sets the summary's counts from a plan.
+// count sets the summary's counts from what the run applied.
 func count(sum *policy.RunSummary, p policy.Plan) {
-	sum.Added = p.Count(policy.ActAdd)
-	sum.Updated = p.Count(policy.ActUpdate)
-	sum.Moved = p.Count(policy.ActMove)
-	sum.Deleted = p.Count(policy.ActDelete)
-	sum.Migrated = p.Count(policy.ActMigrate)
-	sum.Unchanged = p.Unchanged
+	c := p.Counts()
+	sum.Added, sum.Updated, sum.Moved, sum.Deleted, sum.Migrated, sum.Unchanged = c.Added, c.Updated, c.Moved, c.Deleted, c.Migrated, c.Unchanged
 	sum.TotalProcessed = len(p.Items) + p.Unchanged
+}
+
+// known sets what the plan knows whether or not it was applied: the files
+// skipped, the names in conflict, the versions held back.
+func known(sum *policy.RunSummary, p policy.Plan) {
 	sum.Skipped = append([]policy.Skip{}, p.Skipped...)
 	sum.Conflicts = append([]policy.Conflict{}, p.Conflicts...)
 	sum.HeldBack = append([]policy.Skip(nil), p.HeldBack...)
@@ -143,7 +158,7 @@ func (r *run) logSummary(ctx context.Context, sum policy.RunSummary) {
 	if sum.Status != policy.RunSuccess {
 		level = slog.LevelError
 	}
-	r.log.Log(ctx, level, "run finished",
+	attrs := []any{
 		logkey.Status, sum.Status,
 		logkey.Commit, sum.CommitSHA,
 		logkey.Previous, sum.PreviousCommitSHA,
@@ -163,8 +178,48 @@ func (r *run) logSummary(ctx context.Context, sum policy.RunSummary) {
 		logkey.Phases, sum.PhasesMs,
 		logkey.BillableWrites, sum.BillableWrites,
 		logkey.BillableDeletes, sum.BillableDeletes,
-		logkey.Error, sum.Error,
-	)
+	}
+	if sum.Planned != nil {
+		attrs = append(attrs, logkey.Planned, *sum.Planned)
+	}
+	failed := make([]string, len(sum.Failures))
+	for i, f := range sum.Failures {
+		failed[i] = f.PolicyName
+	}
+	attrs = appendNames(attrs, logkey.FailedPolicies, failed)
+	attrs = appendNames(attrs, logkey.SkippedPolicies, skipNames(sum.Skipped))
+	attrs = appendNames(attrs, logkey.HeldBackPolicies, skipNames(sum.HeldBack))
+	if sum.Error != "" {
+		attrs = append(attrs, logkey.Error, sum.Error)
+	}
+	r.log.Log(ctx, level, "run finished", attrs...)
+}
+
+// maxNamed is how many policies a summary line names in one list; the rest
+// are counted.
+const maxNamed = 20
+
+// appendNames adds key with the first maxNamed names, and "… and N more"
+// for the rest; nothing when there are none.
+func appendNames(attrs []any, key string, names []string) []any {
+	if len(names) == 0 {
+		return attrs
+	}
+	if len(names) > maxNamed {
+		names = append(slices.Clone(names[:maxNamed]), fmt.Sprintf("… and %d more", len(names)-maxNamed))
+	}
+	return append(attrs, key, names)
+}
+
+func skipNames(skips []policy.Skip) []string {
+	names := make([]string, len(skips))
+	for i, s := range skips {
+		names[i] = s.PolicyName
+		if names[i] == "" {
+			names[i] = s.Path
+		}
+	}
+	return names
 }
 
 func errorOrNil(msg string) error {

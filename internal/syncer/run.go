@@ -49,9 +49,10 @@ type outcome struct {
 	// plan is what the run planned (with titles once read); on a dry run,
 	// what it would write.
 	plan policy.Plan
-	// counted is what the summary counts: the plan, less the items that
-	// failed once applied; nil when the run stopped before it planned.
-	counted   *policy.Plan
+	// planned is the plan once titles were read; nil when the run stopped
+	// before. applied is what landed: the plan less the items that failed;
+	// nil when the run applied nothing.
+	planned, applied *policy.Plan
 	failures  []policy.Failure
 	recordErr error // failures that could not be recorded for retry
 	wrote     bool  // the run began writing policies and queue entries

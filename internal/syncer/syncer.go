@@ -178,7 +178,7 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 	}
 	plan, mig := differ.Migrate(plan, reg.entries, reg.v1, out.mode == ModeFull, r.start)
 	r.logPlan(plan, mig)
-	out.plan, out.counted = plan, &plan
+	out.plan, out.planned = plan, &plan
 	if !r.opt.AllowMassDelete {
 		if out.err = differ.Guard(plan, reg.entries, p.renames); out.err != nil {
 			return out
@@ -202,8 +202,8 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 		return out
 	}
 	out.failures = sortFailures(append(failures, writeFailures...))
-	counted := withoutFailed(plan, out.failures)
-	out.counted = &counted
+	applied := withoutFailed(plan, out.failures)
+	out.applied = &applied
 	if len(out.failures) > 0 {
 		// the items as planned: one that could not be read is no longer in plan
 		out.recordErr = r.recordFailures(ctx, p.plan, out.failures, out.state.pending)
