@@ -32,7 +32,8 @@ type ModeInput struct {
 // cleanly: it left its lease behind (killed, or its record did not land);
 // it failed after it began writing (prev.Dirty); or it recorded a success
 // or a partial run of a commit that lastCommit does not hold (its lastCommit
-// write was lost). A compare from last would then miss what it half-wrote.
+// write was lost; a run that left changes waiting for the write budget keeps
+// lastCommit on purpose). A compare from last would then miss what it half-wrote.
 func Unclean(prev *policy.RunSummary, last string, leaseLeftBehind bool) string {
 	switch {
 	case leaseLeftBehind:
@@ -41,7 +42,7 @@ func Unclean(prev *policy.RunSummary, last string, leaseLeftBehind bool) string 
 		return ""
 	case prev.Dirty:
 		return "the previous run failed after it began writing"
-	case (prev.Status == policy.RunSuccess || prev.Status == policy.RunPartial) && !prev.DryRun &&
+	case (prev.Status == policy.RunSuccess || prev.Status == policy.RunPartial) && !prev.DryRun && prev.Waiting == 0 &&
 		prev.CommitSHA != "" && prev.CommitSHA != last:
 		return "the previous run's last commit was not recorded"
 	}

@@ -63,9 +63,9 @@ const (
 
 // The daily write budget.
 const (
-	Need   = "need"
-	Spent  = "spent"
-	Budget = "budget"
+	Spent   = "spent"
+	Budget  = "budget"
+	Waiting = "waiting"
 )
 
 // HTTP and retries. Attempt numbers a retry (1 for the first).

@@ -287,6 +287,15 @@ type RunSummary struct {
 	// (a refused, failed or partial run); the counts above are what it
 	// applied (on a dry run, what it would apply).
 	Planned *Counts `json:"planned,omitempty"`
+	// Pending names the policies whose failed writes the sync owes after
+	// this run (their queue entries record the failure), so that the next
+	// run on an unchanged head knows what to retry without listing the
+	// queue. nil (absent) means unknown: the next run lists the queue.
+	Pending []string `json:"pending"`
+	// Waiting counts the planned items the daily write budget left for
+	// another day: the run is partial and lastCommit stays, so the next
+	// run plans them again.
+	Waiting int `json:"waiting,omitempty"`
 	// HeldBack are the versions the head wants that a dead letter holds
 	// back: while there are any, runs are partial.
 	HeldBack []Skip `json:"heldBack,omitempty"`

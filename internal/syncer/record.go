@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/knue/syncjob/internal/logkey"
@@ -26,7 +26,7 @@ func (r *run) record(ctx context.Context, out outcome) policy.RunSummary {
 	sum.PhasesMs = maps.Clone(r.phases.ms)
 	if !r.opt.DryRun {
 		advance := ""
-		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.CommitSHA != sum.PreviousCommitSHA {
+		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.Waiting == 0 && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
 		release := r.release(out.lease)
@@ -102,6 +102,8 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 		sum.LastFullRun = r.start.Format(time.RFC3339)
 	}
 	sum.ErrorCount = len(sum.Failures)
+	sum.Waiting = out.waiting
+	sum.Pending = owed(out)
 	switch {
 	case out.err != nil:
 		sum.Status, sum.Error = policy.RunFailed, out.err.Error()
@@ -110,7 +112,7 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 		// Failures that are not recorded for retry would be lost if
 		// lastCommit advanced: the next run must see the changes again.
 		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+out.recordErr.Error()
-	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0:
+	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0:
 		sum.Status = policy.RunPartial
 	default:
 		sum.Status = policy.RunSuccess
@@ -121,6 +123,25 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 	sum.Requests = r.usage(&sum)
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	return sum
+}
+
+// owed are the names the next run must retry: what this run queued, or,
+// when it stopped before that or could not record its failures, every name
+// that may still wait (a name that does not is dropped by the next run).
+func owed(out outcome) []string {
+	if out.owed != nil && out.err == nil && out.recordErr == nil {
+		return out.owed
+	}
+	names := slices.Sorted(maps.Keys(out.state.pending))
+	for _, f := range out.failures {
+		if !slices.Contains(names, f.PolicyName) {
+			names = append(names, f.PolicyName)
+		}
+	}
+	if names == nil {
+		names = []string{}
+	}
+	return names
 }
 
 // count sets the summary's counts from what the run applied.

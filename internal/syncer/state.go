@@ -47,7 +47,7 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	}
 	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released())
 	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
-	st.pending, err = r.pendingRetries(ctx)
+	st.pending, err = r.pendingRetries(ctx, st.prev, st.unclean)
 	return st, err
 }
 

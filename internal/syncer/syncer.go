@@ -178,7 +178,8 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 	}
 	plan, mig := differ.Migrate(plan, reg.entries, reg.v1, out.mode == ModeFull, r.start)
 	r.logPlan(plan, mig)
-	out.plan, out.planned = plan, &plan
+	planned := plan
+	out.plan, out.planned = plan, &planned
 	if !r.opt.AllowMassDelete {
 		if out.err = differ.Guard(plan, reg.entries, p.renames); out.err != nil {
 			return out
@@ -191,7 +192,7 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 	if out.err = outage(differ.Unread(p.plan), failures); out.err != nil {
 		return out
 	}
-	if out.err = r.checkBudget(ctx, plan, p.work); out.err != nil {
+	if plan, out.waiting, out.err = r.fitBudget(ctx, plan, p.work); out.err != nil {
 		return out
 	}
 	r.phases.enter("apply")
@@ -204,11 +205,12 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 	out.failures = sortFailures(append(failures, writeFailures...))
 	applied := withoutFailed(plan, out.failures)
 	out.applied = &applied
+	out.owed = []string{}
 	if len(out.failures) > 0 {
 		// the items as planned: one that could not be read is no longer in plan
-		out.recordErr = r.recordFailures(ctx, p.plan, out.failures, out.state.pending)
+		out.owed, out.recordErr = r.recordFailures(ctx, p.plan, out.failures, out.state.pending)
 	}
-	out.fullRun = out.mode == ModeFull && len(out.failures) == 0
+	out.fullRun = out.mode == ModeFull && len(out.failures) == 0 && out.waiting == 0
 	out.err = ctx.Err()
 	return out
 }
@@ -231,6 +233,8 @@ func runError(sum policy.RunSummary, err error) error {
 		case sum.Status == policy.RunFailed:
 			// everything landed but the run could not be recorded
 			return fmt.Errorf("%w: %s", ErrNotRecorded, sum.Error)
+		case sum.Waiting > 0:
+			return fmt.Errorf("%w: %d changes wait for tomorrow's write budget (DAILY_WRITE_BUDGET); the next run continues", ErrPartial, sum.Waiting)
 		case len(sum.HeldBack) > 0:
 			names := make([]string, len(sum.HeldBack))
 			for i, h := range sum.HeldBack {
