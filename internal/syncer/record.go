@@ -80,49 +80,61 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 		sum.Skipped = append(sum.Skipped, prev.Skipped...)
 		sum.Conflicts = append(sum.Conflicts, prev.Conflicts...)
 	}
-	switch {
-	case out.planned != nil:
-		known(&sum, *out.planned)
-	case out.mode == ModeUnchanged && out.state.prev != nil:
-		// nothing was planned: what a dead letter held back still is
-		sum.HeldBack = out.state.prev.HeldBack
-	}
-	counted := out.applied
-	if r.opt.DryRun {
-		counted = out.planned // what it would apply
-	}
-	if counted != nil {
-		count(&sum, *counted)
-	}
-	if out.planned != nil && (counted == nil || out.planned.Counts() != counted.Counts()) {
-		c := out.planned.Counts()
-		sum.Planned = &c
-	}
+	r.counts(&sum, out)
 	if out.fullRun {
 		sum.LastFullRun = r.start.Format(time.RFC3339)
 	}
 	sum.ErrorCount = len(sum.Failures)
 	sum.Waiting = out.waiting
 	sum.Pending = owed(out)
-	switch {
-	case out.err != nil:
-		sum.Status, sum.Error = policy.RunFailed, out.err.Error()
-		sum.ErrorCount = max(sum.ErrorCount, 1)
-	case out.recordErr != nil:
-		// Failures that are not recorded for retry would be lost if
-		// lastCommit advanced: the next run must see the changes again.
-		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+out.recordErr.Error()
-	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0:
-		sum.Status = policy.RunPartial
-	default:
-		sum.Status = policy.RunSuccess
-	}
+	setStatus(&sum, out)
 	// A failed run that began writing, or that started from a registry a
 	// compare cannot trust, leaves the next run to plan from the head tree.
 	sum.Dirty = sum.Status == policy.RunFailed && (out.wrote || out.state.unclean != "")
 	sum.Requests = r.usage(&sum)
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	return sum
+}
+
+// counts sets what the run knows from its plan (skips, conflicts, held
+// back) and counts what it applied (on a dry run, what it would apply),
+// keeping the plan's counts apart when they differ.
+func (r *run) counts(sum *policy.RunSummary, out outcome) {
+	switch {
+	case out.planned != nil:
+		known(sum, *out.planned)
+	case out.mode == ModeUnchanged && out.state.prev != nil:
+		// nothing was planned: what a dead letter held back still is
+		sum.HeldBack = out.state.prev.HeldBack
+	}
+	counted := out.applied
+	if r.opt.DryRun {
+		counted = out.planned
+	}
+	if counted != nil {
+		count(sum, *counted)
+	}
+	if out.planned != nil && (counted == nil || out.planned.Counts() != counted.Counts()) {
+		c := out.planned.Counts()
+		sum.Planned = &c
+	}
+}
+
+// setStatus decides the run's status: failed when it stopped or could not
+// record its failures (lastCommit must not advance past failures that
+// would be lost), partial while anything is failed, held back or waiting.
+func setStatus(sum *policy.RunSummary, out outcome) {
+	switch {
+	case out.err != nil:
+		sum.Status, sum.Error = policy.RunFailed, out.err.Error()
+		sum.ErrorCount = max(sum.ErrorCount, 1)
+	case out.recordErr != nil:
+		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+out.recordErr.Error()
+	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0:
+		sum.Status = policy.RunPartial
+	default:
+		sum.Status = policy.RunSuccess
+	}
 }
 
 // owed are the names the next run must retry: what this run queued, or,
