@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// printScale prints the bench's tables in markdown: the medians per run,
+// the targets, and where each run's time and requests went.
+func printScale(w io.Writer, sets []*scaleSet) {
+	reps := 0
+	for _, s := range sets {
+		reps = max(reps, len(s.reps))
+	}
+	fmt.Fprintf(w, "\n## Scale bench, %s\n\n", time.Now().Format("2006-01-02"))
+	fmt.Fprintf(w, "commit %s; %d cores (%s/%s), %s; latency %s on every request; median of %d repetition(s)", commitOf(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *scaleLatency, reps)
+	if *scaleEnv != "" {
+		fmt.Fprintf(w, "; program settings %s", *scaleEnv)
+	}
+	fmt.Fprint(w, "\n\n| policies | files | run | wall (s) | GitHub requests | Cloudflare requests | peak RSS (MiB) | CPU (s) |\n|---:|---|---|---:|---:|---:|---:|---:|\n")
+	for _, s := range sets {
+		for _, run := range []string{runFirst, runMinimal, runIncr, runUnchanged} {
+			m, ok := s.median(run)
+			if !ok {
+				if why := s.killedRun(run); why != "" {
+					fmt.Fprintf(w, "| %s | %s | %s | — | — | — | stopped: %s | — |\n", thousands(s.n), s.files(), run, why)
+				}
+				continue
+			}
+			rss, cpu := "—", "—"
+			if m.rssKiB > 0 {
+				rss = fmt.Sprintf("%.0f", float64(m.rssKiB)/1024)
+				cpu = fmt.Sprintf("%.2f", m.cpu.Seconds())
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %.2f | %d | %d | %s | %s |\n", thousands(s.n), s.files(), run, m.wall.Seconds(), m.github, m.cloudflare, rss, cpu)
+		}
+	}
+	fmt.Fprint(w, "\nTargets (the issue states them for 10,000 policies at 50 ms):\n\n| policies | files | target | measured | met |\n|---:|---|---|---|---|\n")
+	for _, s := range sets {
+		for _, t := range s.targets() {
+			met := "yes"
+			if !t.met {
+				met = "**no**"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", thousands(s.n), s.files(), t.what, t.got, met)
+		}
+	}
+	fmt.Fprint(w, "\nWhere it goes (phases from the summary line, ms; requests by endpoint at the proxies; connections opened):\n\n| policies | files | run | phases (ms) | GitHub | Cloudflare | connections GitHub/Cloudflare |\n|---:|---|---|---|---|---|---|\n")
+	for _, s := range sets {
+		for _, run := range []string{runFirst, runMinimal, runIncr, runUnchanged} {
+			m, ok := s.median(run)
+			if !ok {
+				continue
+			}
+			note := ""
+			if m.sumGitHub >= 0 && (m.sumGitHub != m.github || m.sumCloudflare != m.cloudflare) {
+				note = fmt.Sprintf(" (the summary line says %d and %d)", m.sumGitHub, m.sumCloudflare)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s%s | %d/%d |\n", thousands(s.n), s.files(), run, phases(m.phases), kinds(m.ghKinds), kinds(m.cfKinds), note, m.ghConns, m.cfConns)
+		}
+	}
+	for _, s := range sets {
+		for _, p := range s.problems {
+			fmt.Fprintf(w, "\nproblem: %s\n", p)
+		}
+	}
+}
+
+func (s *scaleSet) files() string {
+	if s.fileSize > 0 {
+		return "1 MiB"
+	}
+	return "2–12 KiB"
+}
+
+// scaleCheck is one target, measured.
+type scaleCheck struct {
+	what, got string
+	met       bool
+}
+
+// targets checks the issue's targets against the medians.
+func (s *scaleSet) targets() []scaleCheck {
+	var out []scaleCheck
+	ceil := func(a, b int) int { return (a + b - 1) / b }
+	cfBound := func(ops int) int { return ceil(s.n, 1000) + ceil(ops, 50) + 6 }
+	first, okFirst := s.median(runFirst)
+	minimal, okMin := s.median(runMinimal)
+	incr, okIncr := s.median(runIncr)
+	same, okSame := s.median(runUnchanged)
+	if why := s.killedRun(runFirst); why != "" {
+		out = append(out, scaleCheck{"first sync: peak RSS ≤ 64 MiB", "stopped: " + why, false})
+	}
+	if okFirst {
+		if s.fileSize == 0 && okMin {
+			ratio := first.wall.Seconds() / minimal.wall.Seconds()
+			out = append(out, scaleCheck{"first sync ≤ 1.3× the minimal client", fmt.Sprintf("%.2f s vs %.2f s: %.2f×", first.wall.Seconds(), minimal.wall.Seconds(), ratio), ratio <= 1.3})
+		}
+		if s.fileSize == 0 {
+			out = append(out,
+				scaleCheck{"first sync: ≤ 5 GitHub requests", fmt.Sprint(first.github), first.github <= 5},
+				scaleCheck{fmt.Sprintf("first sync: Cloudflare ≤ ⌈N/1000⌉ + ⌈2N/50⌉ + 6 = %d", cfBound(2*s.n)), fmt.Sprint(first.cloudflare), first.cloudflare <= cfBound(2*s.n)})
+		}
+		out = append(out, scaleCheck{"first sync: peak RSS ≤ 64 MiB", fmt.Sprintf("%.0f MiB", float64(first.rssKiB)/1024), first.rssKiB <= 64<<10})
+	}
+	if okIncr && s.fileSize == 0 {
+		out = append(out,
+			scaleCheck{"incremental ≤ 1.5 s", fmt.Sprintf("%.2f s", incr.wall.Seconds()), incr.wall <= 1500*time.Millisecond},
+			scaleCheck{"incremental: ≤ 9 GitHub requests", fmt.Sprint(incr.github), incr.github <= 9})
+	}
+	if okSame && s.fileSize == 0 {
+		out = append(out,
+			scaleCheck{"unchanged head ≤ 0.5 s", fmt.Sprintf("%.2f s", same.wall.Seconds()), same.wall <= 500*time.Millisecond},
+			scaleCheck{"unchanged head: 1 GitHub request", fmt.Sprint(same.github), same.github <= 1},
+			scaleCheck{"unchanged head: ≤ 3 Cloudflare requests", fmt.Sprint(same.cloudflare), same.cloudflare <= 3})
+	}
+	for _, r := range []struct {
+		name string
+		ok   bool
+		m    scaleResult
+	}{{runFirst, okFirst, first}, {runIncr, okIncr, incr}, {runUnchanged, okSame, same}} {
+		if r.ok && s.fileSize == 0 {
+			b := cfBound(r.m.ops)
+			out = append(out, scaleCheck{fmt.Sprintf("%s: Cloudflare ≤ ⌈N/1000⌉ + ⌈operations/50⌉ + 6 = %d (%d operations)", r.name, b, r.m.ops), fmt.Sprint(r.m.cloudflare), r.m.cloudflare <= b})
+		}
+	}
+	return out
+}
+
+// phases lists the summary line's phases in the order a run goes through them.
+func phases(p map[string]float64) string {
+	if len(p) == 0 {
+		return "—"
+	}
+	var parts []string
+	for _, k := range []string{"read", "plan", "fetch", "apply", "record"} {
+		if v, ok := p[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func kinds(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// commitOf names the commit the bench measures, "+dirty" with changes.
+func commitOf() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
+}
