@@ -17,6 +17,7 @@ import (
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 )
 
 // invocation is one call of the Lambda handler.
@@ -613,7 +614,7 @@ func TestLambda_DryRunPlan_NeverPrintsTheToken(t *testing.T) {
 			title = it.Title
 		}
 	}
-	if title != "leaked "+redacted {
+	if title != "leaked "+redact.Mask {
 		t.Errorf("title %q, want the token redacted", title)
 	}
 	res, _ := json.Marshal(lambdaResult{RunSummary: inv.sum, Plan: inv.plan})
@@ -622,7 +623,7 @@ func TestLambda_DryRunPlan_NeverPrintsTheToken(t *testing.T) {
 			t.Errorf("the token appears in the %s:\n%s", where, text)
 		}
 	}
-	if !strings.Contains(inv.logs, "leaked "+redacted) {
+	if !strings.Contains(inv.logs, "leaked "+redact.Mask) {
 		t.Errorf("the dry-run plan line does not show the redacted title:\n%s", inv.logs)
 	}
 }
