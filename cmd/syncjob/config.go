@@ -206,14 +206,3 @@ func checkURL(name, v string) error {
 func (c Config) cloudflare() bool {
 	return c.CFAccountID != "" && c.CFNamespaceID != "" && c.CFAPIToken != ""
 }
-
-// secrets returns the values that must never be printed.
-func (c Config) secrets() []string {
-	var out []string
-	for _, s := range []string{c.GitHubToken, c.CFAPIToken} {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}

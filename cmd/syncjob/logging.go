@@ -3,10 +3,9 @@ package main
 import (
 	"io"
 	"log/slog"
-	"strings"
-)
 
-const redacted = "[REDACTED]"
+	"github.com/knue/syncjob/internal/redact"
+)
 
 // newLogger builds the process logger: JSON unless on a terminal (or as
 // configured), with every secret value replaced wherever it appears.
@@ -33,23 +32,13 @@ func redactAttr(a slog.Attr, secrets []string) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, redact(v.String(), secrets))
+		return slog.String(a.Key, redact.String(v.String(), secrets...))
 	case slog.KindAny:
 		// Errors are where a secret could hide (a URL, a server's echo);
 		// the other values logged are our own counts and names.
 		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, redact(err.Error(), secrets))
+			return slog.String(a.Key, redact.String(err.Error(), secrets...))
 		}
 	}
 	return a
-}
-
-// redact replaces every secret in s.
-func redact(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, redacted)
-		}
-	}
-	return s
 }
