@@ -43,9 +43,10 @@ func TestChooseMode(t *testing.T) {
 		{"head moved", differ.ModeInput{Last: "a", Head: "b", Previous: recent}, differ.ModeIncremental, ""},
 		{"retries waiting", differ.ModeInput{Last: "a", Head: "a", Previous: recent, Pending: 1}, differ.ModeIncremental, "retry"},
 		{"nothing to do", differ.ModeInput{Last: "a", Head: "a", Previous: recent}, differ.ModeUnchanged, ""},
+		{"reconcile due, a few minutes early", differ.ModeInput{Last: "a", Head: "b", Previous: &policy.RunSummary{LastFullRun: now.Add(-week + 5*time.Minute).Format(time.RFC3339)}}, differ.ModeFull, "reconcile interval passed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.in.Now, tc.in.ReconcileInterval = now, week
+			tc.in.Now, tc.in.ReconcileInterval, tc.in.Reconciles = now, week, true
 			if mode, why := differ.ChooseMode(tc.in); mode != tc.mode || why != tc.why {
 				t.Errorf("ChooseMode = %s (%q), want %s (%q)", mode, why, tc.mode, tc.why)
 			}
@@ -306,5 +307,17 @@ func TestRenames_FromGitsPairing(t *testing.T) {
 	}}
 	if got := differ.Renames(cs); !cmp.Equal(got, map[string]string{"1-2-1": "학칙"}) {
 		t.Errorf("Renames = %v", got)
+	}
+}
+
+func TestChooseMode_WebhookAndManualRuns_DoNotReconcile(t *testing.T) {
+	old := &policy.RunSummary{LastFullRun: now.Add(-48 * time.Hour).Format(time.RFC3339)}
+	in := differ.ModeInput{Last: "a", Head: "b", Previous: old, Now: now, ReconcileInterval: 24 * time.Hour}
+	if mode, _ := differ.ChooseMode(in); mode != differ.ModeIncremental {
+		t.Errorf("a push between two scheduled runs: %s, want incremental", mode)
+	}
+	in.Reconciles = true
+	if mode, _ := differ.ChooseMode(in); mode != differ.ModeFull {
+		t.Errorf("the scheduled run: %s, want full", mode)
 	}
 }

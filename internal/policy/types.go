@@ -264,6 +264,7 @@ type RunSummary struct {
 	PreviousCommitSHA string           `json:"previousCommitSHA"`
 	RunID             string           `json:"runId"`
 	Trigger           string           `json:"trigger"`
+	Delivery          string           `json:"delivery,omitempty"` // the GitHub delivery id of a webhook run
 	Mode              string           `json:"mode"`
 	ModeReason        string           `json:"modeReason,omitempty"`
 	DryRun            bool             `json:"dryRun,omitempty"`

@@ -65,6 +65,7 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 		Timestamp:         r.start.Format(policy.TimeLayout),
 		RunID:             r.id,
 		Trigger:           r.opt.Trigger,
+		Delivery:          r.opt.Delivery,
 		DryRun:            r.opt.DryRun,
 		CommitSHA:         out.state.head,
 		PreviousCommitSHA: out.state.last,

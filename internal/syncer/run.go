@@ -35,6 +35,9 @@ func (s *Syncer) newRun(opt Options) *run {
 	r := &run{Syncer: s, opt: opt, id: id(), start: s.now(),
 		baseGitHub: s.Source.Requests(), baseUsage: s.Registry.Usage()}
 	r.log = s.logger().With(logkey.RunID, r.id, logkey.Trigger, opt.Trigger, logkey.Repo, s.Repo, logkey.Branch, s.Branch)
+	if opt.Delivery != "" {
+		r.log = r.log.With(logkey.Delivery, opt.Delivery)
+	}
 	r.phases = newPhases(s.now)
 	r.phases.enter("read")
 	return r

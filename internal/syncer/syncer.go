@@ -42,11 +42,20 @@ const (
 	ModeUnchanged   = differ.ModeUnchanged
 )
 
+// Triggers of a run: what started it.
+const (
+	TriggerCLI      = "cli"
+	TriggerSchedule = "schedule"
+	TriggerManual   = "manual"
+	TriggerWebhook  = "webhook"
+)
+
 // Options of one run.
 type Options struct {
 	Full              bool
 	DryRun            bool
-	Trigger           string        // "cli", "schedule", "manual"
+	Trigger           string        // "cli", "schedule", "manual", "webhook"
+	Delivery          string        // the GitHub delivery id of a webhook run
 	MaxFileSize       int64         // 0 → policy.DefaultMaxFileSize
 	BatchSize         int           // registry pairs per batch; 0 → 50
 	Concurrency       int           // batches in flight; 0 → 4
@@ -71,7 +80,7 @@ func (o Options) withDefaults() Options {
 		o.ReconcileInterval = 24 * time.Hour
 	}
 	if o.Trigger == "" {
-		o.Trigger = "cli"
+		o.Trigger = TriggerCLI
 	}
 	return o
 }
@@ -134,6 +143,7 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 		Full: r.opt.Full, Last: out.state.last, Head: out.state.head, Previous: out.state.prev,
 		Pending: len(out.state.pending), Unclean: out.state.unclean,
 		Now: r.start, ReconcileInterval: r.opt.ReconcileInterval,
+		Reconciles: r.opt.Trigger == TriggerSchedule || r.opt.Trigger == TriggerCLI,
 	})
 	if mode == ModeUnchanged {
 		out.mode = mode
