@@ -253,3 +253,43 @@ func TestBolt_WriterCloses_LockFileGone(t *testing.T) {
 		t.Errorf("lock file left after close: %v", err)
 	}
 }
+
+// BenchmarkBolt_Get measures one read, which opens the file for itself (so
+// that a reader in another process can work between two operations):
+//
+//	go test -run '^$' -bench Bolt_ ./internal/registry
+func BenchmarkBolt_Get(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "registry.db")
+	s, err := registry.OpenBolt(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if out := s.Put(b.Context(), []registry.Pair{{Key: "policy:학칙", Value: []byte(`{"sha":"a"}`)}}); out != nil {
+		b.Fatal(out)
+	}
+	for b.Loop() {
+		if _, err := s.Get(b.Context(), "policy:학칙"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBolt_Put50 measures a batch of 50 writes, one transaction.
+func BenchmarkBolt_Put50(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "registry.db")
+	s, err := registry.OpenBolt(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	pairs := make([]registry.Pair, 50)
+	for i := range pairs {
+		pairs[i] = registry.Pair{Key: fmt.Sprintf("policy:규정 %02d", i), Value: []byte(`{"sha":"a"}`)}
+	}
+	for b.Loop() {
+		if out := s.Put(b.Context(), pairs); out != nil {
+			b.Fatal(out)
+		}
+	}
+}
