@@ -15,9 +15,11 @@ require (
 )
 
 require (
+	github.com/clipperhouse/uax29/v2 v2.2.0 // indirect
 	github.com/goccy/go-json v0.10.5 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/kr/text v0.2.0 // indirect
+	github.com/mattn/go-runewidth v0.0.31 // indirect
 	golang.org/x/net v0.34.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
