@@ -63,17 +63,27 @@ func redactAttr(a slog.Attr, secrets []string) slog.Attr {
 // msSuffix marks a count of milliseconds in a key: "durationMs", "phasesMs".
 const msSuffix = "Ms"
 
-// jsonAttr writes a time.Duration as whole milliseconds, its key marked so.
+// jsonAttr writes a time.Duration (or a map of them, such as the time each
+// phase took) as whole milliseconds, its key marked so.
 func jsonAttr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
-	if v.Kind() != slog.KindDuration {
-		return a
-	}
 	key := a.Key
 	if !strings.HasSuffix(key, msSuffix) {
 		key += msSuffix
 	}
-	return slog.Int64(key, v.Duration().Milliseconds())
+	switch {
+	case v.Kind() == slog.KindDuration:
+		return slog.Int64(key, v.Duration().Milliseconds())
+	case v.Kind() == slog.KindAny:
+		if m, ok := v.Any().(map[string]time.Duration); ok {
+			ms := make(map[string]int64, len(m))
+			for k, d := range m {
+				ms[k] = d.Milliseconds()
+			}
+			return slog.Any(key, ms)
+		}
+	}
+	return a
 }
 
 // textAttr makes an attr read well to a person.
@@ -88,6 +98,9 @@ func textAttr(a slog.Attr) slog.Attr {
 	case a.Key == logkey.Error && (v.Kind() == slog.KindString && v.String() == "" || v.Kind() == slog.KindAny && v.Any() == nil):
 		return slog.Attr{} // no error: nothing to say
 	case v.Kind() == slog.KindAny:
+		if m, ok := v.Any().(map[string]time.Duration); ok {
+			return slog.String(a.Key, joinPairs(m, humanDuration))
+		}
 		if m, ok := v.Any().(map[string]int64); ok {
 			if isMs && ms != "" {
 				return slog.String(ms, joinPairs(m, func(n int64) string { return humanDuration(time.Duration(n) * time.Millisecond) }))
@@ -99,7 +112,7 @@ func textAttr(a slog.Attr) slog.Attr {
 }
 
 // joinPairs prints a map as "k=v k=v", by key.
-func joinPairs(m map[string]int64, format func(int64) string) string {
+func joinPairs[V any](m map[string]V, format func(V) string) string {
 	parts := make([]string, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, k+"="+format(m[k]))

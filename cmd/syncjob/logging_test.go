@@ -23,6 +23,7 @@ func logRunFinished(format string) string {
 		logkey.Phases, map[string]int64{"read": 3, "apply": 1500},
 		"duration", 1234*time.Millisecond,
 		"wait", 90*time.Second,
+		"timings", map[string]time.Duration{"fetch": 2500 * time.Millisecond, "plan": 40 * time.Millisecond},
 		logkey.Error, "",
 	)
 	return b.String()
@@ -35,6 +36,7 @@ func TestLog_Text_ReadByAPerson(t *testing.T) {
 		" duration=1.2s ",
 		`phases="apply=1.5s read=3ms"`,
 		" wait=1m30s",
+		`timings="fetch=2.5s plan=40ms"`,
 	} {
 		if !strings.Contains(line, want) {
 			t.Errorf("text line lacks %s:\n%s", want, line)
@@ -66,6 +68,9 @@ func TestLog_JSON_DurationsInMilliseconds_KeysKept(t *testing.T) {
 		if m[k] != want {
 			t.Errorf("%s = %v, want %v\n%s", k, m[k], want, line)
 		}
+	}
+	if ph, _ := m["timingsMs"].(map[string]any); ph["fetch"] != 2500.0 || ph["plan"] != 40.0 {
+		t.Errorf("timingsMs = %v, want the time.Durations in milliseconds", m["timingsMs"])
 	}
 	if req, _ := m["requests"].(map[string]any); req["github"] != 4.0 || req["registry"] != 5.0 {
 		t.Errorf("requests = %v, want an object", m["requests"])
