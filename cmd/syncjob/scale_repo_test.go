@@ -75,7 +75,8 @@ func scaleContent(i, v, size int) []byte {
 		title += fmt.Sprintf(" (개정 %d)", v)
 	}
 	fmt.Fprintf(&b, "# %s\n\n", title)
-	for art := 1; b.Len() < size; art++ {
+	body := b.Len()
+	for art := 1; b.Len() < min(size, 16<<10); art++ {
 		fmt.Fprintf(&b, "## 제%d조(%s)\n\n", art, scaleChapters[art%len(scaleChapters)])
 		for s := 0; s < 3; s++ {
 			fmt.Fprintf(&b, scaleSentence[(art+s)%len(scaleSentence)], art+s+i%97)
@@ -83,12 +84,21 @@ func scaleContent(i, v, size int) []byte {
 		}
 		b.WriteString("\n")
 	}
+	// A large file repeats its articles (formatting a megabyte costs more
+	// than the program reading it).
+	for articles := b.String()[body:]; b.Len() < size; {
+		b.WriteString(articles)
+	}
 	out := []byte(b.String())
 	if len(out) > size {
 		out = out[:size]
 		// cut at a rune boundary, as a real file ends, and pad to the size
-		for !utf8.Valid(out) {
-			out = out[:len(out)-1]
+		last := len(out) - 1
+		for last > 0 && !utf8.RuneStart(out[last]) {
+			last--
+		}
+		if !utf8.FullRune(out[last:]) {
+			out = out[:last]
 		}
 		for len(out) < size {
 			out = append(out, '\n')
@@ -99,7 +109,8 @@ func scaleContent(i, v, size int) []byte {
 
 // newScaleRepo builds the two commits with git fast-import (no work tree:
 // 10,000 files of 1 MiB are 10 GiB that need never touch the disk
-// uncompressed) and leaves the branch at base.
+// uncompressed; no delta search and fast zlib, which would cost minutes
+// there) and leaves the branch at base.
 func newScaleRepo(tb testing.TB, n, fileSize int) *scaleRepo {
 	tb.Helper()
 	sr := &scaleRepo{repo: githubtest.NewRepo(tb), n: n, fileSize: fileSize}
@@ -109,7 +120,7 @@ func newScaleRepo(tb testing.TB, n, fileSize int) *scaleRepo {
 	sr.added = scalePath(n)
 	sr.deleted = scalePath(n - 2)
 
-	cmd := exec.Command("git", "-c", "core.quotepath=false", "fast-import", "--quiet", "--depth=1")
+	cmd := exec.Command("git", "-c", "core.quotepath=false", "-c", "core.compression=1", "fast-import", "--quiet", "--big-file-threshold=1")
 	cmd.Dir = sr.repo.Dir()
 	cmd.Env = scaleGitEnv(tb)
 	stdin, err := cmd.StdinPipe()
