@@ -43,7 +43,7 @@ func (s *Source) fromArchive(ctx context.Context, commit string, want map[string
 		return s.translate(op, err)
 	}
 	if link == nil || link.String() == "" {
-		return redact.Error(fmt.Errorf("github: %s: no download location", op), s.token)
+		return s.masked(fmt.Errorf("github: %s: no download location", op))
 	}
 	if !link.IsAbs() {
 		link = s.client.BaseURL.ResolveReference(link)

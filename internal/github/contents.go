@@ -11,7 +11,6 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/redact"
 )
 
 // blobConcurrency bounds parallel blob requests (GitHub frowns on bursts).
@@ -57,7 +56,7 @@ func (s *Source) Contents(ctx context.Context, commit string, files []policy.Fil
 		case fatal(ctx, err):
 			return got, failed, err
 		default:
-			s.log.WarnContext(ctx, "archive unavailable, reading blobs", logkey.Commit, commit, logkey.Files, len(order)-len(got), logkey.Error, redact.String(err.Error(), s.token))
+			s.log.WarnContext(ctx, "archive unavailable, reading blobs", logkey.Commit, commit, logkey.Files, len(order)-len(got), logkey.Error, s.maskedText(err.Error()))
 		}
 	}
 

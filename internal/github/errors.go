@@ -11,7 +11,6 @@ import (
 	gh "github.com/google/go-github/v66/github"
 
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/retry"
 )
 
@@ -119,17 +118,17 @@ func resetAt(h http.Header) time.Time {
 // wrapped "github: {op}: ...".
 func (s *Source) translate(op string, err error) error {
 	if rl := rateLimitOf(err, s.now()); rl != nil {
-		return redact.Error(fmt.Errorf("github: %s: %w", op, rl), s.token)
+		return s.masked(fmt.Errorf("github: %s: %w", op, rl))
 	}
 	switch statusOf(err) {
 	case http.StatusUnauthorized:
-		return redact.Error(fmt.Errorf("github: %s: bad credentials (check GITHUB_TOKEN): %w", op, policy.ErrConfig), s.token)
+		return s.masked(fmt.Errorf("github: %s: bad credentials (check GITHUB_TOKEN): %w", op, policy.ErrConfig))
 	case http.StatusForbidden:
-		return redact.Error(fmt.Errorf("github: %s: access forbidden: %w: %w", op, policy.ErrConfig, err), s.token)
+		return s.masked(fmt.Errorf("github: %s: access forbidden: %w: %w", op, policy.ErrConfig, err))
 	case http.StatusNotFound:
-		return redact.Error(fmt.Errorf("github: %s: %w: %w", op, policy.ErrNotFound, err), s.token)
+		return s.masked(fmt.Errorf("github: %s: %w: %w", op, policy.ErrNotFound, err))
 	}
-	return redact.Error(fmt.Errorf("github: %s: %w", op, concise(err)), s.token)
+	return s.masked(fmt.Errorf("github: %s: %w", op, concise(err)))
 }
 
 // httpError is a GitHub error answer told briefly: the operation already

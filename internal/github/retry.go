@@ -11,7 +11,6 @@ import (
 	gh "github.com/google/go-github/v66/github"
 
 	"github.com/knue/syncjob/internal/logkey"
-	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/retry"
 )
 
@@ -31,7 +30,7 @@ func retryPolicy(sleep func(context.Context, time.Duration) error, backoff []tim
 func (s *Source) do(ctx context.Context, op string, call func(ctx context.Context) (*gh.Response, error)) error {
 	p := s.retries
 	p.OnRetry = func(ctx context.Context, r retry.Retry) {
-		s.log.WarnContext(ctx, "retrying request", logkey.Op, op, logkey.Attempt, r.N, logkey.Wait, r.Wait, logkey.Error, redact.String(r.Err.Error(), s.token))
+		s.log.WarnContext(ctx, "retrying request", logkey.Op, op, logkey.Attempt, r.N, logkey.Wait, r.Wait, logkey.Error, s.maskedText(r.Err.Error()))
 	}
 	_, err := retry.Do(ctx, p, call)
 	return err

@@ -94,7 +94,11 @@ func (c Config) check() (*url.URL, error) {
 	}
 	base, err := url.Parse(c.BaseURL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("github: config BaseURL %q is not an http(s) URL: %w", c.BaseURL, policy.ErrConfig)
+		shown := "(unparsable)"
+		if err == nil {
+			shown = redact.URL(base)
+		}
+		return nil, fmt.Errorf("github: config BaseURL %q is not an http(s) URL: %w", shown, policy.ErrConfig)
 	}
 	return base, nil
 }
@@ -103,6 +107,7 @@ func (c Config) check() (*url.URL, error) {
 type Source struct {
 	owner, repo, branch string
 	token               string
+	secrets             []string // the token and credentials written into BaseURL: never shown
 	client              *gh.Client
 	http                *http.Client // counting, token only to the API host
 	retries             retry.Policy // do adds the log line of each retry
@@ -126,6 +131,7 @@ func New(cfg Config) (*Source, error) {
 		repo:      cfg.Repo,
 		branch:    cfg.Branch,
 		token:     cfg.Token,
+		secrets:   append([]string{cfg.Token}, redact.URLSecrets(cfg.BaseURL)...),
 		retries:   retryPolicy(cfg.Sleep, cfg.Backoff),
 		threshold: cfg.ArchiveThreshold,
 		progress:  cfg.Progress,
@@ -138,6 +144,12 @@ func New(cfg Config) (*Source, error) {
 	s.client.UploadURL = base
 	return s, nil
 }
+
+// masked is err with the secrets masked in its text (see redact.Error).
+func (s *Source) masked(err error) error { return redact.Error(err, s.secrets...) }
+
+// maskedText is text with the secrets masked, for logs.
+func (s *Source) maskedText(text string) string { return redact.String(text, s.secrets...) }
 
 // Requests returns the number of HTTP requests sent to GitHub so far,
 // retries and archive downloads included.
@@ -158,16 +170,16 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 		switch statusOf(err) {
 		case http.StatusNotFound, http.StatusUnprocessableEntity:
 			if rateLimitOf(err, s.now()) == nil {
-				return "", redact.Error(fmt.Errorf("github: %s: repository or branch not found (or not visible to this token): %w", op, policy.ErrConfig), s.token)
+				return "", s.masked(fmt.Errorf("github: %s: repository or branch not found (or not visible to this token): %w", op, policy.ErrConfig))
 			}
 		case http.StatusConflict:
-			return "", redact.Error(fmt.Errorf("github: %s: repository is empty: %w", op, policy.ErrConfig), s.token)
+			return "", s.masked(fmt.Errorf("github: %s: repository is empty: %w", op, policy.ErrConfig))
 		}
 		return "", s.translate(op, err)
 	}
 	sha = strings.TrimSpace(sha)
 	if !isSHA(sha) {
-		return "", redact.Error(fmt.Errorf("github: %s: answer %.60q is not a commit sha", op, sha), s.token)
+		return "", s.masked(fmt.Errorf("github: %s: answer %.60q is not a commit sha", op, sha))
 	}
 	return sha, nil
 }
