@@ -36,7 +36,7 @@ func (s *Source) do(ctx context.Context, op string, call func(ctx context.Contex
 	return err
 }
 
-// retryable: network errors, timeouts and 5xx; never 4xx or rate limits (a
+// retryable: network errors, timeouts, 5xx and corrupt bodies; never 4xx or rate limits (a
 // rate limit ends the run with the time to retry: see rateLimitOf).
 func retryable(err error) bool {
 	var rl *gh.RateLimitError
@@ -50,5 +50,6 @@ func retryable(err error) bool {
 	var netErr net.Error
 	var urlErr *url.Error
 	return errors.As(err, &netErr) || errors.As(err, &urlErr) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, errCorrupt)
 }

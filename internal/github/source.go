@@ -24,6 +24,7 @@ const (
 	DefaultBranch           = "main"
 	DefaultArchiveThreshold = 10
 	DefaultTimeout          = 60 * time.Second
+	DefaultArchiveSlack     = 512 << 20
 )
 
 // Config says which repository and branch to read and how.
@@ -44,7 +45,12 @@ type Config struct {
 	// are wanted, else one blob request per file. 0 means 10; negative means
 	// always the tarball.
 	ArchiveThreshold int
-	// Progress, if set, is called after each file Contents reads.
+	// ArchiveSlack is how many decompressed bytes a tarball may hold
+	// beyond the wanted files (other files, tar headers) before it is
+	// abandoned and the files it has not delivered are read as blobs: the
+	// bound on a gzip bomb. 0 means DefaultArchiveSlack (512 MiB).
+	ArchiveSlack int64
+	// Progress, if set, is called after each file Titles or Contents reads.
 	Progress func(done, total int)
 	Logger   *slog.Logger
 	// Now is the clock used to turn Retry-After into a time; default time.Now.
@@ -73,6 +79,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ArchiveThreshold == 0 {
 		c.ArchiveThreshold = DefaultArchiveThreshold
+	}
+	if c.ArchiveSlack <= 0 {
+		c.ArchiveSlack = DefaultArchiveSlack
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -112,6 +121,7 @@ type Source struct {
 	http                *http.Client // counting, token only to the API host
 	retries             retry.Policy // do adds the log line of each retry
 	threshold           int
+	slack               int64 // see Config.ArchiveSlack
 	progress            func(done, total int)
 	log                 *slog.Logger
 	now                 func() time.Time
@@ -134,6 +144,7 @@ func New(cfg Config) (*Source, error) {
 		secrets:   append([]string{cfg.Token}, redact.URLSecrets(cfg.BaseURL)...),
 		retries:   retryPolicy(cfg.Sleep, cfg.Backoff),
 		threshold: cfg.ArchiveThreshold,
+		slack:     cfg.ArchiveSlack,
 		progress:  cfg.Progress,
 		log:       cfg.Logger.With(logkey.Component, "github"),
 		now:       cfg.Now,

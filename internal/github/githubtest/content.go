@@ -118,8 +118,12 @@ func writeGenerated(w io.Writer, prefix string, entries []Generated) error {
 type fill byte
 
 func (f fill) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(f)
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p[0] = byte(f)
+	for n := 1; n < len(p); n *= 2 {
+		copy(p[n:], p[:n])
 	}
 	return len(p), nil
 }
