@@ -88,13 +88,25 @@ func (s *Source) archiveBudget(files []policy.File, limit int64) int64 {
 	return budget
 }
 
-// download streams the tarball at link into untar.
+// download streams the tarball at link into untar, within the archive
+// timeout and the idle timeout. A download that stalls or takes too long
+// is not retried: blob reads are its retry.
 func (s *Source) download(ctx context.Context, link *url.URL, want map[string]policy.File, budget int64, r *reading) error {
+	ctx, w := s.watched(ctx, s.archiveTimeout)
+	defer w.stop()
+	err := w.why(ctx, s.fetchArchive(ctx, w, link, want, budget, r))
+	if errors.Is(err, errStalled) || errors.Is(err, errTooLong) {
+		return &final{err: err}
+	}
+	return err
+}
+
+func (s *Source) fetchArchive(ctx context.Context, w *watch, link *url.URL, want map[string]policy.File, budget int64, r *reading) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link.String(), nil)
 	if err != nil {
 		return err
 	}
-	resp, err := s.http.Do(req)
+	resp, err := s.downloads.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -107,7 +119,7 @@ func (s *Source) download(ctx context.Context, link *url.URL, want map[string]po
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 		return &statusError{status: resp.StatusCode, header: resp.Header, message: strings.TrimSpace(string(body))}
 	}
-	return untar(resp.Body, want, budget, r)
+	return untar(w.body(resp.Body), want, budget, r)
 }
 
 // untar reads a gzipped tarball, delivering each wanted regular file whose

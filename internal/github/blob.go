@@ -72,8 +72,16 @@ func (s *Source) blob(ctx context.Context, sha string, limit int64) (int64, []by
 }
 
 // getBlob makes one raw blob request and reads at most limit+1 bytes of
-// the answer; none when its Content-Length is over the limit.
+// the answer; none when its Content-Length is over the limit. A stall (see
+// watched) fails it with errStalled.
 func (s *Source) getBlob(ctx context.Context, sha string, limit int64) (int64, []byte, *gh.Response, error) {
+	ctx, w := s.watched(ctx, 0)
+	defer w.stop()
+	size, data, resp, err := s.readBlob(ctx, w, sha, limit)
+	return size, data, resp, w.why(ctx, err)
+}
+
+func (s *Source) readBlob(ctx context.Context, w *watch, sha string, limit int64) (int64, []byte, *gh.Response, error) {
 	req, err := s.client.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/git/blobs/%s", s.owner, s.repo, sha), nil)
 	if err != nil {
 		return 0, nil, nil, err
@@ -91,7 +99,7 @@ func (s *Source) getBlob(ctx context.Context, sha string, limit int64) (int64, [
 	if resp.ContentLength > 0 {
 		buf.Grow(int(resp.ContentLength))
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1)); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(w.body(resp.Body), limit+1)); err != nil {
 		return 0, nil, resp, err
 	}
 	if n := int64(buf.Len()); n > limit {

@@ -36,9 +36,14 @@ func (s *Source) do(ctx context.Context, op string, call func(ctx context.Contex
 	return err
 }
 
-// retryable: network errors, timeouts, 5xx and corrupt bodies; never 4xx or rate limits (a
-// rate limit ends the run with the time to retry: see rateLimitOf).
+// retryable: network errors, timeouts and stalls, 5xx and corrupt bodies;
+// never 4xx, rate limits (a rate limit ends the run with the time to retry:
+// see rateLimitOf) or a failure marked final.
 func retryable(err error) bool {
+	var f *final
+	if errors.As(err, &f) {
+		return false
+	}
 	var rl *gh.RateLimitError
 	var abuse *gh.AbuseRateLimitError
 	if errors.As(err, &rl) || errors.As(err, &abuse) {
@@ -51,5 +56,11 @@ func retryable(err error) bool {
 	var urlErr *url.Error
 	return errors.As(err, &netErr) || errors.As(err, &urlErr) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, errCorrupt)
+		errors.Is(err, errCorrupt) || errors.Is(err, errStalled)
 }
+
+// final marks a failure that is not retried.
+type final struct{ err error }
+
+func (f *final) Error() string { return f.err.Error() }
+func (f *final) Unwrap() error { return f.err }

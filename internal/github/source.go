@@ -25,6 +25,8 @@ const (
 	DefaultArchiveThreshold = 10
 	DefaultTimeout          = 60 * time.Second
 	DefaultArchiveSlack     = 512 << 20
+	DefaultIdleTimeout      = 30 * time.Second
+	DefaultArchiveTimeout   = 5 * time.Minute
 )
 
 // Config says which repository and branch to read and how.
@@ -50,6 +52,16 @@ type Config struct {
 	// abandoned and the files it has not delivered are read as blobs: the
 	// bound on a gzip bomb. 0 means DefaultArchiveSlack (512 MiB).
 	ArchiveSlack int64
+	// IdleTimeout ends a blob or archive download that makes no progress
+	// for this long (before its first byte, or between reads): a blob is
+	// then retried, the archive left for blob reads. 0 means
+	// DefaultIdleTimeout (30s).
+	IdleTimeout time.Duration
+	// ArchiveTimeout bounds one archive download from its request to its
+	// last byte (it is not under the HTTPClient's Timeout, which a large
+	// archive may need longer than); past it the rest is read as blobs.
+	// 0 means DefaultArchiveTimeout (5 minutes).
+	ArchiveTimeout time.Duration
 	// Progress, if set, is called after each file Titles or Contents reads.
 	Progress func(done, total int)
 	Logger   *slog.Logger
@@ -79,6 +91,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ArchiveThreshold == 0 {
 		c.ArchiveThreshold = DefaultArchiveThreshold
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ArchiveTimeout <= 0 {
+		c.ArchiveTimeout = DefaultArchiveTimeout
 	}
 	if c.ArchiveSlack <= 0 {
 		c.ArchiveSlack = DefaultArchiveSlack
@@ -119,9 +137,12 @@ type Source struct {
 	secrets             []string // the token and credentials written into BaseURL: never shown
 	client              *gh.Client
 	http                *http.Client // counting, token only to the API host
+	downloads           *http.Client // http without its Timeout: archives are bounded by archiveTimeout
 	retries             retry.Policy // do adds the log line of each retry
 	threshold           int
 	slack               int64 // see Config.ArchiveSlack
+	idle                time.Duration
+	archiveTimeout      time.Duration
 	progress            func(done, total int)
 	log                 *slog.Logger
 	now                 func() time.Time
@@ -137,19 +158,22 @@ func New(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{
-		owner:     cfg.Owner,
-		repo:      cfg.Repo,
-		branch:    cfg.Branch,
-		token:     cfg.Token,
-		secrets:   append([]string{cfg.Token}, redact.URLSecrets(cfg.BaseURL)...),
-		retries:   retryPolicy(cfg.Sleep, cfg.Backoff),
-		threshold: cfg.ArchiveThreshold,
-		slack:     cfg.ArchiveSlack,
-		progress:  cfg.Progress,
-		log:       cfg.Logger.With(logkey.Component, "github"),
-		now:       cfg.Now,
+		owner:          cfg.Owner,
+		repo:           cfg.Repo,
+		branch:         cfg.Branch,
+		token:          cfg.Token,
+		secrets:        append([]string{cfg.Token}, redact.URLSecrets(cfg.BaseURL)...),
+		retries:        retryPolicy(cfg.Sleep, cfg.Backoff),
+		threshold:      cfg.ArchiveThreshold,
+		slack:          cfg.ArchiveSlack,
+		idle:           cfg.IdleTimeout,
+		archiveTimeout: cfg.ArchiveTimeout,
+		progress:       cfg.Progress,
+		log:            cfg.Logger.With(logkey.Component, "github"),
+		now:            cfg.Now,
 	}
 	s.http = newHTTPClient(cfg.HTTPClient, cfg.Token, base.Host, &s.requests)
+	s.downloads = &http.Client{Transport: s.http.Transport, Jar: s.http.Jar}
 	s.client = gh.NewClient(s.http)
 	s.client.BaseURL = base
 	s.client.UploadURL = base
