@@ -28,33 +28,11 @@ var errOverBudget = errors.New("archive holds more than its budget of decompress
 // whose entries are their blobs. An error is fatal (see fatal) or means
 // "read the rest from blobs".
 func (s *Source) fromArchive(ctx context.Context, commit string, files []policy.File, r *reading) error {
-	op := "get archive link " + commit
-	var link *url.URL
-	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
-		// GetArchiveLink bypasses http.Client (and its timeout): bound each attempt here.
-		if s.http.Timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.http.Timeout)
-			defer cancel()
-		}
-		u, resp, err := s.client.Repositories.GetArchiveLink(ctx, s.owner, s.repo, gh.Tarball, &gh.RepositoryContentGetOptions{Ref: commit}, 1)
-		if err != nil && resp != nil && resp.Response != nil && statusOf(err) == 0 {
-			err = &statusError{status: resp.StatusCode, header: resp.Header}
-		}
-		link = u
-		return resp, err
-	})
+	link, err := s.archiveLink(ctx, commit)
 	if err != nil {
-		return s.translate(op, err)
+		return err
 	}
-	if link == nil || link.String() == "" {
-		return s.masked(fmt.Errorf("github: %s: no download location", op))
-	}
-	if !link.IsAbs() {
-		link = s.client.BaseURL.ResolveReference(link)
-	}
-
-	op = "download archive " + commit
+	op := "download archive " + commit
 	want := make(map[string]policy.File, len(files))
 	for _, f := range files {
 		want[f.Path] = f
@@ -64,9 +42,64 @@ func (s *Source) fromArchive(ctx context.Context, commit string, files []policy.
 		return nil, s.download(ctx, link, want, budget, r)
 	})
 	if err != nil {
-		return s.translate(op, err)
+		return s.archiveError(op, err)
 	}
 	return nil
+}
+
+// archiveLink asks the API where the commit's tarball is (the Location of
+// its redirect), retrying transient failures.
+func (s *Source) archiveLink(ctx context.Context, commit string) (*url.URL, error) {
+	op := "get archive link " + commit
+	var link *url.URL
+	err := s.do(ctx, op, func(ctx context.Context) (resp *gh.Response, err error) {
+		link, resp, err = s.getArchiveLink(ctx, commit)
+		return resp, err
+	})
+	if err != nil {
+		return nil, s.archiveError(op, err)
+	}
+	return link, nil
+}
+
+// getArchiveLink makes one request for the archive link without following
+// its redirect. It is not go-github's GetArchiveLink, which drops the body
+// of an error answer: the body is what tells a secondary rate limit from a
+// refusal, so an error answer is typed by gh.CheckResponse here.
+func (s *Source) getArchiveLink(ctx context.Context, commit string) (*url.URL, *gh.Response, error) {
+	req, err := s.client.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/tarball/%s", s.owner, s.repo, commit), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := s.links.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	ghResp := &gh.Response{Response: resp}
+	if resp.StatusCode < 300 || resp.StatusCode >= 400 {
+		if err := gh.CheckResponse(resp); err != nil {
+			return nil, ghResp, err
+		}
+		return nil, ghResp, errors.New("no download location")
+	}
+	link, err := resp.Location()
+	if err != nil {
+		return nil, ghResp, fmt.Errorf("no download location: %w", err)
+	}
+	return link, ghResp, nil
+}
+
+// archiveError translates a failure of the archive: a rate limit (and the
+// context) ends the run as anywhere; anything else, a 403 or 404 included,
+// only makes the archive unavailable and is never a configuration error:
+// the blob requests that follow are the API's answer to this token, and
+// say so properly if it is refused.
+func (s *Source) archiveError(op string, err error) error {
+	if rateLimitOf(err, s.now()) != nil {
+		return s.translate(op, err)
+	}
+	return s.masked(fmt.Errorf("github: %s: archive unavailable: %w", op, concise(err)))
 }
 
 // archiveBudget is how many decompressed bytes the archive may hold: the

@@ -138,6 +138,7 @@ type Source struct {
 	client              *gh.Client
 	http                *http.Client // counting, token only to the API host
 	downloads           *http.Client // http without its Timeout: archives are bounded by archiveTimeout
+	links               *http.Client // http not following redirects: the archive link is one
 	retries             retry.Policy // do adds the log line of each retry
 	threshold           int
 	slack               int64 // see Config.ArchiveSlack
@@ -174,6 +175,10 @@ func New(cfg Config) (*Source, error) {
 	}
 	s.http = newHTTPClient(cfg.HTTPClient, cfg.Token, base.Host, &s.requests)
 	s.downloads = &http.Client{Transport: s.http.Transport, Jar: s.http.Jar}
+	s.links = &http.Client{
+		Transport: s.http.Transport, Jar: s.http.Jar, Timeout: s.http.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	s.client = gh.NewClient(s.http)
 	s.client.BaseURL = base
 	s.client.UploadURL = base
