@@ -12,8 +12,9 @@ import (
 )
 
 // ErrUnsuccessful fails a key that Cloudflare listed in a bulk answer's
-// unsuccessful_keys: it was not written (or deleted) everywhere and should
-// be retried.
+// unsuccessful_keys every time it was sent (the first request and the
+// re-sends): it was not written (or deleted) everywhere and should be
+// retried by a later run.
 var ErrUnsuccessful = errors.New("cloudflare reported the key unsuccessful")
 
 // codeKeyNotFound is Cloudflare's error code for a missing key (404).
