@@ -35,6 +35,10 @@ func (s *Store) translate(ctx context.Context, err error) error {
 	if errors.As(err, &tries) {
 		return tries
 	}
+	var limited *policy.RateLimitError // not sent: the rate window or a 429's block
+	if errors.As(err, &limited) {
+		return limited
+	}
 	var unauthorized *cf.AuthorizationError // 401
 	var forbidden *cf.AuthenticationError   // 403
 	if errors.As(err, &unauthorized) || errors.As(err, &forbidden) {

@@ -20,6 +20,11 @@ const (
 	backoffMax  = 30 * time.Second
 )
 
+// blockedFor is how long Cloudflare blocks a token that passed its API
+// limit (1,200 requests per 5 minutes): the wait a 429 without
+// Retry-After stands for.
+const blockedFor = 5 * time.Minute
+
 // retryPolicy retries a failed try (see failure) up to maxRetries times:
 // after a 429's Retry-After plus up to a tenth, else after jittered
 // exponential backoff drawn from r.
@@ -68,16 +73,19 @@ func (f *failure) Error() string { return f.err.Error() }
 func (f *failure) Unwrap() error { return f.err }
 
 // failed reads a 429 or a 5xx answer as a failure, its body read and
-// closed; nil for any other answer.
+// closed; nil for any other answer. A 429 blocks the token (for its
+// Retry-After, else blockedFor): every caller is held back until then,
+// whether or not this request is retried.
 func (t *transport) failed(resp *http.Response) *failure {
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		after := retry.After(resp.Header.Get("Retry-After"), t.now())
-		discard(resp)
-		rl := &policy.RateLimitError{API: "cloudflare", Kind: "api"}
-		if after > 0 {
-			rl.RetryAt = t.now().Add(after)
+		after := blockedFor
+		if v := resp.Header.Get("Retry-After"); v != "" {
+			after = retry.After(v, t.now())
 		}
+		discard(resp)
+		rl := &policy.RateLimitError{API: "cloudflare", Kind: "api", RetryAt: t.now().Add(after)}
+		t.limiter.pause(rl.RetryAt)
 		return &failure{err: rl, status: resp.StatusCode, retryAfter: after}
 	case resp.StatusCode >= http.StatusInternalServerError:
 		discard(resp)

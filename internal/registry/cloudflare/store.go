@@ -77,8 +77,9 @@ func (c Config) Validate() error {
 // concurrent use.
 //
 // Errors: a key Cloudflare does not have wraps policy.ErrNotFound; a 429
-// still answered after the retries is a *policy.RateLimitError (errors.Is
-// policy.ErrRateLimited); a token refused (401, 403) or a namespace that does
+// still answered after the retries, or whose wait would pass the context's
+// deadline (as would the rate window's), is a *policy.RateLimitError
+// (errors.Is policy.ErrRateLimited) saying when to retry; a token refused (401, 403) or a namespace that does
 // not exist (404 on the namespace) wraps policy.ErrConfig; a key still
 // listed in unsuccessful_keys after three re-sends (1 s, 2 s, 4 s apart)
 // wraps ErrUnsuccessful; anything else is wrapped as
