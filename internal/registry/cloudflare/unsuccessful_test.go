@@ -110,3 +110,27 @@ func TestStore_Put_ReSendPastTheDeadline_NotStarted(t *testing.T) {
 		t.Errorf("waited %v past the deadline", got)
 	}
 }
+
+func TestStore_Usage_CountsEveryRequestRetriesAndReSendsIncluded(t *testing.T) {
+	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.RequestTimeout = 200 * time.Millisecond })
+	w.fake.SetRates(cloudflaretest.Rates{RateLimit: 0.1, ServerError: 0.1, Hang: 0.02})
+	w.fake.FailKeyFraction(0.2)
+	pairs := hundredPairs()
+	keys := make([]string, len(pairs))
+	for i, p := range pairs {
+		keys[i] = p.Key
+	}
+	w.store.Put(t.Context(), pairs)
+	_, _ = w.store.GetMany(t.Context(), keys)
+	_, _ = w.store.Get(t.Context(), keys[0])
+	_, _ = w.store.List(t.Context(), "policy:")
+	w.store.Delete(t.Context(), keys)
+
+	got, want := w.store.Usage().Requests, int64(w.fake.TotalRequests())
+	if got != want {
+		t.Errorf("Usage().Requests = %d, the fake saw %d", got, want)
+	}
+	if want <= 5 {
+		t.Errorf("the fake saw %d requests: the faults should have caused retries and re-sends", want)
+	}
+}
