@@ -331,7 +331,7 @@ func TestServer_Stall_SendsThenHangs(t *testing.T) {
 	s.FailNext(githubtest.KindBlob, 1, githubtest.Stall(100))
 	req, _ := http.NewRequest("GET", s.URL()+"repos/o/r/git/blobs/"+repo.BlobSHA(head, "a.md"), nil)
 	req.Header.Set("Accept", "application/vnd.github.v3.raw")
-	resp, err := (&http.Client{Timeout: 300 * time.Millisecond}).Do(req)
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
