@@ -21,10 +21,11 @@ var ErrUnsuccessful = errors.New("cloudflare reported the key unsuccessful")
 const codeKeyNotFound = 10009
 
 // edge translates an error of cloudflare-go (and of the transport under it)
-// into the sentinels of package policy, with the API token scrubbed from its
-// text: Cloudflare's answers can echo what they were sent.
+// into the sentinels of package policy, with the API token and any
+// credentials written into BaseURL scrubbed from its text: Cloudflare's
+// answers can echo what they were sent, and transport errors the URL.
 func (s *Store) edge(ctx context.Context, err error) error {
-	return redact.Error(s.translate(ctx, err), s.cfg.APIToken)
+	return redact.Error(s.translate(ctx, err), s.rt.secrets...)
 }
 
 func (s *Store) translate(ctx context.Context, err error) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/retry"
 )
 
@@ -58,7 +59,7 @@ func (t *transport) beforeRetry(method string, r retry.Retry) {
 	if errors.As(r.Err, &f) {
 		status = f.status
 	}
-	t.log.Warn("retrying cloudflare request", logkey.Method, method, logkey.Status, status, logkey.Error, r.Err.Error(), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
+	t.log.Warn("retrying cloudflare request", logkey.Method, method, logkey.Status, status, logkey.Error, redact.String(r.Err.Error(), t.secrets...), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
 }
 
 // failure is a try that may be retried: no answer (a network error, a

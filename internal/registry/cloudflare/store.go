@@ -16,6 +16,7 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/retry"
 )
@@ -64,7 +65,11 @@ func (c Config) Validate() error {
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("cloudflare: BaseURL %q is not an http(s) URL: %w", c.BaseURL, policy.ErrConfig)
+			shown := "(unparsable)"
+			if err == nil {
+				shown = redact.URL(u)
+			}
+			return fmt.Errorf("cloudflare: BaseURL %q is not an http(s) URL: %w", shown, policy.ErrConfig)
 		}
 	}
 	if c.MaxRetries < 0 || c.RequestsPerWindow < 0 || c.Window < 0 || c.RequestTimeout < 0 {
