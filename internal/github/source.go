@@ -43,9 +43,9 @@ type Config struct {
 	// Backoff is the wait before each retry: len(Backoff) retries after the
 	// first attempt. nil means 1s, 2s, 4s; an empty non-nil slice disables retries.
 	Backoff []time.Duration
-	// ArchiveThreshold: Contents reads one tarball when more files than this
-	// are wanted, else one blob request per file. 0 means 10; negative means
-	// always the tarball.
+	// ArchiveThreshold: Titles and Contents read one tarball when more
+	// files than this are wanted, else one blob request per file. 0 means
+	// 10; negative means always the tarball.
 	ArchiveThreshold int
 	// ArchiveSlack is how many decompressed bytes a tarball may hold
 	// beyond the wanted files (other files, tar headers) before it is
