@@ -3,7 +3,6 @@ package github_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -15,24 +14,9 @@ import (
 	"github.com/knue/syncjob/internal/retry"
 )
 
-// blobFixture commits n policies and returns the commit, the files and the
-// titles a run should read.
-func blobFixture(t *testing.T, f *fixture, n int) (string, []policy.File, map[string]policy.Content) {
-	t.Helper()
-	want := make(map[string]policy.Content)
-	for i := range n {
-		body := fmt.Sprintf("# 규정 %d\n", i)
-		path := fmt.Sprintf("규정/제%02d 규정.md", i)
-		f.repo.Write(path, body)
-		want[path] = policy.Content{Size: int64(len(body)), Title: fmt.Sprintf("규정 %d", i)}
-	}
-	head := f.repo.Commit("blobs")
-	return head, filesOf(t, f.repo, head), want
-}
-
 func TestTitles_SecondaryLimitOnOneBlob_WaitedOutRunGoesOn(t *testing.T) {
 	f := newFixture(t)
-	head, files, want := blobFixture(t, f, 94)
+	head, files, want := policyFixture(t, f, 94)
 	f.srv.FailNext(githubtest.KindBlob, 1, githubtest.SecondaryRateLimit(http.StatusTooManyRequests, time.Second))
 	cfg := f.config()
 	cfg.ArchiveThreshold = 100 // one blob request per file
@@ -53,7 +37,7 @@ func TestTitles_SecondaryLimitOnOneBlob_WaitedOutRunGoesOn(t *testing.T) {
 
 func TestTitles_Secondary403OnOneBlob_WaitedOutForReal(t *testing.T) {
 	f := newFixture(t)
-	head, files, want := blobFixture(t, f, 3)
+	head, files, want := policyFixture(t, f, 3)
 	// go-github remembers a typed 403 secondary limit and refuses every
 	// request until it passes: the wait must be real for the retry to go.
 	f.srv.FailNext(githubtest.KindBlob, 1, githubtest.SecondaryRateLimit(http.StatusForbidden, time.Second))

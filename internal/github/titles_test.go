@@ -128,10 +128,9 @@ func TestTitles_HugeFileOfKnownSize_NotDownloaded(t *testing.T) {
 	wantRequests(t, src, f.srv, 1)
 }
 
-// archiveFixture commits n small policies (over the archive threshold),
-// and returns the commit, the files (sizes unknown, as a compare gives
-// them) and the titles a run should read.
-func archiveFixture(t *testing.T, f *fixture, n int) (string, []policy.File, map[string]policy.Content) {
+// policyFixture commits n small policies and returns the commit, the files
+// (sizes from the tree) and the titles a run should read.
+func policyFixture(t *testing.T, f *fixture, n int) (string, []policy.File, map[string]policy.Content) {
 	t.Helper()
 	want := make(map[string]policy.Content)
 	for i := range n {
@@ -140,11 +139,17 @@ func archiveFixture(t *testing.T, f *fixture, n int) (string, []policy.File, map
 		f.repo.Write(path, body)
 		want[path] = policy.Content{Size: int64(len(body)), Title: fmt.Sprintf("규정 %d", i)}
 	}
-	head := f.repo.Commit("archive")
-	var files []policy.File
-	for _, file := range filesOf(t, f.repo, head) {
-		file.Size = -1
-		files = append(files, file)
+	head := f.repo.Commit("policies")
+	return head, filesOf(t, f.repo, head), want
+}
+
+// archiveFixture is policyFixture with the sizes unknown, as a compare
+// gives them: n over the archive threshold reads the tarball.
+func archiveFixture(t *testing.T, f *fixture, n int) (string, []policy.File, map[string]policy.Content) {
+	t.Helper()
+	head, files, want := policyFixture(t, f, n)
+	for i := range files {
+		files[i].Size = -1
 	}
 	return head, files, want
 }
