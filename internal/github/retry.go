@@ -15,10 +15,9 @@ import (
 )
 
 // MaxRateLimitWait bounds the secondary rate limits waited out inside a
-// run: one that asks for less is waited out (DESIGN "Safety"); one that asks
-// for this long or longer, or a primary limit, ends the run with the time
-// to retry. (DESIGN says "60 s or less"; a limit of exactly 60 s still ends
-// the run while the CLI scenario tests expect that.)
+// run: one that asks for this long or less (GitHub often says exactly
+// Retry-After: 60) is waited out; a longer one, or a primary limit, ends
+// the run with the time to retry.
 const MaxRateLimitWait = 60 * time.Second
 
 // retryPolicy retries a transient failure (see retryable) after each wait of
@@ -40,12 +39,12 @@ func (s *Source) retryPolicy(sleep func(context.Context, time.Duration) error, b
 }
 
 // classify retries transient failures and secondary rate limits that ask
-// for less than MaxRateLimitWait.
+// for MaxRateLimitWait or less.
 func (s *Source) classify(err error) retry.Decision {
 	if rateLimitOf(err, s.now()) == nil {
 		return retry.Decision{Retry: retryable(err)}
 	}
-	if d, ok := secondaryWait(err, s.now()); ok && d < MaxRateLimitWait {
+	if d, ok := secondaryWait(err, s.now()); ok && d <= MaxRateLimitWait {
 		return retry.Decision{Retry: true, After: d}
 	}
 	return retry.Decision{}

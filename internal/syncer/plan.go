@@ -15,6 +15,7 @@ import (
 type planned struct {
 	mode, reason string // the mode the run took (an untrusted compare makes it full)
 	plan         policy.Plan
+	desired      map[string]policy.Desired // what the head wants, with the tree's sizes
 	work         differ.QueueWork
 	// renames are the policy names git reports renamed by the compare, old
 	// name → new name, for the mass-delete guard.
@@ -46,18 +47,17 @@ func (r *run) plan(ctx context.Context, st state, mode, reason string) (planned,
 	if err != nil {
 		return p, reg, err
 	}
-	var desired map[string]policy.Desired
 	if cs != nil {
-		desired, p.plan, err = r.planIncremental(ctx, st, *cs, reg.known())
+		p.desired, p.plan, err = r.planIncremental(ctx, st, *cs, reg.known())
 		p.renames = differ.Renames(*cs)
 	} else {
-		desired, p.plan, err = r.planFull(ctx, st, reg.known())
+		p.desired, p.plan, err = r.planFull(ctx, st, reg.known())
 	}
 	if err != nil {
 		return p, reg, err
 	}
 	r.log.Info("mode chosen", logkey.Mode, p.mode, logkey.Reason, p.reason, logkey.Commit, st.head, logkey.Previous, st.last, logkey.Retries, len(st.pending))
-	p.plan, p.work = differ.SettleQueue(p.plan, desired, reg.entries, st.pending, reg.dead, r.start)
+	p.plan, p.work = differ.SettleQueue(p.plan, p.desired, reg.entries, st.pending, reg.dead, r.start)
 	return p, reg, nil
 }
 

@@ -176,7 +176,7 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 func (r *run) write(ctx context.Context, out outcome, p planned, reg registryState) outcome {
 	out.plan = p.plan
 	r.phases.enter("fetch")
-	plan, failures, err := r.readTitles(ctx, out.state.head, p.plan, reg.entries)
+	plan, failures, err := r.readTitles(ctx, out.state.head, p.plan, reg.entries, p.desired)
 	out.plan = plan
 	if err != nil {
 		out.err = err
@@ -202,7 +202,7 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 		out.failures = failures
 		return out
 	}
-	if out.err = outage(differ.Unread(p.plan), failures); out.err != nil {
+	if out.err = outage(differ.Unread(p.plan, nil), failures); out.err != nil {
 		return out
 	}
 	if plan, out.waiting, out.err = r.fitBudget(ctx, plan, p.work); out.err != nil {
