@@ -5,13 +5,24 @@ GO      ?= go
 DIST    := dist
 LAMBDA  := $(DIST)/syncjob-lambda.zip
 
-.PHONY: all test bench lambda clean
+# staticcheck 2026.2.2 (module version v0.8.2), as .ci/run installs it.
+STATICCHECK_VERSION := v0.8.2
+GOBIN_DIR   := $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)
+STATICCHECK := $(GOBIN_DIR)/staticcheck
+
+.PHONY: all test staticcheck bench lambda clean
 
 all: test lambda
 
-test:
+test: staticcheck
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 	$(GO) test -race -count=1 ./...
+
+# Installs the pinned staticcheck unless that version is already there.
+staticcheck:
+	@$(STATICCHECK) -version 2>/dev/null | grep -qF '($(STATICCHECK_VERSION:v%=%))' || \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # Benchmarks claim the request counts and speed of a run (see README.md).
 bench:

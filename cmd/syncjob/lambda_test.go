@@ -561,7 +561,7 @@ func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
 				w.gh.FailNext(githubtest.AnyKind, -1, *tc.fault)
 			}
 			if tc.name == "echoes the token in a blob" {
-				w.gh.FailNext(githubtest.KindBlob, -1, githubtest.StatusError(500, "internal error for "+testToken))
+				failSeededBlobs(w, w.repo.Head("main"), githubtest.StatusError(500, "internal error for "+testToken))
 			}
 			inv := w.invokeWith(h, `{"trigger":"schedule"}`, time.Minute)
 			wantErr := tc.status == policy.RunFailed
@@ -697,8 +697,8 @@ func TestLambda_PartialRun_ReturnsSummaryAndCountsPartial(t *testing.T) {
 	// would not help them, so a partial run is not an invocation error. The
 	// RunPartial metric (and its alarm) reports it.
 	w := newWorld(t)
-	seed(w)
-	w.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(500))
+	head := seed(w)
+	failSeededBlobs(w, head, githubtest.ServerError(500))
 	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
 	if inv.err != nil {
 		t.Fatalf("err = %v, want the summary", inv.err)
@@ -710,4 +710,15 @@ func TestLambda_PartialRun_ReturnsSummaryAndCountsPartial(t *testing.T) {
 	if len(m) != 1 || m[0]["RunPartial"] != 1.0 || m[0]["Failed"] != 3.0 || m[0]["RunSucceeded"] != 0.0 {
 		t.Errorf("EMF = %v", m)
 	}
+}
+
+// failSeededBlobs makes the three seeded policies unreadable with fault and
+// adds a fourth that can be read: a run in which every read fails is an
+// outage, not three item failures.
+func failSeededBlobs(w *world, head string, fault githubtest.Fault) {
+	for _, p := range []string{"규정/제1편/학칙.md", "규정/제1편/대학원 학칙.md", "규정/제2편/연구소 설치(운영)․규정.md"} {
+		w.gh.FailWithin(githubtest.KindBlob, w.repo.BlobSHA(head, p), fault)
+	}
+	w.repo.Write("규정/제3편/readable.md", "# readable\n")
+	w.repo.Commit("a policy GitHub can serve")
 }

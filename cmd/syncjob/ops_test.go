@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,9 +17,15 @@ func deadLetterWorld(t *testing.T, w *world) {
 	w.sync(0)
 	w.repo.Write("규정/제1편/학칙.md", "# 한국교원대학교 학칙 (개정)\n")
 	w.repo.Write("규정/제1편/대학원 학칙.md", "# 대학원 학칙 (개정)\n")
-	w.repo.Commit("two edits")
-	w.gh.FailRandom(githubtest.KindBlob, 1, 1, githubtest.ServerError(502)) // every blob read fails
-	for range 3 {
+	head := w.repo.Commit("two edits")
+	for _, p := range []string{"규정/제1편/학칙.md", "규정/제1편/대학원 학칙.md"} {
+		w.gh.FailWithin(githubtest.KindBlob, w.repo.BlobSHA(head, p), githubtest.ServerError(502))
+	}
+	// Each run also reads a file that can be read: a run in which every
+	// read fails is an outage, which counts no failure.
+	for i := range 3 {
+		w.repo.Write("규정/제2편/연구소 설치(운영)․규정.md", fmt.Sprintf("# 연구소 설치․운영 규정 %d\n", i))
+		w.repo.Commit("another edit")
 		w.sync(exitPartial)
 	}
 	w.gh.ClearFaults()

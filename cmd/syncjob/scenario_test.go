@@ -97,14 +97,13 @@ func TestSync_UnchangedHead_OneGitHubRequestNoPolicyWrites(t *testing.T) {
 		if gh != 1 {
 			t.Errorf("github requests %d, want exactly 1", gh)
 		}
-		// Reads of lastCommit, lastRun and the queue listing (is anything
-		// waiting for retry?), then one write of the run record: no lease,
-		// no policy read. Bolt: two Gets, one List (values included), one
-		// Put. Cloudflare makes the same four: GET values/lastCommit, GET
-		// values/lastRun, one page of GET keys?prefix=queue: (each key's
-		// metadata says it records no failure, so no queue value is read),
-		// and one bulk write of the run history key and lastRun together.
-		wantReg := map[string]int{backendBolt: 4, backendCloudflare: 4}[w.backend]
+		// Reads of lastCommit, lastRun (which names what waits for retry:
+		// nothing) and the lease (was the last run clean?), then one write
+		// of the run record: no listing, no lease taken, no policy read.
+		// Bolt: one read of the three keys, one Put. Cloudflare: GET
+		// values/lastCommit, values/lastRun and values/lease, and one bulk
+		// write of the run history key and lastRun together.
+		wantReg := map[string]int{backendBolt: 2, backendCloudflare: 4}[w.backend]
 		if reg != wantReg {
 			t.Errorf("registry requests %d, want %d", reg, wantReg)
 		}

@@ -63,3 +63,17 @@ func CarryOver(scope map[string]bool, skipped []policy.Skip, conflicts []policy.
 	slices.SortFunc(conflicts, func(a, b policy.Conflict) int { return strings.Compare(a.PolicyName, b.PolicyName) })
 	return skipped, conflicts
 }
+
+// Renames returns the policy names the changeset renames, old name → new
+// name, as git paired them (a rename git reports, even with edits).
+func Renames(cs policy.Changeset) map[string]string {
+	out := map[string]string{}
+	for _, c := range cs.Changes {
+		if c.Status == policy.Renamed && policy.IsPolicyPath(c.PreviousPath) && policy.IsPolicyPath(c.Path) {
+			if from, to := policy.NameOf(c.PreviousPath), policy.NameOf(c.Path); from != to {
+				out[from] = to
+			}
+		}
+	}
+	return out
+}

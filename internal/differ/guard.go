@@ -19,36 +19,63 @@ const (
 )
 
 // Guard refuses a plan that empties the registry (entries) or loses too
-// much of it, with an error wrapping ErrRefused. A delete whose content
-// (blob sha) survives in the registry under another name, as in a commit
-// that renames every file, loses nothing.
-func Guard(plan policy.Plan, entries map[string]policy.Entry) error {
+// much of it, with an error wrapping ErrRefused. Call it once titles are
+// read. A deleted policy whose content survives under another name loses
+// nothing: the same blob sha, the same title, or a rename git reports
+// (renames, old name → new name) whose new name the head keeps. So a commit
+// that renames every file, even one that also edits each, passes.
+func Guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string]string) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	deleted := map[string]bool{}
-	survives := map[string]bool{}
-	puts := 0
 	for _, it := range plan.Items {
 		if it.Action == policy.ActDelete {
 			deleted[it.PolicyName] = true
-			continue
-		}
-		puts++
-		survives[it.SHA] = true
-	}
-	for name, e := range entries {
-		if !deleted[name] {
-			survives[e.SHA] = true
 		}
 	}
+	s := survivors(plan, entries, deleted)
 	lost := 0
 	for name := range deleted {
-		if e, ok := entries[name]; ok && (e.SHA == "" || !survives[e.SHA]) {
+		e, ok := entries[name]
+		if ok && !s.keep(e, renames[name]) {
 			lost++
 		}
 	}
-	return refusal(puts, len(deleted), lost, len(entries))
+	return refusal(len(plan.Items)-len(deleted), len(deleted), lost, len(entries))
+}
+
+// survivorSet is what the registry still holds after a plan: blob shas,
+// titles and names.
+type survivorSet struct{ shas, titles, names map[string]bool }
+
+func survivors(plan policy.Plan, entries map[string]policy.Entry, deleted map[string]bool) survivorSet {
+	s := survivorSet{shas: map[string]bool{}, titles: map[string]bool{}, names: map[string]bool{}}
+	add := func(name, sha, title string) {
+		s.names[name] = true
+		if sha != "" {
+			s.shas[sha] = true
+		}
+		if title != "" {
+			s.titles[title] = true
+		}
+	}
+	for _, it := range plan.Items {
+		if it.Action != policy.ActDelete {
+			add(it.PolicyName, it.SHA, it.Title)
+		}
+	}
+	for name, e := range entries {
+		if !deleted[name] {
+			add(name, e.SHA, e.Title)
+		}
+	}
+	return s
+}
+
+// keep reports whether the content of the deleted entry e survives.
+func (s survivorSet) keep(e policy.Entry, renamedTo string) bool {
+	return (e.SHA != "" && s.shas[e.SHA]) || (e.Title != "" && s.titles[e.Title]) || (renamedTo != "" && s.names[renamedTo])
 }
 
 func refusal(puts, deleted, lost, total int) error {

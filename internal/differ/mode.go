@@ -15,24 +15,52 @@ const (
 
 // ModeInput is what decides a run's mode.
 type ModeInput struct {
-	Full              bool   // asked for (--full, a backfill event)
-	Last, Head        string // metadata:sync:lastCommit and the branch head
-	Previous          *policy.RunSummary
-	Pending           int // failed writes of earlier runs waiting for retry
+	Full       bool   // asked for (--full, a backfill event)
+	Last, Head string // metadata:sync:lastCommit and the branch head
+	Previous   *policy.RunSummary
+	Pending    int // failed writes of earlier runs waiting for retry
+	// Unclean says why the registry may differ from Last's tree in ways no
+	// queue entry records (see Unclean); "" when the previous run ended
+	// cleanly.
+	Unclean           string
 	Now               time.Time
 	ReconcileInterval time.Duration
 }
 
+// Unclean says why the registry may not equal the tree of last (the stored
+// lastCommit) plus what the queue records, or "" when the previous run ended
+// cleanly: it left its lease behind (killed, or its record did not land);
+// it failed after it began writing (prev.Dirty); or it recorded a success
+// or a partial run of a commit that lastCommit does not hold (its lastCommit
+// write was lost; a run that left changes waiting for the write budget keeps
+// lastCommit on purpose). A compare from last would then miss what it half-wrote.
+func Unclean(prev *policy.RunSummary, last string, leaseLeftBehind bool) string {
+	switch {
+	case leaseLeftBehind:
+		return "the previous run did not finish (it left its lease)"
+	case prev == nil:
+		return ""
+	case prev.Dirty:
+		return "the previous run failed after it began writing"
+	case (prev.Status == policy.RunSuccess || prev.Status == policy.RunPartial) && !prev.DryRun && prev.Waiting == 0 &&
+		prev.CommitSHA != "" && prev.CommitSHA != last:
+		return "the previous run's last commit was not recorded"
+	}
+	return ""
+}
+
 // ChooseMode decides how a run plans: full from the head tree, incremental
-// from the compare Last...Head, or unchanged (nothing to do). The reason
-// says why a run is full (or "retry" for an incremental run on an unchanged
-// head that retries failed writes).
+// from the compare Last...Head, or unchanged (nothing to do). A run after an
+// unclean one is full. The reason says why a run is full (or "retry" for an
+// incremental run on an unchanged head that retries failed writes).
 func ChooseMode(in ModeInput) (mode, reason string) {
 	switch {
 	case in.Full:
 		return ModeFull, "requested"
 	case in.Last == "":
 		return ModeFull, "first run"
+	case in.Unclean != "":
+		return ModeFull, in.Unclean
 	case in.Previous == nil || in.Previous.LastFullRun == "":
 		if in.Last == in.Head && in.Pending == 0 {
 			return ModeUnchanged, ""

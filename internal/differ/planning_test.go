@@ -89,9 +89,12 @@ func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
 	if diff := cmp.Diff(wantItems, got.Items); diff != "" {
 		t.Errorf("items (-want +got):\n%s", diff)
 	}
-	wantSkips := []policy.Skip{plan.Skipped[0], {PolicyName: "dead", Path: "a/dead.md", Reason: differ.HeldBackReason("dead")}}
-	if diff := cmp.Diff(wantSkips, got.Skipped); diff != "" {
+	if diff := cmp.Diff(plan.Skipped, got.Skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	wantHeld := []policy.Skip{{PolicyName: "dead", Path: "a/dead.md", Reason: differ.HeldBackReason("dead")}}
+	if diff := cmp.Diff(wantHeld, got.HeldBack); diff != "" {
+		t.Errorf("held back (-want +got):\n%s", diff)
 	}
 	wantWork := differ.QueueWork{
 		Requeue: []policy.QueueEntry{{PolicyName: "landed", SHA: sha(2), Operation: policy.OpUpdate, CreatedAt: "2026-11-25T16:00:00Z"}},
@@ -112,7 +115,7 @@ func TestSettleQueue_DeadDeleteHoldsBackTheDelete(t *testing.T) {
 	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActDelete, PolicyName: "x", OldSHA: sha(1)}}}
 	dead := map[string]policy.DeadLetter{"x": {QueueEntry: policy.QueueEntry{PolicyName: "x", SHA: sha(1), Operation: policy.OpDelete}}}
 	got, _ := differ.SettleQueue(plan, nil, entries(entry("x", 1)), nil, dead, now)
-	if len(got.Items) != 0 || len(got.Skipped) != 1 {
+	if len(got.Items) != 0 || len(got.HeldBack) != 1 {
 		t.Errorf("a dead delete must be held back: %+v", got)
 	}
 }
@@ -201,20 +204,20 @@ func TestGuard(t *testing.T) {
 			policy.Item{Action: policy.ActAdd, PolicyName: name + " 개정", SHA: sha(i)},
 			policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
 	}
-	if err := differ.Guard(deleteAll, reg); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
+	if err := differ.Guard(deleteAll, reg, nil); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
 		t.Errorf("an empty tree: %v", err)
 	}
-	if err := differ.Guard(renameAll, reg); err != nil {
+	if err := differ.Guard(renameAll, reg, nil); err != nil {
 		t.Errorf("renaming every file loses nothing: %v", err)
 	}
 	some := policy.Plan{Items: deleteAll.Items[:11]}
-	if err := differ.Guard(some, reg); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
+	if err := differ.Guard(some, reg, nil); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
 		t.Errorf("11 of 20 lost: %v", err)
 	}
-	if err := differ.Guard(policy.Plan{Items: deleteAll.Items[:4]}, reg); err != nil {
+	if err := differ.Guard(policy.Plan{Items: deleteAll.Items[:4]}, reg, nil); err != nil {
 		t.Errorf("4 of 20 lost is under the threshold: %v", err)
 	}
-	if err := differ.Guard(deleteAll, nil); err != nil {
+	if err := differ.Guard(deleteAll, nil, nil); err != nil {
 		t.Errorf("an empty registry has nothing to lose: %v", err)
 	}
 }
@@ -233,5 +236,75 @@ func TestCarryOver_KeepsWhatTheRunDidNotLookAt(t *testing.T) {
 	in, _ := differ.InScope(scope, prevSkips, nil)
 	if len(in) != 1 || in[0].PolicyName != "a" || len(prevSkips) != 2 {
 		t.Errorf("InScope = %+v (input %+v)", in, prevSkips)
+	}
+}
+
+func TestGuard_RenamesWithEdits_SurviveByTitleOrGitsPairing(t *testing.T) {
+	reg := map[string]policy.Entry{}
+	var byTitle, byRename policy.Plan
+	renames := map[string]string{}
+	for i := 0; i < 20; i++ {
+		old := string(rune('가' + i))
+		reg[old] = entry(old, i)
+		del := policy.Item{Action: policy.ActDelete, PolicyName: old, OldSHA: sha(i)}
+		// renamed and edited: a new blob, the same title
+		byTitle.Items = append(byTitle.Items, policy.Item{Action: policy.ActAdd, PolicyName: "1-2-" + old, SHA: sha(100 + i), Title: old}, del)
+		// renamed and retitled: git paired the paths
+		byRename.Items = append(byRename.Items, policy.Item{Action: policy.ActAdd, PolicyName: "1-2-" + old, SHA: sha(100 + i), Title: "new " + old}, del)
+		renames[old] = "1-2-" + old
+	}
+	if err := differ.Guard(byTitle, reg, nil); err != nil {
+		t.Errorf("renamed and edited, titles kept: %v", err)
+	}
+	if err := differ.Guard(byRename, reg, nil); !errors.Is(err, differ.ErrRefused) {
+		t.Errorf("renamed, edited and retitled without git's pairing must be refused: %v", err)
+	}
+	if err := differ.Guard(byRename, reg, renames); err != nil {
+		t.Errorf("renamed, edited and retitled, paired by git: %v", err)
+	}
+}
+
+func TestUnclean_AndChooseModeAfterIt(t *testing.T) {
+	ok := &policy.RunSummary{Status: policy.RunSuccess, CommitSHA: "c2", LastFullRun: now.Format(time.RFC3339)}
+	for _, tc := range []struct {
+		name       string
+		prev       *policy.RunSummary
+		last       string
+		leftBehind bool
+		unclean    bool
+	}{
+		{"clean", ok, "c2", false, false},
+		{"lease left behind", ok, "c2", true, true},
+		{"failed after writing", &policy.RunSummary{Status: policy.RunFailed, CommitSHA: "c3", Dirty: true}, "c2", false, true},
+		{"failed before writing", &policy.RunSummary{Status: policy.RunFailed, CommitSHA: "c3"}, "c2", false, false},
+		{"last commit lost", ok, "c1", false, true},
+		{"partial, last commit lost", &policy.RunSummary{Status: policy.RunPartial, CommitSHA: "c2"}, "c1", false, true},
+		{"a dry run records nothing", &policy.RunSummary{Status: policy.RunSuccess, CommitSHA: "c2", DryRun: true}, "c1", false, false},
+		{"first run", nil, "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			why := differ.Unclean(tc.prev, tc.last, tc.leftBehind)
+			if (why != "") != tc.unclean {
+				t.Fatalf("Unclean = %q, want unclean %v", why, tc.unclean)
+			}
+			if !tc.unclean || tc.last == "" {
+				return
+			}
+			in := differ.ModeInput{Last: tc.last, Head: tc.last, Previous: ok, Unclean: why, Now: now, ReconcileInterval: 24 * time.Hour}
+			if mode, reason := differ.ChooseMode(in); mode != differ.ModeFull || reason != why {
+				t.Errorf("after an unclean run on an unchanged head: %s (%s), want a full run", mode, reason)
+			}
+		})
+	}
+}
+
+func TestRenames_FromGitsPairing(t *testing.T) {
+	cs := policy.Changeset{Changes: []policy.Change{
+		{Status: policy.Renamed, PreviousPath: "1-2-1.md", Path: "a/학칙.md"},
+		{Status: policy.Renamed, PreviousPath: "x/학칙.md", Path: "y/학칙.md"}, // a move keeps the name
+		{Status: policy.Renamed, PreviousPath: "notes.txt", Path: "b.md"},
+	}}
+	if got := differ.Renames(cs); !cmp.Equal(got, map[string]string{"1-2-1": "학칙"}) {
+		t.Errorf("Renames = %v", got)
 	}
 }

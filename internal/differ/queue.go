@@ -30,8 +30,8 @@ func HeldBackReason(name string) string {
 // resurrected); one whose registry entry already matches the head gets its
 // queue entry rewritten clean; one whose head version is skipped has its
 // queue entry dropped. A dead letter's version is held back (a skip) until a
-// person retries it; another version of the same policy goes ahead. Puts
-// stay before deletes.
+// person retries it (plan.HeldBack); another version of the same policy
+// goes ahead. Puts stay before deletes.
 func SettleQueue(plan policy.Plan, desired map[string]policy.Desired, entries map[string]policy.Entry,
 	pending map[string]policy.QueueEntry, dead map[string]policy.DeadLetter, now time.Time) (policy.Plan, QueueWork) {
 	planned := map[string]bool{}
@@ -43,6 +43,7 @@ func SettleQueue(plan policy.Plan, desired map[string]policy.Desired, entries ma
 		skipped[sk.PolicyName] = true
 	}
 	plan.Items = slices.Clone(plan.Items)
+	plan.HeldBack = slices.Clone(plan.HeldBack)
 	var work QueueWork
 	for _, name := range slices.Sorted(maps.Keys(pending)) {
 		d, want := desired[name]
@@ -63,7 +64,7 @@ func SettleQueue(plan policy.Plan, desired map[string]policy.Desired, entries ma
 	plan.Items = slices.DeleteFunc(plan.Items, func(it policy.Item) bool {
 		held := holdsBack(dead, it)
 		if held {
-			plan.Skipped = append(plan.Skipped, policy.Skip{PolicyName: it.PolicyName, Path: it.Path, Reason: HeldBackReason(it.PolicyName)})
+			plan.HeldBack = append(plan.HeldBack, policy.Skip{PolicyName: it.PolicyName, Path: it.Path, Reason: HeldBackReason(it.PolicyName)})
 		}
 		return held
 	})

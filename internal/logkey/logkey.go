@@ -54,13 +54,18 @@ const (
 	BillableDeletes = "billableDeletes"
 	Duration        = "durationMs"
 	Phases          = "phasesMs"
+	Planned         = "planned"
+	// The policies a run names: failed, skipped, held back by a dead letter.
+	FailedPolicies   = "failedPolicies"
+	SkippedPolicies  = "skippedPolicies"
+	HeldBackPolicies = "heldBackPolicies"
 )
 
 // The daily write budget.
 const (
-	Need   = "need"
-	Spent  = "spent"
-	Budget = "budget"
+	Spent   = "spent"
+	Budget  = "budget"
+	Waiting = "waiting"
 )
 
 // HTTP and retries. Attempt numbers a retry (1 for the first).

@@ -1,6 +1,6 @@
 package policy
 
-// Registry key prefixes and fixed keys (DESIGN.md "Registry schema").
+// Registry key prefixes and fixed keys (docs/design.md "Registry schema").
 const (
 	PolicyPrefix     = "policy:"
 	QueuePrefix      = "queue:"

@@ -109,9 +109,13 @@ type QueueEntry struct {
 	CreatedAt    string  `json:"createdAt"`
 	ErrorMessage *string `json:"errorMessage"`
 	FileNo       string  `json:"fileNo,omitempty"`
+	// AttemptID names the attempt that last failed this entry (a Lambda
+	// request id survives Lambda's own retries of an invocation), so that
+	// an invocation and its automatic retries count as one failure.
+	AttemptID string `json:"attemptId,omitempty"`
 }
 
-// Queue operations. DESIGN.md lists add and update; a delete the sync could
+// Queue operations. The schema lists add and update; a delete the sync could
 // not make needs a record too (OpDelete), retried like the others.
 const (
 	OpAdd    = "add"
@@ -193,6 +197,31 @@ type Plan struct {
 	Unchanged int        `json:"unchanged"`
 	Skipped   []Skip     `json:"skipped"`
 	Conflicts []Conflict `json:"conflicts"`
+	// HeldBack are versions the head wants that a dead letter holds back
+	// until a person retries it (syncjob deadletter retry).
+	HeldBack []Skip `json:"heldBack,omitempty"`
+}
+
+// Counts are the changes of a plan by kind.
+type Counts struct {
+	Added     int `json:"added"`
+	Updated   int `json:"updated"`
+	Moved     int `json:"moved"`
+	Deleted   int `json:"deleted"`
+	Migrated  int `json:"migrated,omitempty"`
+	Unchanged int `json:"unchanged"`
+}
+
+// Counts returns the plan's changes by kind.
+func (p Plan) Counts() Counts {
+	return Counts{
+		Added:     p.Count(ActAdd),
+		Updated:   p.Count(ActUpdate),
+		Moved:     p.Count(ActMove),
+		Deleted:   p.Count(ActDelete),
+		Migrated:  p.Count(ActMigrate),
+		Unchanged: p.Unchanged,
+	}
 }
 
 // Count returns how many items have the action.
@@ -254,4 +283,25 @@ type RunSummary struct {
 	// apply (writes) and record (the run's own metadata; in the log only).
 	PhasesMs    map[string]int64 `json:"phasesMs,omitempty"`
 	LastFullRun string           `json:"lastFullRun,omitempty"`
+	// Planned counts what the run planned when that is not what it applied
+	// (a refused, failed or partial run); the counts above are what it
+	// applied (on a dry run, what it would apply).
+	Planned *Counts `json:"planned,omitempty"`
+	// Pending names the policies whose failed writes the sync owes after
+	// this run (their queue entries record the failure), so that the next
+	// run on an unchanged head knows what to retry without listing the
+	// queue. nil (absent) means unknown: the next run lists the queue.
+	Pending []string `json:"pending"`
+	// Waiting counts the planned items the daily write budget left for
+	// another day: the run is partial and lastCommit stays, so the next
+	// run plans them again.
+	Waiting int `json:"waiting,omitempty"`
+	// HeldBack are the versions the head wants that a dead letter holds
+	// back: while there are any, runs are partial.
+	HeldBack []Skip `json:"heldBack,omitempty"`
+	// Dirty says the registry may differ from the head in ways no queue
+	// entry records (the run failed after it began writing, or started
+	// from such a registry and did not repair it): the next run plans from
+	// the head tree, not from a compare.
+	Dirty bool `json:"dirty,omitempty"`
 }

@@ -11,7 +11,8 @@ import (
 
 // RetryDeadLetter puts the dead letter of name back in the queue (Requeue:
 // its failures no longer counted) for the next sync to retry, then removes
-// the dead letter. An error wrapping policy.ErrNotFound when there is none.
+// the dead letter, and tells the next run to retry it (Registry.RequestRetry).
+// An error wrapping policy.ErrNotFound when there is none.
 func RetryDeadLetter(ctx context.Context, reg *registry.Registry, name string, now time.Time) error {
 	d, err := reg.DeadLetter(ctx, name)
 	if err != nil {
@@ -24,6 +25,9 @@ func RetryDeadLetter(ctx context.Context, reg *registry.Registry, name string, n
 	del := registry.DeleteDeadLetter(name)
 	if errs := reg.Write(ctx, del); errs != nil {
 		return fmt.Errorf("queue: retry dead letter %s: queued, but the dead letter stays: %w", name, errs[del.Key()])
+	}
+	if err := reg.RequestRetry(ctx, name); err != nil {
+		return fmt.Errorf("queue: retry dead letter %s: queued, but the next run on an unchanged head may not see it: %w", name, err)
 	}
 	return nil
 }

@@ -13,6 +13,19 @@ const MaxFailures = 3
 // OpDelete marks a queue entry that records a delete the sync could not make.
 const OpDelete = policy.OpDelete
 
+// FailedIn returns e after a failure with msg in attempt: one more failure
+// (see Failed), unless attempt already failed e (the same Lambda invocation
+// retried by Lambda): then only the message changes. An empty attempt is
+// always a new failure.
+func FailedIn(e policy.QueueEntry, msg, attempt string, now time.Time) (next policy.QueueEntry, dead *policy.DeadLetter) {
+	if attempt != "" && e.AttemptID == attempt && e.ErrorMessage != nil {
+		e.ErrorMessage = &msg
+		return e, nil
+	}
+	e.AttemptID = attempt
+	return Failed(e, msg, now)
+}
+
 // Failed returns e after one more failure with msg: retryCount+1 and the
 // error message. When that is the MaxFailures-th failure, dead is the
 // dead letter that replaces it (the entry must then leave the queue).

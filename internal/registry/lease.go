@@ -10,18 +10,29 @@ import (
 )
 
 // Lease is the value of metadata:sync:lease, the advisory single-writer
-// lease a run takes before it reads the state it plans from.
+// lease a run takes before it reads the state it plans from, renews while it
+// lasts and releases once its record has landed.
 //
 // Workers KV has no compare-and-swap and is eventually consistent (about
 // 60 s), so two runs that start together can both take it: the lease keeps
 // out a second writer that starts while one runs (a backfill during the
 // daily run), not a perfect race. Lambda's reserved concurrency of 1 is the
 // hard guarantee there; the embedded file is locked by its one process.
+//
+// The lease is also the evidence of a run that did not finish: its key
+// lives for LeaseKeep whatever the lease's own expiry, and only a release
+// (written after the run's record) marks it released. A lease left behind,
+// expired or not, tells the next run that the registry may be half-written.
 type Lease struct {
 	Owner      string `json:"owner"`
 	AcquiredAt string `json:"acquiredAt"`
 	ExpiresAt  string `json:"expiresAt"`
+	ReleasedAt string `json:"releasedAt,omitempty"`
 }
+
+// LeaseKeep is how long the lease key lives once written: the evidence of a
+// run that did not finish must outlast the time to the next run.
+const LeaseKeep = 30 * 24 * time.Hour
 
 // Expired reports whether the lease no longer holds at now (an unreadable
 // expiry counts as expired).
@@ -29,6 +40,14 @@ func (l Lease) Expired(now time.Time) bool {
 	until, err := time.Parse(time.RFC3339, l.ExpiresAt)
 	return err != nil || !now.Before(until)
 }
+
+// Released reports whether the run that held the lease released it: it
+// finished and its record landed.
+func (l Lease) Released() bool { return l.ReleasedAt != "" }
+
+// Holds reports whether the lease keeps a writer other than its owner out
+// at now.
+func (l Lease) Holds(now time.Time) bool { return !l.Released() && !l.Expired(now) }
 
 // ErrLeaseHeld is returned by TakeLease when another owner holds the lease;
 // the error is a *LeaseHeldError saying who and until when.
@@ -44,8 +63,8 @@ func (e *LeaseHeldError) Error() string {
 // Is makes errors.Is(err, ErrLeaseHeld) true.
 func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 
-// Lease returns the lease as stored, or nil when there is none (an expired
-// lease the backend has not dropped yet is returned: see Lease.Expired).
+// Lease returns the lease as stored, or nil when there is none. A value
+// that does not decode is a *DecodeError.
 func (r *Registry) Lease(ctx context.Context) (*Lease, error) {
 	raw, err := r.store.Get(ctx, policy.LeaseKey)
 	if errors.Is(err, policy.ErrNotFound) {
@@ -54,6 +73,10 @@ func (r *Registry) Lease(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: read lease: %w", err)
 	}
+	return decodeLease(raw)
+}
+
+func decodeLease(raw []byte) (*Lease, error) {
 	var l Lease
 	if err := decodeObject(raw, &l); err != nil {
 		var bad *DecodeError
@@ -62,46 +85,44 @@ func (r *Registry) Lease(ctx context.Context) (*Lease, error) {
 	return &l, nil
 }
 
-// TakeLease takes the lease for owner until now+ttl (ttl at least Cloudflare's
-// minimum of 60 s), unless another owner holds it unexpired: then a
-// *LeaseHeldError. The same owner takes it again (a retry of the same
-// Lambda invocation takes over what its crashed try left); a lease that does
-// not decode (a *DecodeError from Lease) is taken over.
-func (r *Registry) TakeLease(ctx context.Context, owner string, now time.Time, ttl time.Duration) error {
-	held, err := r.Lease(ctx)
-	var bad *DecodeError
-	switch {
-	case err != nil && !errors.As(err, &bad):
-		return err
-	case held != nil && held.Owner != owner && !held.Expired(now):
-		return &LeaseHeldError{Held: *held}
+// TakeLease takes the lease for owner until now+ttl (ttl at least
+// Cloudflare's minimum of 60 s) and returns it, unless held — the lease as
+// the caller read it — is held by another owner at now: then a
+// *LeaseHeldError. The same owner takes it again (a retry of the same Lambda
+// invocation takes over what its crashed try left).
+func (r *Registry) TakeLease(ctx context.Context, held *Lease, owner string, now time.Time, ttl time.Duration) (Lease, error) {
+	if held != nil && held.Owner != owner && held.Holds(now) {
+		return Lease{}, &LeaseHeldError{Held: *held}
 	}
-	return r.writeLease(ctx, owner, now, now.Add(max(ttl, policy.MinTTLSeconds*time.Second)))
+	l := Lease{Owner: owner, AcquiredAt: now.UTC().Format(policy.TimeLayout)}
+	return r.writeLease(ctx, l, now, ttl)
 }
 
-// RenewLease extends owner's lease to now+ttl.
-func (r *Registry) RenewLease(ctx context.Context, owner string, now time.Time, ttl time.Duration) error {
-	return r.writeLease(ctx, owner, now, now.Add(max(ttl, policy.MinTTLSeconds*time.Second)))
+// RenewLease extends the lease l to now+ttl and returns it.
+func (r *Registry) RenewLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error) {
+	return r.writeLease(ctx, l, now, ttl)
 }
 
-// ReleaseLease ends owner's lease now (it is written expired, with the
-// shortest TTL, one request fewer than reading it back and deleting it).
-func (r *Registry) ReleaseLease(ctx context.Context, owner string, now time.Time) error {
-	if failed := r.Write(ctx, LeaseRelease(owner, now)); failed != nil {
+// ReleaseLease releases the lease l now.
+func (r *Registry) ReleaseLease(ctx context.Context, l Lease, now time.Time) error {
+	if failed := r.Write(ctx, LeaseRelease(l, now)); failed != nil {
 		return &BatchError{Op: "release lease", Failed: failed}
 	}
 	return nil
 }
 
-// LeaseRelease is the write that releases owner's lease now, for a caller
-// that batches it with other writes (RecordRun).
-func LeaseRelease(owner string, now time.Time) Write {
+// LeaseRelease is the write that releases the lease l now, for a caller
+// that batches it with other writes (RecordRun): the lease marked released,
+// kept only for Cloudflare's shortest TTL.
+func LeaseRelease(l Lease, now time.Time) Write {
 	at := now.UTC().Format(policy.TimeLayout)
-	return withTTL(policy.LeaseKey, MustJSON(Lease{Owner: owner, AcquiredAt: at, ExpiresAt: at}), policy.MinTTLSeconds*time.Second)
+	l.ExpiresAt, l.ReleasedAt = at, at
+	return withTTL(policy.LeaseKey, MustJSON(l), policy.MinTTLSeconds*time.Second)
 }
 
 // BreakLease removes the lease whoever holds it: for a person who knows the
-// holder is gone ("syncjob lease release").
+// holder is gone ("syncjob lease release"). The next run then cannot tell
+// that the holder did not finish, so it should be a full run (--full).
 func (r *Registry) BreakLease(ctx context.Context) error {
 	if failed := r.store.Delete(ctx, []string{policy.LeaseKey}); failed != nil {
 		return &BatchError{Op: "break lease", Failed: failed}
@@ -109,10 +130,12 @@ func (r *Registry) BreakLease(ctx context.Context) error {
 	return nil
 }
 
-func (r *Registry) writeLease(ctx context.Context, owner string, now, until time.Time) error {
-	value := MustJSON(Lease{Owner: owner, AcquiredAt: now.UTC().Format(policy.TimeLayout), ExpiresAt: until.UTC().Format(policy.TimeLayout)})
-	if failed := r.Write(ctx, withTTL(policy.LeaseKey, value, until.Sub(now))); failed != nil {
-		return fmt.Errorf("registry: write lease: %w", failed[policy.LeaseKey])
+// writeLease writes l held until now+ttl; the key itself lives LeaseKeep.
+func (r *Registry) writeLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error) {
+	l.ExpiresAt = now.Add(max(ttl, policy.MinTTLSeconds*time.Second)).UTC().Format(policy.TimeLayout)
+	l.ReleasedAt = ""
+	if failed := r.Write(ctx, withTTL(policy.LeaseKey, MustJSON(l), LeaseKeep)); failed != nil {
+		return l, fmt.Errorf("registry: write lease: %w", failed[policy.LeaseKey])
 	}
-	return nil
+	return l, nil
 }

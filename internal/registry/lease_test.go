@@ -11,76 +11,93 @@ import (
 	"github.com/knue/syncjob/internal/registry/registrytest"
 )
 
-func TestLease_TakeRefuseExpireReleaseBreak(t *testing.T) {
+func TestLease_TakeRefuseRenewReleaseBreak(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
-		if l, err := r.Lease(ctx); l != nil || err != nil {
-			t.Fatalf("empty registry: lease %+v, %v", l, err)
+		read := func() *registry.Lease {
+			t.Helper()
+			l, err := r.Lease(ctx)
+			if err != nil {
+				t.Fatalf("read lease: %v", err)
+			}
+			return l
 		}
-		if err := r.TakeLease(ctx, "run-a", clock.Now(), 6*time.Minute); err != nil {
+		if l := read(); l != nil {
+			t.Fatalf("empty registry: lease %+v", l)
+		}
+		a, err := r.TakeLease(ctx, nil, "run-a", clock.Now(), 3*time.Minute)
+		if err != nil {
 			t.Fatalf("take: %v", err)
 		}
-		l, err := r.Lease(ctx)
-		if err != nil || l == nil || l.Owner != "run-a" || l.Expired(clock.Now()) {
-			t.Fatalf("held lease: %+v, %v", l, err)
+		if l := read(); l == nil || *l != a || !l.Holds(clock.Now()) || l.Released() {
+			t.Fatalf("held lease: %+v, took %+v", l, a)
 		}
-		err = r.TakeLease(ctx, "run-b", clock.Now(), 6*time.Minute)
+		_, err = r.TakeLease(ctx, read(), "run-b", clock.Now(), 3*time.Minute)
 		var held *registry.LeaseHeldError
 		if !errors.Is(err, registry.ErrLeaseHeld) || !errors.As(err, &held) || held.Held.Owner != "run-a" || !strings.Contains(err.Error(), "run-a") {
 			t.Fatalf("second owner: %v, want ErrLeaseHeld naming run-a", err)
 		}
-		if err := r.TakeLease(ctx, "run-a", clock.Now(), 6*time.Minute); err != nil {
+		if _, err := r.TakeLease(ctx, read(), "run-a", clock.Now(), 3*time.Minute); err != nil {
 			t.Fatalf("the same owner takes it again: %v", err)
 		}
-		clock.Advance(3 * time.Minute)
-		if err := r.RenewLease(ctx, "run-a", clock.Now(), 6*time.Minute); err != nil {
-			t.Fatalf("renew: %v", err)
+		clock.Advance(2 * time.Minute)
+		renewed, err := r.RenewLease(ctx, a, clock.Now(), 3*time.Minute)
+		if err != nil || renewed.AcquiredAt != a.AcquiredAt {
+			t.Fatalf("renew: %+v, %v (acquiredAt must stay %s)", renewed, err, a.AcquiredAt)
 		}
-		clock.Advance(4 * time.Minute) // 7 minutes after taking, 4 after renewing
-		if err := r.TakeLease(ctx, "run-b", clock.Now(), 6*time.Minute); !errors.Is(err, registry.ErrLeaseHeld) {
+		clock.Advance(2 * time.Minute) // 4 minutes after taking, 2 after renewing
+		if _, err := r.TakeLease(ctx, read(), "run-b", clock.Now(), 3*time.Minute); !errors.Is(err, registry.ErrLeaseHeld) {
 			t.Fatalf("a renewed lease still holds: %v", err)
 		}
-		if err := r.ReleaseLease(ctx, "run-a", clock.Now()); err != nil {
+		if err := r.ReleaseLease(ctx, renewed, clock.Now()); err != nil {
 			t.Fatalf("release: %v", err)
 		}
-		if err := r.TakeLease(ctx, "run-b", clock.Now(), 6*time.Minute); err != nil {
+		if l := read(); l == nil || !l.Released() || l.Holds(clock.Now()) {
+			t.Fatalf("released lease: %+v", l)
+		}
+		if _, err := r.TakeLease(ctx, read(), "run-b", clock.Now(), 3*time.Minute); err != nil {
 			t.Fatalf("take after release: %v", err)
 		}
 		if err := r.BreakLease(ctx); err != nil {
 			t.Fatalf("break: %v", err)
 		}
-		if l, err := r.Lease(ctx); l != nil || err != nil {
-			t.Fatalf("after break: %+v, %v", l, err)
+		if l := read(); l != nil {
+			t.Fatalf("after break: %+v", l)
 		}
 	})
 }
 
-func TestLease_ExpiredOrUnreadable_TakenOver(t *testing.T) {
+func TestLease_LeftBehind_ExpiresButStaysAsEvidence(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
-		if err := r.TakeLease(ctx, "crashed", clock.Now(), time.Minute); err != nil {
+		if _, err := r.TakeLease(ctx, nil, "crashed", clock.Now(), time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		clock.Advance(61 * time.Second)
-		if err := r.TakeLease(ctx, "next", clock.Now(), time.Minute); err != nil {
+		clock.Advance(24 * time.Hour)
+		l, err := r.Lease(ctx)
+		if err != nil || l == nil || l.Released() || l.Holds(clock.Now()) {
+			t.Fatalf("a day later the crashed run's lease is expired but still there, unreleased: %+v, %v", l, err)
+		}
+		if _, err := r.TakeLease(ctx, l, "next", clock.Now(), time.Minute); err != nil {
 			t.Fatalf("an expired lease is taken over: %v", err)
 		}
 		if errs := r.Store().Put(ctx, []registry.Pair{{Key: policy.LeaseKey, Value: []byte("garbage")}}); errs != nil {
 			t.Fatal(errs)
 		}
-		if err := r.TakeLease(ctx, "next", clock.Now(), time.Minute); err != nil {
-			t.Fatalf("an unreadable lease is taken over: %v", err)
+		var bad *registry.DecodeError
+		if _, err := r.Lease(ctx); !errors.As(err, &bad) {
+			t.Fatalf("an unreadable lease: %v, want a DecodeError", err)
 		}
 	})
 }
 
 func TestRecordCost_BillsHistoryLastRunWithAndAdvance(t *testing.T) {
 	clock := registrytest.NewClock(registrytest.Epoch)
-	if got := registry.New(registry.NewMemory(clock.Now)).RecordCost("sha", registry.LeaseRelease("x", clock.Now())); got != 0 {
+	if got := registry.New(registry.NewMemory(clock.Now)).RecordCost("sha", registry.LeaseRelease(registry.Lease{Owner: "x"}, clock.Now())); got != 0 {
 		t.Errorf("memory bills nothing, got %d", got)
 	}
 	billing := registry.New(billingStore{registry.NewMemory(clock.Now)})
-	if got := billing.RecordCost("", registry.LeaseRelease("x", clock.Now())); got != 3 {
+	if got := billing.RecordCost("", registry.LeaseRelease(registry.Lease{Owner: "x"}, clock.Now())); got != 3 {
 		t.Errorf("history, lastRun and the lease: got %d, want 3", got)
 	}
 	if got := billing.RecordCost("sha"); got != 3 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -107,4 +108,71 @@ func (r *Registry) Policy(ctx context.Context, name string) (e policy.Entry, pre
 		return policy.Entry{}, true, bad.add(PolicyKey(name), err)
 	}
 	return e, true, nil
+}
+
+// maxManyKeys is how many keys one GetMany asks for: Cloudflare's bulk get
+// takes up to 100.
+const maxManyKeys = 100
+
+// Owed reads, for each name, its queue entry and its policy entry, in as few
+// requests as the store allows (ManyGetter: two keys a name, 100 keys a
+// request). A name without a queue entry is absent from queue; one without
+// a policy entry absent from entries. Values that do not decode are left
+// out and named in a *DecodeError returned with the rest.
+func (r *Registry) Owed(ctx context.Context, names []string) (queue map[string]policy.QueueEntry, entries map[string]policy.Entry, err error) {
+	queue, entries = map[string]policy.QueueEntry{}, map[string]policy.Entry{}
+	var bad *DecodeError
+	for chunk := range slices.Chunk(names, maxManyKeys/2) {
+		keys := make([]string, 0, 2*len(chunk))
+		for _, n := range chunk {
+			keys = append(keys, QueueKey(n), PolicyKey(n))
+		}
+		got, err := r.getMany(ctx, keys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("registry: read owed entries: %w", err)
+		}
+		for _, n := range chunk {
+			if raw, ok := got[QueueKey(n)]; ok {
+				var q policy.QueueEntry
+				if err := decodeObject(raw, &q); err != nil {
+					bad = bad.add(QueueKey(n), err)
+				} else {
+					queue[n] = q
+				}
+			}
+			if raw, ok := got[PolicyKey(n)]; ok {
+				var e policy.Entry
+				if err := decodeObject(raw, &e); err != nil {
+					bad = bad.add(PolicyKey(n), err)
+				} else {
+					entries[n] = e
+				}
+			}
+		}
+	}
+	if bad != nil {
+		return queue, entries, bad
+	}
+	return queue, entries, nil
+}
+
+// RequestRetry adds names to what the last run says waits for retry
+// (lastRun.pending), so that the next run retries them even when the head
+// has not moved: what a person's "deadletter retry" needs. Without a last
+// run there is nothing to add to: the next run looks at the whole queue.
+func (r *Registry) RequestRetry(ctx context.Context, names ...string) error {
+	last, err := r.LastRun(ctx)
+	if err != nil || last == nil {
+		return err
+	}
+	for _, n := range names {
+		if !slices.Contains(last.Pending, n) {
+			last.Pending = append(last.Pending, n)
+		}
+	}
+	w := Write{put: &Pair{Key: policy.LastRunKey, Value: MustJSON(*last)}}
+	if failed := r.Write(ctx, w); failed != nil {
+		return &BatchError{Op: "request retry", Failed: failed}
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +20,7 @@ const RunTTL = 90 * 24 * time.Hour
 // 13 digits (and sort newest first) until the year 2286.
 const maxInvertedMillis = 9999999999999
 
-// Registry reads and writes the registry schema (DESIGN.md "Registry
+// Registry reads and writes the registry schema (docs/design.md "Registry
 // schema") over a Store. It holds no state of its own: two Registry values
 // over one Store see the same thing.
 type Registry struct {
@@ -58,7 +57,7 @@ func RunKey(at time.Time, runID string) string {
 }
 
 // policyMetadata is the metadata of a policy key. The sha lets a listing
-// show versions without reading values (DESIGN.md); path, title and
+// show versions without reading values (docs/design.md); path, title and
 // lastUpdated make a listed key a complete Entry, so that reading the
 // registry from Cloudflare costs one list request per 1,000 policies and no
 // Get. They are pointers so that "absent" (metadata of a hand-written key,
@@ -194,7 +193,7 @@ func readAll[T any](ctx context.Context, r *Registry, prefix string) (map[string
 
 // LastCommit returns the last synced commit sha, or "" when none was
 // recorded. The value is a raw string; surrounding space and JSON quotes
-// (as the v2 spec once showed it) are tolerated.
+// (as the original v2 algorithm spec showed it) are tolerated.
 func (r *Registry) LastCommit(ctx context.Context) (string, error) {
 	raw, err := r.store.Get(ctx, policy.LastCommitKey)
 	if errors.Is(err, policy.ErrNotFound) {
@@ -203,13 +202,7 @@ func (r *Registry) LastCommit(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("registry: read last commit: %w", err)
 	}
-	s := strings.TrimSpace(string(raw))
-	if len(s) >= 2 && s[0] == '"' {
-		if u, err := strconv.Unquote(s); err == nil {
-			s = u
-		}
-	}
-	return s, nil
+	return parseCommit(raw), nil
 }
 
 // LastRun returns the summary of the last run, or nil when none was
@@ -266,32 +259,38 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 }
 
 // RecordRun writes the metadata of a run, last of all its writes: the run
-// history key RunKey(at, s.RunID) (expiring after RunTTL) and lastRun in one
-// batch, then, only when advance is not empty and that batch landed,
-// lastCommit = advance. The error (a *BatchError) names every key that
-// failed; lastCommit is never advanced past a run that was not recorded.
-//
-// with are written in the first batch too (a run releases its lease there
-// with LeaseRelease, saving a request).
-func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, with ...Write) error {
+// history key RunKey(at, s.RunID) (expiring after RunTTL) and lastRun in
+// one batch; then, only when that batch landed, lastCommit = advance (when
+// not empty) and then (a run releases its lease there with LeaseRelease) in
+// a second. So lastCommit never advances past a run that was not recorded,
+// and a run whose record did not land leaves its lease behind. The error (a
+// *BatchError) names every key that failed.
+func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, then ...Write) error {
 	value := MustJSON(s)
 	history := Pair{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL}
 	last := Pair{Key: policy.LastRunKey, Value: value}
-	if out := r.Write(ctx, append([]Write{{put: &history}, {put: &last}}, with...)...); out != nil {
+	if out := r.Write(ctx, Write{put: &history}, Write{put: &last}); out != nil {
 		return &BatchError{Op: "record run", Failed: out}
 	}
-	if advance == "" {
+	if advance != "" {
+		then = append([]Write{{put: &Pair{Key: policy.LastCommitKey, Value: []byte(advance)}}}, then...)
+	}
+	if len(then) == 0 {
 		return nil
 	}
-	if out := r.store.Put(ctx, []Pair{{Key: policy.LastCommitKey, Value: []byte(advance)}}); out != nil {
-		return &BatchError{Op: "advance last commit", Failed: out}
+	if out := r.Write(ctx, then...); out != nil {
+		op := "release lease"
+		if _, ok := out[policy.LastCommitKey]; ok {
+			op = "advance last commit"
+		}
+		return &BatchError{Op: op, Failed: out}
 	}
 	return nil
 }
 
 // RecordCost is what RecordRun(ctx, s, at, advance, with...) will be billed
 // for on a backend that bills per write (0 on others): the history key,
-// lastRun, each of with, and lastCommit when it advances. A run adds it to
+// lastRun, lastCommit when it advances, and each of with. A run adds it to
 // its billable writes before recording, so the day's total is right.
 func (r *Registry) RecordCost(advance string, with ...Write) int64 {
 	if !r.store.Usage().Billing {

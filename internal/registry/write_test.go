@@ -2,7 +2,10 @@ package registry_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
@@ -45,6 +48,59 @@ func TestWrite_PutsAndDeletesByKind_FailuresByKey(t *testing.T) {
 		long := string(make([]byte, 600))
 		if errs := r.Write(ctx, registry.PutQueue(policy.QueueEntry{PolicyName: long}), registry.PutQueue(q)); len(errs) != 1 || !errors.Is(errs[registry.QueueKey(long)], policy.ErrTooLarge) {
 			t.Fatalf("a key over the limit fails alone: %v", errs)
+		}
+	})
+}
+
+func TestSyncState_ReadsLastCommitLastRunAndLease(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
+		ctx := t.Context()
+		if st, err := r.SyncState(ctx); err != nil || st.LastCommit != "" || st.LastRun != nil || st.Lease != nil {
+			t.Fatalf("empty registry: %+v, %v", st, err)
+		}
+		if err := r.RecordRun(ctx, policy.RunSummary{RunID: "r1", Status: policy.RunSuccess, Pending: []string{}}, clock.Now(), "abc"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.TakeLease(ctx, nil, "me", clock.Now(), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		st, err := r.SyncState(ctx)
+		if err != nil || st.LastCommit != "abc" || st.LastRun == nil || st.LastRun.RunID != "r1" || st.Lease == nil || st.Lease.Owner != "me" {
+			t.Fatalf("state %+v, %v", st, err)
+		}
+		if st.LastRun.Pending == nil {
+			t.Error("an empty pending list must read back as known (non-nil)")
+		}
+	})
+}
+
+func TestOwedAndRequestRetry(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
+		ctx := t.Context()
+		msg := "boom"
+		var names []string
+		for i := 0; i < 120; i++ { // more than one bulk get
+			n := fmt.Sprintf("규정 %03d", i)
+			names = append(names, n)
+			if errs := r.Write(ctx, registry.PutQueue(policy.QueueEntry{PolicyName: n, SHA: "s", ErrorMessage: &msg})); errs != nil {
+				t.Fatal(errs)
+			}
+		}
+		if errs := r.Write(ctx, registry.PutPolicy(policy.Entry{PolicyName: "규정 007", Status: policy.StatusActive, SHA: "old"})); errs != nil {
+			t.Fatal(errs)
+		}
+		q, e, err := r.Owed(ctx, append(names, "없음"))
+		if err != nil || len(q) != 120 || len(e) != 1 || e["규정 007"].SHA != "old" {
+			t.Fatalf("owed: %d queue, %d entries, %v", len(q), len(e), err)
+		}
+		if err := r.RecordRun(ctx, policy.RunSummary{RunID: "r1", Pending: []string{"a"}}, clock.Now(), ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.RequestRetry(ctx, "b", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if last, _ := r.LastRun(ctx); last == nil || !slices.Equal(last.Pending, []string{"a", "b"}) {
+			t.Errorf("pending after a retry request: %+v", last)
 		}
 	})
 }

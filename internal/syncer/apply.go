@@ -2,6 +2,8 @@ package syncer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -19,42 +21,55 @@ type op struct {
 	write registry.Write
 }
 
-// apply writes the plan: every put (entries and queue entries) first, then
-// every delete, each phase in batches of at most BatchSize writes with at
-// most Concurrency batches in flight. One failed item never stops the
-// others; the failures are returned, one per policy.
-func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork) []policy.Failure {
-	puts, dels := r.writes(plan, reg, mig, work)
+// apply writes the plan in three phases, each in batches of at most
+// BatchSize writes with at most Concurrency batches in flight: announce
+// (the queue entry of every add and update, and queue work), publish (the
+// policy entries, but not one whose announcement failed: a queue: entry
+// never lands after its policy: value), then remove (deletes). One failed
+// item never stops the others; the failures are returned, one per policy.
+// When every write failed the run met an outage: ErrOutage.
+func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork) ([]policy.Failure, error) {
+	w := r.writes(plan, reg, mig, work)
 	var fails failures
-	for _, phase := range []struct {
-		key string
-		ops []op
-	}{{logkey.Puts, puts}, {logkey.Deletes, dels}} {
-		r.runBatches(ctx, phase.ops, func(ctx context.Context, batch []op) {
-			ws := make([]registry.Write, len(batch))
-			for i, o := range batch {
-				ws[i] = o.write
-			}
-			fails.add(batch, r.Registry.Write(ctx, ws...))
-			r.log.Debug("batch applied", phase.key, len(batch))
-		})
+	r.writeAll(ctx, logkey.Puts, w.announce, &fails)
+	publish := slices.DeleteFunc(w.publish, func(o op) bool { return fails.has(o.name) })
+	r.writeAll(ctx, logkey.Puts, publish, &fails)
+	r.writeAll(ctx, logkey.Deletes, w.remove, &fails)
+	if n := len(w.announce) + len(publish) + len(w.remove); n > 0 && fails.keys == n && !fails.limit {
+		return nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, n, fails.first)
 	}
 	out := fails.list()
 	for _, f := range out {
 		r.log.Error("item failed", logkey.Policy, f.PolicyName, logkey.Error, f.Error)
 	}
-	return out
+	return out, nil
 }
 
-// writes turns the plan into registry writes: puts (each entry, and the
-// queue entry of an add or an update; queue work) and deletes (a deleted
-// policy and its queue entry, a v1 key whose fields moved on, dropped queue
-// entries, dead letters another version supersedes).
-func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork) (puts, dels []op) {
+// writeAll writes ops in concurrent batches, collecting failures.
+func (r *run) writeAll(ctx context.Context, kind string, ops []op, fails *failures) {
+	r.runBatches(ctx, ops, func(ctx context.Context, batch []op) {
+		ws := make([]registry.Write, len(batch))
+		for i, o := range batch {
+			ws[i] = o.write
+		}
+		fails.add(batch, r.Registry.Write(ctx, ws...))
+		r.log.Debug("batch applied", kind, len(batch))
+	})
+}
+
+// planWrites are the registry writes of a plan, by phase.
+type planWrites struct{ announce, publish, remove []op }
+
+// writes turns the plan into registry writes: announcements (the queue
+// entry of an add or an update; queue work), publications (each entry) and
+// removals (a deleted policy and its queue entry, a v1 key whose fields
+// moved on, dropped queue entries, dead letters another version supersedes).
+func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork) planWrites {
 	now := r.start.Format(policy.TimeLayout)
+	var w planWrites
 	for _, it := range plan.Items {
 		if it.Action == policy.ActDelete || (it.Action == policy.ActMigrate && it.Path == "") {
-			dels = append(dels, op{it.PolicyName, registry.DeletePolicy(it.PolicyName)}, op{it.PolicyName, registry.DeleteQueue(it.PolicyName)})
+			w.remove = append(w.remove, op{it.PolicyName, registry.DeletePolicy(it.PolicyName)}, op{it.PolicyName, registry.DeleteQueue(it.PolicyName)})
 			continue
 		}
 		e := reg.entries[it.PolicyName]
@@ -63,22 +78,22 @@ func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, 
 			e.LastUpdated = now
 		}
 		e = differ.WithLegacy(e, mig.Carry, r.start)
-		puts = append(puts, op{it.PolicyName, registry.PutPolicy(e)})
+		w.publish = append(w.publish, op{it.PolicyName, registry.PutPolicy(e)})
 		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
 			q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: differ.QueueOp(it), CreatedAt: now, FileNo: e.FileNo}
-			puts = append(puts, op{it.PolicyName, registry.PutQueue(q)})
+			w.announce = append(w.announce, op{it.PolicyName, registry.PutQueue(q)})
 		}
 	}
 	for _, q := range work.Requeue {
-		puts = append(puts, op{q.PolicyName, registry.PutQueue(q)})
+		w.announce = append(w.announce, op{q.PolicyName, registry.PutQueue(q)})
 	}
 	for _, name := range work.Drop {
-		dels = append(dels, op{name, registry.DeleteQueue(name)})
+		w.remove = append(w.remove, op{name, registry.DeleteQueue(name)})
 	}
 	for _, name := range differ.SupersededDeadLetters(plan, reg.dead) {
-		dels = append(dels, op{name, registry.DeleteDeadLetter(name)})
+		w.remove = append(w.remove, op{name, registry.DeleteDeadLetter(name)})
 	}
-	return puts, dels
+	return w
 }
 
 // runBatches calls do for each batch of ops, with bounded concurrency.
@@ -98,6 +113,9 @@ func (r *run) runBatches(ctx context.Context, ops []op, do func(context.Context,
 type failures struct {
 	mu     sync.Mutex
 	byName map[string]string
+	keys   int    // failed writes
+	limit  bool   // a write broke a registry limit: an item's fault, not an outage
+	first  string // the first failure, to name an outage
 }
 
 func (f *failures) add(batch []op, errs map[string]error) {
@@ -114,12 +132,24 @@ func (f *failures) add(batch []op, errs map[string]error) {
 		if !ok || err == nil {
 			continue
 		}
+		f.keys++
+		f.limit = f.limit || errors.Is(err, policy.ErrTooLarge)
+		if f.first == "" {
+			f.first = o.write.Key() + ": " + err.Error()
+		}
 		if prev, seen := f.byName[o.name]; seen {
 			f.byName[o.name] = prev + "; " + err.Error()
 		} else {
 			f.byName[o.name] = err.Error()
 		}
 	}
+}
+
+func (f *failures) has(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.byName[name]
+	return ok
 }
 
 func (f *failures) list() []policy.Failure {

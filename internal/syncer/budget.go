@@ -17,37 +17,52 @@ var ErrBudget = fmt.Errorf("%w: daily write budget", ErrRefused)
 // metadataWrites are the writes that end every run: run history, lastRun, lastCommit.
 const metadataWrites = 3
 
-// checkBudget stops a run before it writes when its writes, added to those
-// the day's earlier runs were billed for, would exceed the daily budget.
-func (r *run) checkBudget(ctx context.Context, plan policy.Plan, work differ.QueueWork) error {
-	if r.opt.DailyWriteBudget <= 0 {
-		return nil
+// fitBudget fits the plan to the daily write budget: with the writes the
+// day's earlier runs were billed for, the run's own fixed writes (its record,
+// the lease, queue work) and each item's (an add or an update: its entry and
+// its queue entry; a move or a migration: its entry), it keeps the items
+// that fit, in the plan's stable order, and says how many must wait for
+// another day. A run whose fixed writes alone do not fit is refused
+// (ErrBudget) before it writes.
+func (r *run) fitBudget(ctx context.Context, plan policy.Plan, work differ.QueueWork) (policy.Plan, int, error) {
+	if r.opt.DailyWriteBudget <= 0 || !r.Registry.Usage().Billing {
+		return plan, 0, nil
 	}
-	if !r.Registry.Usage().Billing {
-		return nil
-	}
-	need := int64(len(work.Requeue) + metadataWrites)
+	fixed := int64(len(work.Requeue) + metadataWrites)
 	if r.opt.LeaseTTL > 0 {
-		need += 2 // taking the lease, and releasing it with the record
-	}
-	for _, it := range plan.Items {
-		switch {
-		case it.Action == policy.ActAdd || it.Action == policy.ActUpdate:
-			need += 2 // entry and queue entry
-		case it.Action == policy.ActMove || (it.Action == policy.ActMigrate && it.Path != ""):
-			need++
-		}
+		fixed += 2 // taking the lease, and releasing it with the record
 	}
 	spent, err := r.spentToday(ctx)
 	if err != nil {
-		return fmt.Errorf("registry: read run history for the write budget: %w", err)
+		return plan, 0, fmt.Errorf("registry: read run history for the write budget: %w", err)
 	}
-	if spent+need > r.opt.DailyWriteBudget {
-		return fmt.Errorf("%w: this run needs %d writes, %d of the %d for %s are spent; run again tomorrow (UTC) or raise DAILY_WRITE_BUDGET",
-			ErrBudget, need, spent, r.opt.DailyWriteBudget, r.start.Format("2006-01-02"))
+	left := r.opt.DailyWriteBudget - spent - fixed
+	if left < 0 {
+		return plan, 0, fmt.Errorf("%w: %d of the %d writes for %s are spent and this run needs %d to record itself; run again tomorrow (UTC) or raise DAILY_WRITE_BUDGET",
+			ErrBudget, spent, r.opt.DailyWriteBudget, r.start.Format("2006-01-02"), fixed)
 	}
-	r.log.Info("write budget", logkey.Need, need, logkey.Spent, spent, logkey.Budget, r.opt.DailyWriteBudget)
-	return nil
+	fits := plan.Items[:0:0]
+	for _, it := range plan.Items {
+		if c := itemWrites(it); c <= left {
+			left -= c
+			fits = append(fits, it)
+		}
+	}
+	waiting := len(plan.Items) - len(fits)
+	r.log.Info("write budget", logkey.Spent, spent, logkey.Budget, r.opt.DailyWriteBudget, logkey.Waiting, waiting)
+	plan.Items = fits
+	return plan, waiting, nil
+}
+
+// itemWrites is what writing the item bills (deletes are billed apart).
+func itemWrites(it policy.Item) int64 {
+	switch {
+	case it.Action == policy.ActAdd || it.Action == policy.ActUpdate:
+		return 2 // entry and queue entry
+	case it.Action == policy.ActMove || (it.Action == policy.ActMigrate && it.Path != ""):
+		return 1
+	}
+	return 0
 }
 
 // spentToday adds up the billable writes of today's (UTC) runs, from the

@@ -4,34 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/retry"
 )
 
 // ErrLeaseHeld is returned when another run holds the single-writer lease.
 var ErrLeaseHeld = registry.ErrLeaseHeld
 
+// ErrLeaseLost stops a run whose lease could not be renewed before it
+// expired: another writer may now take it, so this one must stop writing.
+var ErrLeaseLost = errors.New("lost the single-writer lease (renewals failed)")
+
 // lease is what a run knows of the single-writer lease.
 type lease struct {
 	owner   string
-	held    bool // this run took it, and releases it with its record
+	taken   registry.Lease
+	held    bool // this run took it, and releases it once its record landed
 	refused bool // another run held it: this run records its history only
 }
 
 // takeLease takes the advisory single-writer lease (see registry.Lease)
-// before the run reads the state it plans from. A dry run and a run
-// without a lease TTL (the embedded file, locked by its process) take none.
-func (r *run) takeLease(ctx context.Context) (lease, error) {
-	l := lease{owner: r.opt.LeaseOwner}
+// before the run reads the state it plans from; found is the lease as
+// readState read it. A dry run and a run without a lease TTL take none.
+func (r *run) takeLease(ctx context.Context, found *registry.Lease) (lease, error) {
+	l := lease{owner: r.attempt()}
 	if l.owner == "" {
-		// A retry of the same Lambda invocation (same request id, passed
-		// as LeaseOwner) takes over the lease its crashed try left.
 		l.owner = r.id
 	}
 	if r.opt.DryRun || r.opt.LeaseTTL <= 0 {
 		return l, nil
 	}
-	err := r.Registry.TakeLease(ctx, l.owner, r.now(), r.opt.LeaseTTL)
+	taken, err := r.Registry.TakeLease(ctx, found, l.owner, r.now(), r.opt.LeaseTTL)
 	if errors.Is(err, registry.ErrLeaseHeld) {
 		l.refused = true
 		return l, err
@@ -39,15 +47,96 @@ func (r *run) takeLease(ctx context.Context) (lease, error) {
 	if err != nil {
 		return l, fmt.Errorf("registry: take lease: %w", err)
 	}
-	l.held = true
+	l.taken, l.held = taken, true
 	return l, nil
 }
 
-// release is the write that releases the lease, with the run's record. A
-// run that is not recorded leaves its lease to the TTL.
+// attempt names this attempt across Lambda's retries of one invocation
+// (its request id, passed as LeaseOwner); "" outside Lambda.
+func (r *run) attempt() string { return r.opt.LeaseOwner }
+
+// keepLease renews a held lease every third of its TTL until stop is
+// called. When renewals keep failing until the lease has expired, it
+// cancels the returned context with ErrLeaseLost: a run that no longer
+// holds the lease must not write beside another.
+func (r *run) keepLease(ctx context.Context, l lease) (context.Context, func()) {
+	if !l.held {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(max(r.opt.LeaseTTL/3, time.Millisecond))
+		defer tick.Stop()
+		cur := l.taken
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			next, err := r.Registry.RenewLease(ctx, cur, r.now(), r.opt.LeaseTTL)
+			switch {
+			case err == nil:
+				cur = next
+			case cur.Expired(r.now()):
+				r.log.Error("lease lost", logkey.Error, err)
+				cancel(ErrLeaseLost)
+				return
+			default:
+				r.log.Warn("lease not renewed", logkey.Error, err)
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		wg.Wait()
+		cancel(nil)
+	}
+}
+
+// release is the write that releases the lease, written after the run's
+// record (see registry.RecordRun). A run whose record did not land leaves
+// its lease behind: the evidence for the next run that it did not finish.
 func (r *run) release(l lease) []registry.Write {
 	if !l.held {
 		return nil
 	}
-	return []registry.Write{registry.LeaseRelease(l.owner, r.now())}
+	return []registry.Write{registry.LeaseRelease(l.taken, r.now())}
+}
+
+// releaseAgain retries a release that did not land with the record, a few
+// times a second or more apart (KV takes one write of a key a second). A
+// lease still not released only costs the next run a full plan.
+func (r *run) releaseAgain(ctx context.Context, l lease) {
+	var err error
+	for try := 0; try < 3; try++ {
+		if try > 0 && retry.Sleep(ctx, 1100*time.Millisecond) != nil {
+			break
+		}
+		if err = r.Registry.ReleaseLease(ctx, l.taken, r.now()); err == nil {
+			return
+		}
+	}
+	r.log.Warn("lease not released; the next run plans from the head tree", logkey.Error, err)
+}
+
+// onlyLease reports whether err is a batch error that failed nothing but
+// the lease's key.
+func onlyLease(err error) bool {
+	var be *registry.BatchError
+	if !errors.As(err, &be) || len(be.Failed) == 0 {
+		return false
+	}
+	for k := range be.Failed {
+		if k != policy.LeaseKey {
+			return false
+		}
+	}
+	return true
 }

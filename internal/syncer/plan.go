@@ -14,6 +14,9 @@ type planned struct {
 	mode, reason string // the mode the run took (an untrusted compare makes it full)
 	plan         policy.Plan
 	work         differ.QueueWork
+	// renames are the policy names git reports renamed by the compare, old
+	// name → new name, for the mass-delete guard.
+	renames map[string]string
 }
 
 // plan decides what the run writes: in a full run from the head tree; in an
@@ -28,7 +31,7 @@ func (r *run) plan(ctx context.Context, st state, mode, reason string, reg regis
 		err     error
 	)
 	if mode == ModeIncremental {
-		desired, p.plan, err = r.planIncremental(ctx, st, known)
+		desired, p.plan, p.renames, err = r.planIncremental(ctx, st, known)
 		if errors.Is(err, policy.ErrCompareUntrusted) {
 			p.mode, p.reason, err = ModeFull, err.Error(), nil
 		}
@@ -53,12 +56,12 @@ func (r *run) plan(ctx context.Context, st state, mode, reason string, reg regis
 
 // planIncremental plans from the compare last...head; an error wrapping
 // policy.ErrCompareUntrusted means a full run must plan instead.
-func (r *run) planIncremental(ctx context.Context, st state, known map[string]policy.Known) (map[string]policy.Desired, policy.Plan, error) {
+func (r *run) planIncremental(ctx context.Context, st state, known map[string]policy.Known) (map[string]policy.Desired, policy.Plan, map[string]string, error) {
 	var cs policy.Changeset
 	if st.last != st.head {
 		var err error
 		if cs, err = r.Source.Compare(ctx, st.last, st.head); err != nil {
-			return nil, policy.Plan{}, err
+			return nil, policy.Plan{}, nil, err
 		}
 	}
 	dopt := r.opt.differ()
@@ -73,7 +76,7 @@ func (r *run) planIncremental(ctx context.Context, st state, known map[string]po
 	if differ.NeedsTree(cs) || differ.AddsPaths(cs) || differ.Touches(scope, prevSkipped, prevConflicts) || len(st.pending) > 0 {
 		tree, err := r.Source.Tree(ctx, st.head)
 		if err != nil {
-			return nil, policy.Plan{}, err
+			return nil, policy.Plan{}, nil, err
 		}
 		for name := range st.pending {
 			scope[name] = true
@@ -82,5 +85,5 @@ func (r *run) planIncremental(ctx context.Context, st state, known map[string]po
 		skipped, conflicts = differ.InScope(scope, skipped, conflicts)
 	}
 	skipped, conflicts = differ.CarryOver(scope, skipped, conflicts, prevSkipped, prevConflicts)
-	return desired, differ.Plan(desired, known, scope, skipped, conflicts), nil
+	return desired, differ.Plan(desired, known, scope, skipped, conflicts), differ.Renames(cs), nil
 }

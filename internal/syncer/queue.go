@@ -16,8 +16,34 @@ import (
 // pendingRetries returns the failed writes of earlier runs that the sync
 // still owes: failed queue entries whose registry entry does not hold their
 // version. Entries a worker failed (the registry holds their version) are
-// the worker's, not the sync's.
-func (r *run) pendingRetries(ctx context.Context) (map[string]policy.QueueEntry, error) {
+// the worker's, not the sync's. After a clean run that recorded them
+// (prev.Pending), only those names are read; otherwise the queue is listed.
+func (r *run) pendingRetries(ctx context.Context, prev *policy.RunSummary, unclean string) (map[string]policy.QueueEntry, error) {
+	if prev == nil || prev.Pending == nil || unclean != "" {
+		return r.listPending(ctx)
+	}
+	pending := map[string]policy.QueueEntry{}
+	if len(prev.Pending) == 0 {
+		return pending, nil
+	}
+	queued, entries, err := r.Registry.Owed(ctx, prev.Pending)
+	var bad *registry.DecodeError
+	if errors.As(err, &bad) {
+		r.log.Warn("queue or registry entries unreadable", logkey.Error, err)
+	} else if err != nil {
+		return nil, err
+	}
+	for name, q := range queued {
+		cur, present := entries[name]
+		if queue.SyncPending(q, cur, present) {
+			pending[name] = q
+		}
+	}
+	return pending, nil
+}
+
+// listPending finds the pending retries by listing the queue.
+func (r *run) listPending(ctx context.Context) (map[string]policy.QueueEntry, error) {
 	failed, err := r.Registry.FailedQueue(ctx)
 	var bad *registry.DecodeError
 	if errors.As(err, &bad) {
@@ -43,10 +69,11 @@ func (r *run) pendingRetries(ctx context.Context) (map[string]policy.QueueEntry,
 }
 
 // recordFailures writes, for every failed add, update or delete, its queue
-// entry with one more failure, or its dead letter at the last one. A failed
-// move cannot be recorded (its queue entry would look done): the run fails
-// and the next run's compare sees it again.
-func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []policy.Failure, pending map[string]policy.QueueEntry) error {
+// entry with one more failure, or its dead letter at the last one, and
+// returns the names left waiting for retry. A failed move cannot be
+// recorded (its queue entry would look done): the run fails and the next
+// run's compare sees it again.
+func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []policy.Failure, pending map[string]policy.QueueEntry) ([]string, error) {
 	items := make(map[string]policy.Item, len(plan.Items))
 	for _, it := range plan.Items {
 		items[it.PolicyName] = it
@@ -54,6 +81,7 @@ func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []p
 	var (
 		writes   []registry.Write
 		unrecord []string
+		queued   []string
 	)
 	for _, f := range failures {
 		it, ok := items[f.PolicyName]
@@ -61,7 +89,11 @@ func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []p
 			unrecord = append(unrecord, f.PolicyName)
 			continue
 		}
-		writes = append(writes, r.failureWrites(it, f, pending)...)
+		ws := r.failureWrites(it, f, pending)
+		if !ws[0].IsDelete() && ws[0].Key() == registry.QueueKey(it.PolicyName) {
+			queued = append(queued, it.PolicyName)
+		}
+		writes = append(writes, ws...)
 	}
 	var errs []error
 	if len(unrecord) > 0 {
@@ -72,7 +104,7 @@ func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []p
 			errs = append(errs, &registry.BatchError{Op: "record failures", Failed: failed})
 		}
 	}
-	return errors.Join(errs...)
+	return queued, errors.Join(errs...)
 }
 
 // failureWrites records one more failure of the item: its queue entry, or at
@@ -85,7 +117,7 @@ func (r *run) failureWrites(it policy.Item, f policy.Failure, pending map[string
 	if prev, ok := pending[it.PolicyName]; ok && prev.SHA == q.SHA && prev.Operation == q.Operation {
 		q = prev // the same write failed again: count on
 	}
-	next, dead := queue.Failed(q, f.Error, r.start)
+	next, dead := queue.FailedIn(q, f.Error, r.attempt(), r.start)
 	if dead != nil {
 		r.log.Error("dead letter", logkey.Policy, it.PolicyName, logkey.Error, f.Error, logkey.RetryCount, next.RetryCount)
 		return []registry.Write{registry.PutDeadLetter(*dead), registry.DeleteQueue(it.PolicyName)}

@@ -3,8 +3,10 @@ package syncer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/knue/syncjob/internal/logkey"
@@ -24,7 +26,7 @@ func (r *run) record(ctx context.Context, out outcome) policy.RunSummary {
 	sum.PhasesMs = maps.Clone(r.phases.ms)
 	if !r.opt.DryRun {
 		advance := ""
-		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.CommitSHA != sum.PreviousCommitSHA {
+		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.Waiting == 0 && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
 		release := r.release(out.lease)
@@ -37,6 +39,10 @@ func (r *run) record(ctx context.Context, out outcome) policy.RunSummary {
 			rerr = r.Registry.RecordHistory(rctx, sum, r.start)
 		} else {
 			rerr = r.Registry.RecordRun(rctx, sum, r.start, advance, release...)
+		}
+		if onlyLease(rerr) {
+			r.releaseAgain(rctx, out.lease)
+			rerr = nil
 		}
 		cancel()
 		if rerr != nil {
@@ -74,42 +80,95 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 		sum.Skipped = append(sum.Skipped, prev.Skipped...)
 		sum.Conflicts = append(sum.Conflicts, prev.Conflicts...)
 	}
-	if out.counted != nil {
-		count(&sum, *out.counted)
-	}
+	r.counts(&sum, out)
 	if out.fullRun {
 		sum.LastFullRun = r.start.Format(time.RFC3339)
 	}
 	sum.ErrorCount = len(sum.Failures)
-	switch {
-	case out.err != nil:
-		sum.Status, sum.Error = policy.RunFailed, out.err.Error()
-		sum.ErrorCount = max(sum.ErrorCount, 1)
-	case out.recordErr != nil:
-		// Failures that are not recorded for retry would be lost if
-		// lastCommit advanced: the next run must see the changes again.
-		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+out.recordErr.Error()
-	case len(sum.Failures) > 0:
-		sum.Status = policy.RunPartial
-	default:
-		sum.Status = policy.RunSuccess
-	}
+	sum.Waiting = out.waiting
+	sum.Pending = owed(out)
+	setStatus(&sum, out)
+	// A failed run that began writing, or that started from a registry a
+	// compare cannot trust, leaves the next run to plan from the head tree.
+	sum.Dirty = sum.Status == policy.RunFailed && (out.wrote || out.state.unclean != "")
 	sum.Requests = r.usage(&sum)
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	return sum
 }
 
-// count sets the summary's counts from a plan.
+// counts sets what the run knows from its plan (skips, conflicts, held
+// back) and counts what it applied (on a dry run, what it would apply),
+// keeping the plan's counts apart when they differ.
+func (r *run) counts(sum *policy.RunSummary, out outcome) {
+	switch {
+	case out.planned != nil:
+		known(sum, *out.planned)
+	case out.mode == ModeUnchanged && out.state.prev != nil:
+		// nothing was planned: what a dead letter held back still is
+		sum.HeldBack = out.state.prev.HeldBack
+	}
+	counted := out.applied
+	if r.opt.DryRun {
+		counted = out.planned
+	}
+	if counted != nil {
+		count(sum, *counted)
+	}
+	if out.planned != nil && (counted == nil || out.planned.Counts() != counted.Counts()) {
+		c := out.planned.Counts()
+		sum.Planned = &c
+	}
+}
+
+// setStatus decides the run's status: failed when it stopped or could not
+// record its failures (lastCommit must not advance past failures that
+// would be lost), partial while anything is failed, held back or waiting.
+func setStatus(sum *policy.RunSummary, out outcome) {
+	switch {
+	case out.err != nil:
+		sum.Status, sum.Error = policy.RunFailed, out.err.Error()
+		sum.ErrorCount = max(sum.ErrorCount, 1)
+	case out.recordErr != nil:
+		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+out.recordErr.Error()
+	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0:
+		sum.Status = policy.RunPartial
+	default:
+		sum.Status = policy.RunSuccess
+	}
+}
+
+// owed are the names the next run must retry: what this run queued, or,
+// when it stopped before that or could not record its failures, every name
+// that may still wait (a name that does not is dropped by the next run).
+func owed(out outcome) []string {
+	if out.owed != nil && out.err == nil && out.recordErr == nil {
+		return out.owed
+	}
+	names := slices.Sorted(maps.Keys(out.state.pending))
+	for _, f := range out.failures {
+		if !slices.Contains(names, f.PolicyName) {
+			names = append(names, f.PolicyName)
+		}
+	}
+	if names == nil {
+		names = []string{}
+	}
+	return names
+}
+
+// count sets the summary's counts from what the run applied.
 func count(sum *policy.RunSummary, p policy.Plan) {
-	sum.Added = p.Count(policy.ActAdd)
-	sum.Updated = p.Count(policy.ActUpdate)
-	sum.Moved = p.Count(policy.ActMove)
-	sum.Deleted = p.Count(policy.ActDelete)
-	sum.Migrated = p.Count(policy.ActMigrate)
-	sum.Unchanged = p.Unchanged
+	c := p.Counts()
+	sum.Added, sum.Updated, sum.Moved, sum.Deleted, sum.Migrated, sum.Unchanged = c.Added, c.Updated, c.Moved, c.Deleted, c.Migrated, c.Unchanged
 	sum.TotalProcessed = len(p.Items) + p.Unchanged
+}
+
+// known sets what the plan knows whether or not it was applied: the files
+// skipped, the names in conflict, the versions held back.
+func known(sum *policy.RunSummary, p policy.Plan) {
 	sum.Skipped = append([]policy.Skip{}, p.Skipped...)
 	sum.Conflicts = append([]policy.Conflict{}, p.Conflicts...)
+	sum.HeldBack = append([]policy.Skip(nil), p.HeldBack...)
 }
 
 // usage counts this run's requests per API, and sets on sum what a billing
@@ -132,7 +191,7 @@ func (r *run) logSummary(ctx context.Context, sum policy.RunSummary) {
 	if sum.Status != policy.RunSuccess {
 		level = slog.LevelError
 	}
-	r.log.Log(ctx, level, "run finished",
+	attrs := []any{
 		logkey.Status, sum.Status,
 		logkey.Commit, sum.CommitSHA,
 		logkey.Previous, sum.PreviousCommitSHA,
@@ -152,8 +211,48 @@ func (r *run) logSummary(ctx context.Context, sum policy.RunSummary) {
 		logkey.Phases, sum.PhasesMs,
 		logkey.BillableWrites, sum.BillableWrites,
 		logkey.BillableDeletes, sum.BillableDeletes,
-		logkey.Error, sum.Error,
-	)
+	}
+	if sum.Planned != nil {
+		attrs = append(attrs, logkey.Planned, *sum.Planned)
+	}
+	failed := make([]string, len(sum.Failures))
+	for i, f := range sum.Failures {
+		failed[i] = f.PolicyName
+	}
+	attrs = appendNames(attrs, logkey.FailedPolicies, failed)
+	attrs = appendNames(attrs, logkey.SkippedPolicies, skipNames(sum.Skipped))
+	attrs = appendNames(attrs, logkey.HeldBackPolicies, skipNames(sum.HeldBack))
+	if sum.Error != "" {
+		attrs = append(attrs, logkey.Error, sum.Error)
+	}
+	r.log.Log(ctx, level, "run finished", attrs...)
+}
+
+// maxNamed is how many policies a summary line names in one list; the rest
+// are counted.
+const maxNamed = 20
+
+// appendNames adds key with the first maxNamed names, and "… and N more"
+// for the rest; nothing when there are none.
+func appendNames(attrs []any, key string, names []string) []any {
+	if len(names) == 0 {
+		return attrs
+	}
+	if len(names) > maxNamed {
+		names = append(slices.Clone(names[:maxNamed]), fmt.Sprintf("… and %d more", len(names)-maxNamed))
+	}
+	return append(attrs, key, names)
+}
+
+func skipNames(skips []policy.Skip) []string {
+	names := make([]string, len(skips))
+	for i, s := range skips {
+		names[i] = s.PolicyName
+		if names[i] == "" {
+			names[i] = s.Path
+		}
+	}
+	return names
 }
 
 func errorOrNil(msg string) error {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
@@ -119,24 +118,25 @@ func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
 		t.Errorf("run after the dead letter: mode %s, want unchanged", res.Summary.Mode)
 	}
-	// A full run holds the dead letter's version back too.
+	// A full run holds the dead letter's version back too, and says so: a
+	// run is partial while a dead letter holds back a version the head wants.
 	res, err := r.run(syncer.Options{Full: true})
-	if err != nil || res.Summary.Updated != 0 {
+	if !errors.Is(err, syncer.ErrPartial) || !strings.Contains(err.Error(), "가") || res.Summary.Updated != 0 ||
+		len(res.Summary.HeldBack) != 1 || res.Summary.HeldBack[0].PolicyName != "가" || res.Summary.Status != policy.RunPartial {
 		t.Errorf("full run: %v, %+v", err, res.Summary)
 	}
 	if p := r.policies(); p["가"].Title != "가" {
 		t.Errorf("dead-lettered version written by a full run: %+v", p["가"])
 	}
 
-	// Retried by hand (what "syncjob deadletter retry 가" does), it lands.
-	pairs := []registry.Pair{registry.QueuePair(queue.Requeue(dl, r.clock.Now()))}
-	if errs := r.store.Put(context.Background(), pairs); len(errs) > 0 {
-		t.Fatal(errs)
+	// Retried by hand ("syncjob deadletter retry 가"), it lands, although
+	// the head has not moved.
+	if err := queue.RetryDeadLetter(context.Background(), r.reg, "가", r.clock.Now()); err != nil {
+		t.Fatal(err)
 	}
-	if errs := r.store.Delete(context.Background(), []string{registry.DeadLetterKey("가")}); len(errs) > 0 {
-		t.Fatal(errs)
+	if res := r.mustRun(); res.Summary.Mode != syncer.ModeIncremental || res.Summary.ModeReason != "retry" {
+		t.Errorf("after the retry by hand: mode %s (%s), want an incremental retry", res.Summary.Mode, res.Summary.ModeReason)
 	}
-	r.mustRun()
 	if p := r.policies(); p["가"].Title != "가 개정" {
 		t.Errorf("retried dead letter did not land: %+v", p["가"])
 	}
@@ -175,15 +175,16 @@ func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
 	r.seed()
 	r.mustRun()
 	r.repo.Write("c/라.md", "# 라\n")
+	r.repo.Write("c/마.md", "# 마\n")
 	r.repo.Commit("add")
-	r.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(502))
+	restore := r.failReads("c/라.md")
 	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("err = %v", err)
 	}
 	if q := r.queueEntries()["라"]; q.ErrorMessage == nil || q.Operation != policy.OpAdd {
 		t.Fatalf("queue:라 = %+v", q)
 	}
-	r.gh.ClearFaults()
+	restore()
 	r.repo.Remove("c/라.md")
 	r.repo.Commit("never mind")
 	r.mustRun()
@@ -349,40 +350,41 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 	}
 }
 
-func TestBudget_RunWouldExceedDailyWrites_StopsBeforeWriting(t *testing.T) {
+func TestBudget_FirstSyncSpreadsOverDays_InAStableOrder(t *testing.T) {
 	r := newRig(t)
 	r.seed()
 	billed := &billingStore{Store: r.store}
 	r.s.Registry = registry.New(billed)
 	// 3 policies: 6 writes (entry and queue each) and 3 of metadata = 9.
+	// With 8 a day, 2 policies fit (4 + 3); the third waits for tomorrow.
+	res, err := r.run(syncer.Options{DailyWriteBudget: 8})
+	if !errors.Is(err, syncer.ErrPartial) || !strings.Contains(err.Error(), "1 changes wait") {
+		t.Fatalf("err = %v, want partial with one change waiting", err)
+	}
+	if res.Summary.Waiting != 1 || res.Summary.Added != 2 || res.Summary.Planned == nil || res.Summary.Planned.Added != 3 {
+		t.Errorf("summary %+v (planned %+v)", res.Summary, res.Summary.Planned)
+	}
+	p := r.policies()
+	if _, ok := p["가"]; !ok || len(p) != 2 {
+		t.Fatalf("policies %v: want the first two by name", p)
+	}
+	if r.lastCommit() != "" {
+		t.Errorf("lastCommit %q advanced past changes still waiting", r.lastCommit())
+	}
+	// The rest of the day's budget cannot record a run: refused, nothing written.
 	if _, err := r.run(syncer.Options{DailyWriteBudget: 8}); !errors.Is(err, syncer.ErrBudget) || !errors.Is(err, syncer.ErrRefused) {
-		t.Fatalf("err = %v, want ErrBudget", err)
-	}
-	if len(r.policies()) != 0 {
-		t.Error("a run over budget wrote policies")
-	}
-	res, err := r.run(syncer.Options{DailyWriteBudget: 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Summary.BillableWrites != 9 {
-		t.Errorf("billable writes %d, want 9", res.Summary.BillableWrites)
-	}
-	// The day has 20-9-2 (the refused run's record) = 9 left: an edit of one
-	// policy needs 2+3 and fits; a run needing more than what is left does not.
-	r.repo.Write("a/가.md", "# 가 개정\n")
-	r.repo.Commit("edit")
-	if _, err := r.run(syncer.Options{DailyWriteBudget: 20}); err != nil {
-		t.Fatalf("edit within budget: %v", err)
-	}
-	r.repo.Write("a/나.md", "# 나 개정\n")
-	r.repo.Commit("edit again")
-	if _, err := r.run(syncer.Options{DailyWriteBudget: 20}); !errors.Is(err, syncer.ErrBudget) {
-		t.Fatalf("over the day's budget: %v", err)
+		t.Fatalf("same day: %v, want ErrBudget", err)
 	}
 	r.clock.Advance(24 * time.Hour) // a new UTC day
-	if _, err := r.run(syncer.Options{DailyWriteBudget: 20}); err != nil {
-		t.Fatalf("next day: %v", err)
+	res, err = r.run(syncer.Options{DailyWriteBudget: 8})
+	if err != nil || res.Summary.Added != 1 || res.Summary.Waiting != 0 {
+		t.Fatalf("next day: %v, %+v", err, res.Summary)
+	}
+	if len(r.policies()) != 3 || r.lastCommit() == "" {
+		t.Errorf("after two days: %d policies, lastCommit %q", len(r.policies()), r.lastCommit())
+	}
+	if res.Summary.BillableWrites != 2+3 {
+		t.Errorf("billable writes %d, want 5", res.Summary.BillableWrites)
 	}
 }
 

@@ -49,13 +49,19 @@ type outcome struct {
 	// plan is what the run planned (with titles once read); on a dry run,
 	// what it would write.
 	plan policy.Plan
-	// counted is what the summary counts: the plan, less the items that
-	// failed once applied; nil when the run stopped before it planned.
-	counted   *policy.Plan
-	failures  []policy.Failure
-	recordErr error // failures that could not be recorded for retry
-	fullRun   bool  // a full run that applied everything
-	err       error // why the run stopped
+	// planned is the plan once titles were read; nil when the run stopped
+	// before. applied is what landed: the plan less the items that failed;
+	// nil when the run applied nothing.
+	planned, applied *policy.Plan
+	failures         []policy.Failure
+	recordErr        error // failures that could not be recorded for retry
+	// owed are the names whose failures this run queued for retry; nil
+	// when it did not get that far.
+	owed    []string
+	waiting int   // items left for another day by the daily write budget
+	wrote   bool  // the run began writing policies and queue entries
+	fullRun bool  // a full run that applied everything
+	err     error // why the run stopped
 }
 
 // registryState is what the registry holds, read under the lease.

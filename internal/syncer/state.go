@@ -15,27 +15,39 @@ import (
 type state struct {
 	head, last string             // the branch head, metadata:sync:lastCommit
 	prev       *policy.RunSummary // the last run; nil when none or unreadable
+	lease      *registry.Lease    // the lease as found; nil when none
+	// unclean says why the registry may differ from last's tree in ways
+	// no queue entry records (differ.Unclean); "" after a clean run.
+	unclean string
 	// pending are the failed writes of earlier runs that the sync still
 	// owes (see pendingRetries).
 	pending map[string]policy.QueueEntry
 }
 
-// readState reads the branch head, the last commit and run, and the writes
-// waiting for retry.
+// readState reads the branch head, the last commit and run, the lease, and
+// the writes waiting for retry, and says whether the previous run ended
+// cleanly.
 func (r *run) readState(ctx context.Context) (state, error) {
 	var st state
 	var err error
 	if st.head, err = r.Source.Head(ctx); err != nil {
 		return st, err
 	}
-	if st.last, err = r.Registry.LastCommit(ctx); err != nil {
+	ss, err := r.Registry.SyncState(ctx)
+	if err != nil {
 		return st, err
 	}
-	if st.prev, err = r.Registry.LastRun(ctx); err != nil {
-		r.log.Warn("last run unreadable", logkey.Error, err)
-		st.prev = nil
+	st.last, st.prev, st.lease = ss.LastCommit, ss.LastRun, ss.Lease
+	if ss.LastRunErr != nil {
+		r.log.Warn("last run unreadable", logkey.Error, ss.LastRunErr)
 	}
-	st.pending, err = r.pendingRetries(ctx)
+	if ss.LeaseErr != nil {
+		// not ours to read: taken over, and the registry checked whole
+		r.log.Warn("lease unreadable", logkey.Error, ss.LeaseErr)
+	}
+	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released())
+	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
+	st.pending, err = r.pendingRetries(ctx, st.prev, st.unclean)
 	return st, err
 }
 

@@ -50,7 +50,7 @@ type Options struct {
 	MaxFileSize       int64         // 0 → policy.DefaultMaxFileSize
 	BatchSize         int           // registry pairs per batch; 0 → 50
 	Concurrency       int           // batches in flight; 0 → 4
-	ReconcileInterval time.Duration // full run when the last one is older; 0 → 7 days
+	ReconcileInterval time.Duration // full run when the last one is older; 0 → 24 hours
 	AllowMassDelete   bool          // let a plan through the mass-delete guard
 	DailyWriteBudget  int64         // billable writes a UTC day may spend; 0 = no budget
 	LeaseTTL          time.Duration // take the advisory single-writer lease for this long; 0 = none
@@ -68,7 +68,7 @@ func (o Options) withDefaults() Options {
 		o.Concurrency = 4
 	}
 	if o.ReconcileInterval <= 0 {
-		o.ReconcileInterval = 7 * 24 * time.Hour
+		o.ReconcileInterval = 24 * time.Hour
 	}
 	if o.Trigger == "" {
 		o.Trigger = "cli"
@@ -106,6 +106,10 @@ var (
 	ErrNotRecorded = errors.New("run not recorded")
 	// ErrRefused: a safety guard refused the plan (exit code 4).
 	ErrRefused = differ.ErrRefused
+	// ErrOutage: every read or every write of the run failed. That is an
+	// outage (GitHub or the registry down), not item failures: the run
+	// fails, lastCommit stays and no retry count moves.
+	ErrOutage = errors.New("outage")
 )
 
 // Run performs one sync: read the state, plan, guard and budget, read
@@ -128,7 +132,8 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 	}
 	mode, reason := differ.ChooseMode(differ.ModeInput{
 		Full: r.opt.Full, Last: out.state.last, Head: out.state.head, Previous: out.state.prev,
-		Pending: len(out.state.pending), Now: r.start, ReconcileInterval: r.opt.ReconcileInterval,
+		Pending: len(out.state.pending), Unclean: out.state.unclean,
+		Now: r.start, ReconcileInterval: r.opt.ReconcileInterval,
 	})
 	if mode == ModeUnchanged {
 		out.mode = mode
@@ -137,10 +142,13 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 	}
 	r.phases.enter("plan")
 	// The state read, the plan and the writes all happen under the lease,
-	// so a run never writes a plan made before another run's writes.
-	if out.lease, out.err = r.takeLease(ctx); out.err != nil {
+	// renewed while the run lasts, so a run never writes a plan made
+	// before another run's writes.
+	if out.lease, out.err = r.takeLease(ctx, out.state.lease); out.err != nil {
 		return out
 	}
+	ctx, stop := r.keepLease(ctx, out.lease)
+	defer stop()
 	reg, err := r.readRegistry(ctx)
 	if err != nil {
 		out.err = err
@@ -148,23 +156,19 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 	}
 	p, err := r.plan(ctx, out.state, mode, reason, reg)
 	if err != nil {
-		out.err = err
+		out.err = stopped(ctx, err)
 		return out
 	}
 	out.mode, out.reason = p.mode, p.reason // an untrusted compare makes the run full
-	return r.write(ctx, out, p, reg)
+	out = r.write(ctx, out, p, reg)
+	out.err = stopped(ctx, out.err)
+	return out
 }
 
-// write guards the plan, reads titles, and unless the run is dry checks the
+// write reads titles, guards the plan, and unless the run is dry checks the
 // budget, applies it and records its failures for retry.
 func (r *run) write(ctx context.Context, out outcome, p planned, reg registryState) outcome {
 	out.plan = p.plan
-	if !r.opt.AllowMassDelete {
-		if out.err = differ.Guard(p.plan, reg.entries); out.err != nil {
-			out.counted = &out.plan
-			return out
-		}
-	}
 	r.phases.enter("fetch")
 	plan, failures, err := r.readTitles(ctx, out.state.head, p.plan, reg.entries)
 	out.plan = plan
@@ -174,25 +178,49 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 	}
 	plan, mig := differ.Migrate(plan, reg.entries, reg.v1, out.mode == ModeFull, r.start)
 	r.logPlan(plan, mig)
-	out.plan, out.counted = plan, &plan
+	planned := plan
+	out.plan, out.planned = plan, &planned
+	if !r.opt.AllowMassDelete {
+		if out.err = differ.Guard(plan, reg.entries, p.renames); out.err != nil {
+			return out
+		}
+	}
 	if r.opt.DryRun {
 		out.failures = failures
 		return out
 	}
-	if out.err = r.checkBudget(ctx, plan, p.work); out.err != nil {
+	if out.err = outage(differ.Unread(p.plan), failures); out.err != nil {
+		return out
+	}
+	if plan, out.waiting, out.err = r.fitBudget(ctx, plan, p.work); out.err != nil {
 		return out
 	}
 	r.phases.enter("apply")
-	out.failures = sortFailures(append(failures, r.apply(ctx, plan, reg, mig, p.work)...))
+	out.wrote = true
+	writeFailures, err := r.apply(ctx, plan, reg, mig, p.work)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	out.failures = sortFailures(append(failures, writeFailures...))
 	applied := withoutFailed(plan, out.failures)
-	out.counted = &applied
+	out.applied = &applied
+	out.owed = []string{}
 	if len(out.failures) > 0 {
 		// the items as planned: one that could not be read is no longer in plan
-		out.recordErr = r.recordFailures(ctx, p.plan, out.failures, out.state.pending)
+		out.owed, out.recordErr = r.recordFailures(ctx, p.plan, out.failures, out.state.pending)
 	}
-	out.fullRun = out.mode == ModeFull && len(out.failures) == 0
+	out.fullRun = out.mode == ModeFull && len(out.failures) == 0 && out.waiting == 0
 	out.err = ctx.Err()
 	return out
+}
+
+// stopped is err, or the cause of ctx's end when it ended (a lost lease).
+func stopped(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
 }
 
 // runError is the error Run returns for a recorded summary.
@@ -201,9 +229,18 @@ func runError(sum policy.RunSummary, err error) error {
 		return err
 	}
 	if len(sum.Failures) == 0 {
-		if sum.Status == policy.RunFailed {
+		switch {
+		case sum.Status == policy.RunFailed:
 			// everything landed but the run could not be recorded
 			return fmt.Errorf("%w: %s", ErrNotRecorded, sum.Error)
+		case sum.Waiting > 0:
+			return fmt.Errorf("%w: %d changes wait for tomorrow's write budget (DAILY_WRITE_BUDGET); the next run continues", ErrPartial, sum.Waiting)
+		case len(sum.HeldBack) > 0:
+			names := make([]string, len(sum.HeldBack))
+			for i, h := range sum.HeldBack {
+				names[i] = h.PolicyName
+			}
+			return fmt.Errorf("%w: %d held back by dead letters (syncjob deadletter retry --all): %s", ErrPartial, len(names), strings.Join(names, ", "))
 		}
 		return nil
 	}

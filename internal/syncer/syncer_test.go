@@ -100,19 +100,77 @@ func (r *rig) seed() string {
 	return r.repo.Commit("seed")
 }
 
+// unreadable is a Source whose reads of the given paths fail, as a file
+// GitHub cannot serve does while the others are read.
+type unreadable struct {
+	syncer.Source
+	paths map[string]bool
+}
+
+func (u unreadable) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
+	got, failed, err := u.Source.Titles(ctx, commit, files, maxSize)
+	for p := range u.paths {
+		if _, ok := got[p]; ok {
+			delete(got, p)
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[p] = errors.New("github: get blob: HTTP 502: Server Error")
+		}
+	}
+	return got, failed, err
+}
+
+// failReads makes the reads of paths fail until the returned func is called.
+func (r *rig) failReads(paths ...string) (restore func()) {
+	src := r.s.Source
+	m := map[string]bool{}
+	for _, p := range paths {
+		m[p] = true
+	}
+	r.s.Source = unreadable{Source: src, paths: m}
+	return func() { r.s.Source = src }
+}
+
 func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
 	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
 	r.repo.Commit("edit")
-	r.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(502))
+	defer r.failReads("a/가.md")()
 	_, err := r.run(syncer.Options{})
 	if !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("err = %v", err)
 	}
-	if p := r.policies(); p["가"].Title != "가" || r.lastCommit() == first {
-		t.Errorf("entry %+v, lastCommit %s", p["가"], r.lastCommit())
+	if p := r.policies(); p["가"].Title != "가" || p["나"].Title != "나 개정" || r.lastCommit() == first {
+		t.Errorf("entries %+v, lastCommit %s", p, r.lastCommit())
+	}
+}
+
+func TestRun_EveryReadFails_OutageNotItemFailures(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Commit("edit")
+	r.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(502))
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrOutage) || res.Summary.Status != policy.RunFailed {
+		t.Fatalf("err = %v, status %s; want an outage, failed", err, res.Summary.Status)
+	}
+	if p := r.policies(); p["가"].Title != "가" || p["나"].Title != "나" || r.lastCommit() != first {
+		t.Errorf("entries %+v, lastCommit %s; want nothing written and lastCommit kept", p, r.lastCommit())
+	}
+	if q, err := r.reg.FailedQueue(context.Background()); err != nil || len(q) != 0 {
+		t.Errorf("an outage moved retry counts: %+v, %v", q, err)
+	}
+	r.gh.ClearFaults()
+	r.mustRun()
+	if p := r.policies(); p["가"].Title != "가 개정" || p["나"].Title != "나 개정" {
+		t.Errorf("after the outage: %+v", p)
 	}
 }
 

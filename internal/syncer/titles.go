@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
@@ -30,4 +31,12 @@ func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, ent
 		r.log.Warn("content unreadable", logkey.Policy, f.PolicyName, logkey.Error, f.Error)
 	}
 	return plan, failures, nil
+}
+
+// outage says whether every read of files failed (see ErrOutage).
+func outage(files []policy.File, failures []policy.Failure) error {
+	if len(files) == 0 || len(failures) < len(files) {
+		return nil
+	}
+	return fmt.Errorf("%w: all %d file reads failed, e.g. %s: %s", ErrOutage, len(files), failures[0].PolicyName, failures[0].Error)
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -76,8 +77,9 @@ type faultRule struct {
 	fault     Fault
 	rng       *rand.Rand
 	p         float64
-	// seeded (FailSeeded): the draw is a hash of seed, the request and
-	// how many times the rule saw that request before.
+	within    string // only requests whose path contains it; "" for all
+	// seeded (FailSeeded): the draw is a hash of seed, the request's path
+	// and how many times the rule saw that path before.
 	seeded bool
 	seed   uint64
 	seen   map[string]int
@@ -101,25 +103,34 @@ func (s *Server) FailRandom(kind string, seed uint64, p float64, fault Fault) {
 	s.faults = append(s.faults, &faultRule{kind: kind, fault: fault, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), p: p})
 }
 
+// FailWithin answers every request of an endpoint kind whose URL path
+// contains within (a blob sha, say) with fault, from now on: one file that
+// cannot be read while the others can.
+func (s *Server) FailWithin(kind, within string, fault Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &faultRule{kind: kind, remaining: -1, fault: fault, within: within})
+}
+
 // FailSeeded answers each request of an endpoint kind with fault with
-// probability p, decided by seed and the request itself (its method, path
-// and query, and how many times this rule saw that request before), not by
-// the order requests arrive: concurrent requests (blobs read in parallel)
-// meet the same faults whatever order they reach the server in.
+// probability p, decided by seed and the request itself (its path, and how
+// many times this rule saw that path before), not by the order requests
+// arrive: concurrent requests (blobs read in parallel) meet the same faults
+// whatever order they reach the server in.
 func (s *Server) FailSeeded(kind string, seed uint64, p float64, fault Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, &faultRule{kind: kind, fault: fault, p: p, seeded: true, seed: seed, seen: make(map[string]int)})
 }
 
-// seededDraw is a number in [0, 1) that depends only on seed, request and n.
-func seededDraw(seed uint64, request string, n int) float64 {
+// seededDraw is a number in [0, 1) that depends only on seed, path and n.
+func seededDraw(seed uint64, path string, n int) float64 {
 	h := fnv.New64a()
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:8], seed)
 	binary.LittleEndian.PutUint64(b[8:], uint64(n))
 	_, _ = h.Write(b[:])
-	_, _ = h.Write([]byte(request))
+	_, _ = h.Write([]byte(path))
 	return float64(h.Sum64()>>11) / (1 << 53)
 }
 
@@ -130,17 +141,17 @@ func (s *Server) ClearFaults() {
 	s.faults = nil
 }
 
-// nextFault picks the fault for a request of kind, if any; request names
-// the request for FailSeeded rules. s.mu must be held.
-func (s *Server) nextFault(kind, request string) *Fault {
+// nextFault picks the fault for a request of kind to path, if any; s.mu
+// must be held.
+func (s *Server) nextFault(kind, path string) *Fault {
 	for _, r := range s.faults {
-		if r.kind != AnyKind && r.kind != kind {
+		if (r.kind != AnyKind && r.kind != kind) || !strings.Contains(path, r.within) {
 			continue
 		}
 		if r.seeded {
-			n := r.seen[request]
-			r.seen[request] = n + 1
-			if seededDraw(r.seed, request, n) < r.p {
+			n := r.seen[path]
+			r.seen[path] = n + 1
+			if seededDraw(r.seed, path, n) < r.p {
 				f := r.fault
 				return &f
 			}

@@ -230,7 +230,7 @@ func (s *Server) record(r *http.Request, rt route) (total int, fault *Fault, ans
 			s.log[idx].Status = status
 		}
 	}
-	return s.counts.Total(), s.nextFault(rt.kind, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery), answered
+	return s.counts.Total(), s.nextFault(rt.kind, r.URL.Path), answered
 }
 
 // setRateLimitHeaders sets the rate-limit headers GitHub sends with every

@@ -2,6 +2,7 @@ package registrytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -43,6 +44,8 @@ type Faulty struct {
 	injected     int64
 	keysInjected int64
 	listKeysOnly bool
+	killing      bool
+	killAt       int // Put+Delete calls after which every call fails
 }
 
 var _ registry.Store = (*Faulty)(nil)
@@ -98,6 +101,26 @@ func (f *Faulty) ListKeysOnly(on bool) {
 	f.listKeysOnly = on
 }
 
+// ErrKilled fails every call after Kill: the process is gone.
+var ErrKilled = errors.New("process killed")
+
+// Kill makes every call fail with ErrKilled once writes more Put or Delete
+// calls have been made (0: from now on): a process killed at that point of
+// a run, so nothing after it lands. Revive undoes it.
+func (f *Faulty) Kill(writes int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killAt = f.counts[Put] + f.counts[Delete] + writes
+	f.killing = true
+}
+
+// Revive ends a Kill: the next process starts.
+func (f *Faulty) Revive() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killing = false
+}
+
 // Calls returns how many times m was called, failed calls included.
 func (f *Faulty) Calls(m Method) int {
 	f.mu.Lock()
@@ -136,6 +159,10 @@ func (f *Faulty) begin(c Call, always error) error {
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, c)
 	f.counts[c.Method]++
+	if f.killing && f.counts[Put]+f.counts[Delete] > f.killAt-boolInt(c.Method != Put && c.Method != Delete) {
+		f.injected++
+		return ErrKilled
+	}
 	err := f.nth[c.Method][f.counts[c.Method]]
 	if err == nil {
 		err = always
@@ -242,4 +269,11 @@ func merge(a, b map[string]error) map[string]error {
 		a[k] = err
 	}
 	return a
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -99,3 +99,26 @@ func TestFaulty_LogAndListKeysOnly(t *testing.T) {
 		t.Errorf("Log (-want +got):\n%s", diff)
 	}
 }
+
+func TestFaulty_Kill_EverythingFailsAfterTheGivenWrites(t *testing.T) {
+	ctx := t.Context()
+	f := registrytest.NewFaulty(registry.NewMemory(nil))
+	registrytest.MustPut(t, f, registry.Pair{Key: "a", Value: []byte("1")})
+	f.Kill(1)
+	if _, err := f.Get(ctx, "a"); err != nil {
+		t.Fatalf("a read before the last write lands: %v", err)
+	}
+	if errs := f.Put(ctx, []registry.Pair{{Key: "b", Value: []byte("2")}}); errs != nil {
+		t.Fatalf("the one write allowed: %v", errs)
+	}
+	if errs := f.Put(ctx, []registry.Pair{{Key: "c", Value: []byte("3")}}); !errors.Is(errs["c"], registrytest.ErrKilled) {
+		t.Fatalf("a write after the kill: %v", errs)
+	}
+	if _, err := f.Get(ctx, "a"); !errors.Is(err, registrytest.ErrKilled) {
+		t.Fatalf("a read after the kill: %v", err)
+	}
+	f.Revive()
+	if _, err := f.Get(ctx, "c"); !errors.Is(err, policy.ErrNotFound) {
+		t.Fatalf("the killed write landed: %v", err)
+	}
+}

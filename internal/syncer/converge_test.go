@@ -1,0 +1,367 @@
+package syncer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry/registrytest"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// leased runs take the lease, as every real run does (cmd/syncjob sets it).
+var leased = syncer.Options{LeaseTTL: 3 * time.Minute}
+
+// mustConverge runs clean and checks the registry holds exactly the head's
+// policies, by name and sha.
+func (r *rig) mustConverge(head string) syncer.Result {
+	r.t.Helper()
+	res, err := r.run(leased)
+	if err != nil {
+		r.t.Fatalf("clean run: %v", err)
+	}
+	want := map[string]string{}
+	for path := range r.repo.Files(head) {
+		if policy.IsPolicyPath(path) {
+			want[policy.NameOf(path)] = r.repo.BlobSHA(head, path)
+		}
+	}
+	got := map[string]string{}
+	for name, e := range r.policies() {
+		got[name] = e.SHA
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		r.t.Fatalf("registry %v, head %v", got, want)
+	}
+	return res
+}
+
+func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Remove("a/가.md")
+	r.repo.Commit("delete 가")
+	r.store.FailKeys(map[string]error{policy.LastCommitKey: errors.New("refused")})
+	if _, err := r.run(leased); !errors.Is(err, syncer.ErrNotRecorded) {
+		t.Fatalf("lastCommit refused: %v", err)
+	}
+	r.store.FailKeys(nil)
+	r.repo.Write("a/가.md", "# 가\n")
+	head := r.repo.Commit("restore 가")
+	res := r.mustConverge(head)
+	if res.Summary.Mode != syncer.ModeFull || res.Summary.ModeReason == "" {
+		t.Errorf("after a lost lastCommit: mode %s (%s), want full", res.Summary.Mode, res.Summary.ModeReason)
+	}
+}
+
+func TestConverge_LastCommitLost_AddedThenDeleted_NoGhost(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("c/유령.md", "# 유령\n")
+	r.repo.Commit("add")
+	r.store.FailKeys(map[string]error{policy.LastCommitKey: errors.New("refused")})
+	_, _ = r.run(leased)
+	r.store.FailKeys(nil)
+	r.repo.Remove("c/유령.md")
+	r.mustConverge(r.repo.Commit("delete"))
+}
+
+func TestConverge_KilledAfterDelete_NextRunPlansFromTheHeadTree(t *testing.T) {
+	for _, at := range []int{1, 2, 3, 4} { // after the lease, the deletes, ...
+		t.Run(fmt.Sprintf("killed after %d writes", at), func(t *testing.T) {
+			r := newRig(t)
+			r.seed()
+			r.mustRun()
+			r.repo.Remove("a/가.md")
+			r.repo.Write("b/라.md", "# 라\n")
+			r.repo.Commit("delete 가, add 라")
+			r.store.Kill(at)
+			_, _ = r.run(leased)
+			r.store.Revive()
+			r.repo.Write("a/가.md", "# 가\n")
+			r.repo.Remove("b/라.md")
+			head := r.repo.Commit("undo both")
+			r.clock.Advance(leased.LeaseTTL) // the killed run's lease expires
+			r.mustConverge(head)
+		})
+	}
+}
+
+func TestConverge_EveryWriteRefusedThreeRuns_OutageNotDeadLetters(t *testing.T) {
+	r := newRig(t)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	head := r.repo.Commit("seed")
+	refused := map[string]error{}
+	for _, k := range []string{"policy:가", "policy:나", "queue:가", "queue:나"} {
+		refused[k] = errors.New("kv incident")
+	}
+	r.store.FailKeys(refused)
+	for i := 0; i < 3; i++ {
+		res, err := r.run(leased)
+		if !errors.Is(err, syncer.ErrOutage) || res.Summary.Status != policy.RunFailed {
+			t.Fatalf("run %d: %v (%s), want an outage", i, err, res.Summary.Status)
+		}
+	}
+	if d, _ := r.reg.DeadLetters(context.Background()); len(d) != 0 {
+		t.Fatalf("an outage made dead letters: %v", d)
+	}
+	r.store.FailKeys(nil)
+	r.mustConverge(head)
+}
+
+func TestConverge_LambdaRetriesOfOneInvocation_CountOneFailure(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Commit("edit")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("refused")})
+	opt := leased
+	opt.LeaseOwner = "lambda req-1"
+	for i := 0; i < 3; i++ { // the invocation and Lambda's two retries of it
+		if _, err := r.run(opt); !errors.Is(err, syncer.ErrPartial) {
+			t.Fatalf("try %d: %v", i, err)
+		}
+	}
+	q := r.queueEntries()["가"]
+	if q.RetryCount != 1 || q.AttemptID != "lambda req-1" {
+		t.Fatalf("queue:가 after one invocation = %+v, want one failure", q)
+	}
+	if d, _ := r.reg.DeadLetters(context.Background()); len(d) != 0 {
+		t.Fatalf("one invocation made a dead letter: %v", d)
+	}
+	opt.LeaseOwner = "lambda req-2"
+	_, _ = r.run(opt)
+	if q := r.queueEntries()["가"]; q.RetryCount != 2 {
+		t.Fatalf("the next invocation: %+v, want two failures", q)
+	}
+}
+
+func TestConverge_AnnounceBeforePublish_NoUpdateWithoutItsQueueEntry(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	head := r.repo.Commit("edit")
+	before := r.policies()["가"]
+	r.store.FailKeys(map[string]error{"queue:가": errors.New("refused")})
+	start := len(r.store.Log())
+	if _, err := r.run(leased); err == nil {
+		t.Fatal("a refused announcement must fail its item")
+	}
+	if got := r.policies()["가"]; got.SHA != before.SHA {
+		t.Fatalf("policy:가 was published (%s) although its announcement was refused", got.SHA)
+	}
+	// Every queue write lands before any policy write.
+	lastQueue, firstPolicy := -1, -1
+	for i, c := range r.store.Log()[start:] {
+		for _, k := range c.Keys {
+			switch {
+			case c.Method == "Put" && k == "queue:나":
+				lastQueue = i
+			case c.Method == "Put" && k == "policy:나" && firstPolicy < 0:
+				firstPolicy = i
+			}
+		}
+	}
+	if lastQueue < 0 || firstPolicy < 0 || lastQueue > firstPolicy {
+		t.Errorf("queue:나 written at call %d, policy:나 at %d: the announcement must come first", lastQueue, firstPolicy)
+	}
+	r.store.FailKeys(nil)
+	r.mustConverge(head)
+}
+
+func TestConverge_KilledBetweenAnnounceAndPublish_Published(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	head := r.repo.Commit("edit")
+	r.store.Kill(2) // the lease, the announcement; the publication never lands
+	_, _ = r.run(leased)
+	r.store.Revive()
+	if q, e := r.queueEntries()["가"], r.policies()["가"]; q.SHA == e.SHA || q.SHA != r.repo.BlobSHA(head, "a/가.md") {
+		t.Fatalf("after the kill: queue %+v, policy %+v: want the announcement only", q, e)
+	}
+	r.clock.Advance(leased.LeaseTTL)
+	r.mustConverge(head)
+	if q := r.queueEntries()["가"]; q.SHA != r.policies()["가"].SHA {
+		t.Errorf("queue:가 %+v does not announce the published version", q)
+	}
+}
+
+func TestConverge_LeaseRenewedWhileTheRunLasts(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	slow := &slowSource{Source: r.s.Source, delay: 300 * time.Millisecond}
+	r.s.Source = slow
+	opt := syncer.Options{LeaseTTL: 60 * time.Millisecond} // renewed every 20 ms
+	if _, err := r.run(opt); err != nil {
+		t.Fatal(err)
+	}
+	if n := countPuts(r.store.Log(), policy.LeaseKey); n < 4 {
+		t.Errorf("the lease was written %d times in a 300 ms run with a 60 ms TTL; want taken, renewed, released", n)
+	}
+}
+
+func TestConverge_LeaseLost_RunStopsWriting(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	slow := &slowSource{Source: r.s.Source, delay: 300 * time.Millisecond}
+	r.s.Source = slow
+	slow.before = func() {
+		r.store.FailKeys(map[string]error{policy.LeaseKey: errors.New("refused")})
+		r.clock.Advance(time.Hour) // renewals fail until the lease has expired
+	}
+	res, err := r.run(syncer.Options{LeaseTTL: 60 * time.Millisecond})
+	if !errors.Is(err, syncer.ErrLeaseLost) || res.Summary.Status != policy.RunFailed {
+		t.Fatalf("err = %v (%s), want ErrLeaseLost", err, res.Summary.Status)
+	}
+	if n := len(r.policies()); n != 0 {
+		t.Errorf("a run that lost its lease wrote %d policies", n)
+	}
+}
+
+func TestGuard_RenameEveryPolicyAndEditEach_Passes(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
+			r := newRig(t)
+			for i := 0; i < 20; i++ {
+				r.repo.Write(fmt.Sprintf("1-2-%d.md", i), fmt.Sprintf("# 규정 %d\n\n제1조 목적\n제2조 정의\n제3조 적용\n", i))
+			}
+			r.repo.Commit("numbered files")
+			r.mustRun()
+			for i := 0; i < 20; i++ {
+				r.repo.Remove(fmt.Sprintf("1-2-%d.md", i))
+				r.repo.Write(fmt.Sprintf("규정/규정 %d.md", i), fmt.Sprintf("# 규정 %d\n\n제1조 목적\n제2조 정의\n제3조 적용 (개정)\n", i))
+			}
+			head := r.repo.Commit("files named by their titles, each edited")
+			res, err := r.run(syncer.Options{Full: full})
+			if err != nil {
+				t.Fatalf("renaming and editing every policy: %v", err)
+			}
+			if res.Summary.Added != 20 || res.Summary.Deleted != 20 {
+				t.Errorf("summary %+v", res.Summary)
+			}
+			r.mustConverge(head)
+		})
+	}
+}
+
+// slowSource delays reading contents, calling before first.
+type slowSource struct {
+	syncer.Source
+	delay  time.Duration
+	before func()
+}
+
+func (s *slowSource) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
+	if s.before != nil {
+		s.before()
+	}
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	return s.Source.Titles(ctx, commit, files, maxSize)
+}
+
+func countPuts(log []registrytest.Call, key string) int {
+	n := 0
+	for _, c := range log {
+		for _, k := range c.Keys {
+			if c.Method == "Put" && k == key {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
+	r := newRig(t)
+	for i := 0; i < 20; i++ {
+		r.repo.Write(fmt.Sprintf("p/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("20 policies")
+	r.mustRun()
+	for i := 0; i < 15; i++ {
+		r.repo.Remove(fmt.Sprintf("p/규정 %02d.md", i))
+	}
+	r.repo.Commit("repeal 15")
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrRefused) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, s := range []policy.RunSummary{res.Summary, r.lastRun()} {
+		if s.Deleted != 0 || s.TotalProcessed != 0 || s.Planned == nil || s.Planned.Deleted != 15 || s.Status != policy.RunFailed {
+			t.Errorf("refused run recorded %+v (planned %+v): want nothing applied, 15 deletes planned", s, s.Planned)
+		}
+	}
+}
+
+func TestReport_SummaryLine_NamesFailedSkippedHeldBack_NoEmptyError(t *testing.T) {
+	r := newRig(t)
+	var logs bytes.Buffer
+	r.s.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	r.seed()
+	r.repo.Write("a/빈 파일.md", "")
+	for i := 0; i < 25; i++ {
+		r.repo.Write(fmt.Sprintf("c/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("more")
+	failing := map[string]error{}
+	for i := 0; i < 25; i++ {
+		failing[fmt.Sprintf("policy:규정 %02d", i)] = errors.New("refused")
+	}
+	r.store.FailKeys(failing)
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("err = %v", err)
+	}
+	line := lastLine(t, &logs, "run finished")
+	if _, ok := line["error"]; ok {
+		t.Errorf("a partial run logs an empty error: %v", line["error"])
+	}
+	failed, _ := line["failedPolicies"].([]any)
+	if len(failed) != 21 || failed[0] != "규정 00" || failed[20] != "… and 5 more" {
+		t.Errorf("failedPolicies = %v, want the first 20 and a count", failed)
+	}
+	if skipped, _ := line["skippedPolicies"].([]any); len(skipped) != 1 || skipped[0] != "빈 파일" {
+		t.Errorf("skippedPolicies = %v", line["skippedPolicies"])
+	}
+	r.store.FailKeys(nil)
+	logs.Reset()
+	r.mustRun()
+	if line := lastLine(t, &logs, "run finished"); line["error"] != nil || line["failedPolicies"] != nil {
+		t.Errorf("a successful run's line: %v", line)
+	}
+}
+
+// lastLine returns the last JSON log line with msg.
+func lastLine(t *testing.T, logs *bytes.Buffer, msg string) map[string]any {
+	t.Helper()
+	var found map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
+			found = m
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %q line in:\n%s", msg, logs.String())
+	}
+	return found
+}
