@@ -44,7 +44,8 @@ var errKilled = errors.New("soak: process killed")
 // died, nothing after the kill lands.
 type killSwitch struct {
 	mu        sync.Mutex
-	at        int // 0: never
+	at        int    // kill at the at-th write; 0: never
+	atKey     string // or at the first write of this key (memory backend)
 	hard      bool
 	landFirst bool
 	cancel    context.CancelFunc
@@ -60,27 +61,38 @@ func (k *killSwitch) arm(at int, hard, landFirst bool, cancel context.CancelFunc
 	k.writes, k.fired, k.dead = 0, false, false
 }
 
+// armAtKey kills the process (hard) when the first write of key arrives,
+// before it lands.
+func (k *killSwitch) armAtKey(key string, cancel context.CancelFunc) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.at, k.atKey, k.hard, k.landFirst, k.cancel = 0, key, true, false, cancel
+	k.writes, k.fired, k.dead = 0, false, false
+}
+
 // disarm ends the run's kill; it reports whether it fired.
 func (k *killSwitch) disarm() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	fired := k.fired
-	k.at, k.cancel, k.writes, k.fired, k.dead = 0, nil, 0, false, false
+	k.at, k.atKey, k.cancel, k.writes, k.fired, k.dead = 0, "", nil, 0, false, false
 	return fired
 }
 
-func (k *killSwitch) verdict(write bool) killVerdict {
+// verdict decides the fate of one request; keys are a write's keys, when
+// known (the memory backend).
+func (k *killSwitch) verdict(write bool, keys []string) killVerdict {
 	k.mu.Lock()
 	if k.dead {
 		k.mu.Unlock()
 		return killRefuse
 	}
-	if !write || k.at == 0 {
+	if !write || (k.at == 0 && k.atKey == "") {
 		k.mu.Unlock()
 		return killPass
 	}
 	k.writes++
-	if k.writes != k.at {
+	if (k.at == 0 || k.writes != k.at) && (k.atKey == "" || !slices.Contains(keys, k.atKey)) {
 		k.mu.Unlock()
 		return killPass
 	}
@@ -107,21 +119,21 @@ type killStore struct {
 }
 
 func (s *killStore) Get(ctx context.Context, key string) ([]byte, error) {
-	if s.ks.verdict(false) == killRefuse {
+	if s.ks.verdict(false, nil) == killRefuse {
 		return nil, errKilled
 	}
 	return s.Store.Get(ctx, key)
 }
 
 func (s *killStore) List(ctx context.Context, prefix string) ([]registry.Item, error) {
-	if s.ks.verdict(false) == killRefuse {
+	if s.ks.verdict(false, nil) == killRefuse {
 		return nil, errKilled
 	}
 	return s.Store.List(ctx, prefix)
 }
 
 func (s *killStore) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
-	switch s.ks.verdict(true) {
+	switch s.ks.verdict(true, registry.PairKeys(pairs)) {
 	case killRefuse:
 		return registry.FailAll(nil, registry.PairKeys(pairs), errKilled)
 	case killLandThenLose:
@@ -134,7 +146,7 @@ func (s *killStore) Put(ctx context.Context, pairs []registry.Pair) map[string]e
 }
 
 func (s *killStore) Delete(ctx context.Context, keys []string) map[string]error {
-	switch s.ks.verdict(true) {
+	switch s.ks.verdict(true, keys) {
 	case killRefuse:
 		return registry.FailAll(nil, keys, errKilled)
 	case killLandThenLose:
@@ -159,7 +171,7 @@ func (t *killTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.afterWrite != nil && req.Method != http.MethodGet {
 		defer t.afterWrite()
 	}
-	switch t.ks.verdict(req.Method != http.MethodGet) {
+	switch t.ks.verdict(req.Method != http.MethodGet, nil) {
 	case killRefuse:
 		return nil, errKilled
 	case killLandThenLose:

@@ -114,7 +114,7 @@ const (
 	vUnqueued   = "2 policy changed without its queue entry"
 	vForeignKey = "3 key outside our prefixes"
 	vSuccess    = "4 exit 0 but registry != head"
-	vHeldBack   = "4h exit 0 while a dead letter holds back the head's version"
+	vHeldBack   = "4h a dead letter holds back the head's version, and the run does not say so (exit 0, or 3 not naming it)"
 	vPartial    = "4p exit 3 but registry != head beyond the named policies"
 	vDryRun     = "dry run wrote"
 	vUndecoded  = "value does not decode"
@@ -198,15 +198,21 @@ func checkRun(hv headView, before, after snapshot, res syncer.Result, err error,
 		for _, f := range res.Summary.Failures {
 			named[f.PolicyName] = true
 		}
-		for _, s := range res.Summary.Skipped {
+		for _, s := range slices.Concat(res.Summary.Skipped, res.Summary.HeldBack) {
 			named[s.PolicyName] = true
 		}
 		for n := range named {
 			delete(exp, n)
 			delete(got, n)
 		}
-		if diff := cmp.Diff(exp, got); diff != "" {
-			add(vPartial, "named %v; policies (-head +registry):\n%s", slices.Sorted(maps.Keys(named)), diff)
+		diff := cmp.Diff(exp, got)
+		held := heldBack(hv, after, exp, got)
+		switch {
+		case diff == "":
+		case len(held) == len(differing(exp, got)):
+			add(vHeldBack, "exit 3 naming %v, but not the held back %v; policies (-head +registry):\n%s", slices.Sorted(maps.Keys(named)), held, diff)
+		default:
+			add(vPartial, "named %v; held back by dead letters %v; policies (-head +registry):\n%s", slices.Sorted(maps.Keys(named)), held, diff)
 		}
 	}
 	return vs

@@ -29,6 +29,19 @@ func runKilled(r *rig, s *syncer.Syncer, ks *killSwitch, nth int, opt syncer.Opt
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ks.arm(nth, true, true, cancel)
+	return runArmed(ctx, r, s, ks, opt)
+}
+
+// runKilledBeforeRecord runs s, killing the process when it starts to
+// record the run (its writes landed, its record does not).
+func runKilledBeforeRecord(r *rig, s *syncer.Syncer, ks *killSwitch, opt syncer.Options) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ks.armAtKey(policy.LastRunKey, cancel)
+	return runArmed(ctx, r, s, ks, opt)
+}
+
+func runArmed(ctx context.Context, r *rig, s *syncer.Syncer, ks *killSwitch, opt syncer.Options) error {
 	_, err := s.Run(ctx, opt)
 	ks.disarm()
 	r.clock.Advance(time.Hour)
@@ -96,9 +109,16 @@ func TestSoakRepro_UncleanRunThenRevert_NextRunRestoresHead(t *testing.T) {
 			_, err := r.run(syncer.Options{})
 			return err
 		}},
-		{"killed after its first write", func(r *rig) error {
+		{"lastRun write lost", func(r *rig) error {
+			// the record does not land; the embedded store has no lease to tell
+			r.store.FailKeys(map[string]error{policy.LastRunKey: boom})
+			defer r.store.FailKeys(nil)
+			_, err := r.run(syncer.Options{})
+			return err
+		}},
+		{"killed before its record", func(r *rig) error {
 			s, ks := killable(r)
-			return runKilled(r, s, ks, 1, syncer.Options{BatchSize: 2, Concurrency: 1})
+			return runKilledBeforeRecord(r, s, ks, syncer.Options{})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
