@@ -483,7 +483,7 @@ func (r *soakRig) run(f runFaults, opt syncer.Options, faultSeed uint64) (res sy
 func (r *soakRig) releaseDeadLetters() int {
 	r.t.Helper()
 	snap := r.snapshot()
-	for name := range snap.dead {
+	for _, name := range slices.Sorted(maps.Keys(snap.dead)) {
 		if err := queue.RetryDeadLetter(context.Background(), r.reg, name, r.clock.Now()); err != nil {
 			r.t.Fatalf("retry dead letter %s: %v", name, err)
 		}

@@ -115,13 +115,11 @@ func soakOneSeed(t *testing.T, seed uint64, stats *soakStats) {
 				}
 				for k := range runs {
 					before := r.snapshot()
-					names := slices.Sorted(maps.Keys(hv.names))
+					touchable := maps.Clone(hv.names)
 					for n := range before.policies {
-						if !hv.names[n] {
-							names = append(names, n)
-						}
+						touchable[n] = true
 					}
-					f := r.drawFaults(rng, names)
+					f := r.drawFaults(rng, slices.Sorted(maps.Keys(touchable)))
 					opt := r.opt
 					opt.BatchSize = pick(rng, []int{3, 8, 50})
 					opt.Full = rng.Float64() < 0.08
