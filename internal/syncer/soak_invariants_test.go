@@ -137,7 +137,21 @@ func expected(hv headView, before snapshot) map[string]view {
 	return exp
 }
 
-// checkRun checks the invariants that hold after every run.
+// checkRun checks the invariants that hold after every run (DESIGN.md "One
+// run", "Safety"), before and after being the whole registry around it:
+//
+//  1. a policy the registry had and the head still has is not deleted;
+//  2. a policy whose sha the run changed (or added) has its queue entry
+//     at that sha ("announce before publish"; a path-only move needs none);
+//  3. every key is under policy:, queue:, dead-letter: or metadata:sync:;
+//  4. exit 0 means the registry is the head (names, shas, paths, titles;
+//     a skipped winner keeps its entry) and lastCommit the head commit;
+//     exit 3 means that too, but for the policies the run names as failed,
+//     skipped or held back; a version only a dead letter holds back must
+//     be named (4h);
+//  - a dry run writes nothing; every value decodes.
+//
+// Invariant 5 (one clean run converges) is checked by converge.
 func checkRun(hv headView, before, after snapshot, res syncer.Result, err error, dry bool) []violation {
 	var vs []violation
 	add := func(kind, format string, args ...any) { vs = append(vs, violation{kind, fmt.Sprintf(format, args...)}) }
