@@ -148,10 +148,9 @@ func expected(hv headView, before snapshot) map[string]view {
 //     a skipped winner keeps its entry) and lastCommit the head commit;
 //     exit 3 means that too, but for the policies the run names as failed,
 //     skipped or held back; a version only a dead letter holds back must
-//     be named (4h);
-//  - a dry run writes nothing; every value decodes.
+//     be named (4h).
 //
-// Invariant 5 (one clean run converges) is checked by converge.
+// Besides: a dry run writes nothing, and every value decodes. Invariant 5 (one clean run converges) is checked by converge.
 func checkRun(hv headView, before, after snapshot, res syncer.Result, err error, dry bool) []violation {
 	var vs []violation
 	add := func(kind, format string, args ...any) { vs = append(vs, violation{kind, fmt.Sprintf(format, args...)}) }
