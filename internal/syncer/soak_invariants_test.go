@@ -150,7 +150,8 @@ func expected(hv headView, before snapshot) map[string]view {
 //     skipped or held back; a version only a dead letter holds back must
 //     be named (4h).
 //
-// Besides: a dry run writes nothing, and every value decodes. Invariant 5 (one clean run converges) is checked by converge.
+// Besides: a dry run writes nothing, and every value decodes. Invariant 5
+// (one clean run converges) is checked by converge.
 func checkRun(hv headView, before, after snapshot, res syncer.Result, err error, dry bool) []violation {
 	var vs []violation
 	add := func(kind, format string, args ...any) { vs = append(vs, violation{kind, fmt.Sprintf(format, args...)}) }
