@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,64 +8,27 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
-	"net/url"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/knue/syncjob/internal/emf"
+	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
 // Inside Lambda (AWS_LAMBDA_RUNTIME_API set) the binary serves lambdaHandler
 // instead of the CLI. Its configuration is the CLI's environment, plus the
-// secret references below.
+// secret references of secrets.go; its event is event.go's.
 
-const (
-	// lambdaReserve is the time kept back from the Lambda deadline: the run
-	// stops this long before it, leaving the syncer's metadata writes (which
-	// get their own 10 s) and the metrics line time to happen.
-	lambdaReserve = 15 * time.Second
-
-	// metricsNamespace is the CloudWatch namespace of the EMF line; the alarms
-	// of infra/template.yaml read it.
-	metricsNamespace = "syncjob"
-
-	// secretsExtensionPort is the default port of the AWS Parameters and
-	// Secrets Lambda Extension; PARAMETERS_SECRETS_EXTENSION_HTTP_PORT (the
-	// extension's own setting) changes it.
-	secretsExtensionPort = "2773"
-)
-
-// Log keys the handler adds to every line of an invocation.
-const (
-	keyTrigger   = "trigger"
-	keyRequestID = "awsRequestId"
-	keyDryRun    = "dryRun"
-)
-
-// secretRef is a secret setting that Lambda may instead name by the ARN (or
-// name) of an AWS Secrets Manager secret, read at each invocation through the
-// Parameters and Secrets extension, so the value never passes through
-// CloudFormation, the function's configuration or a log.
-type secretRef struct {
-	env string // the setting, e.g. GITHUB_TOKEN
-	ref string // the variable naming its secret, e.g. GITHUB_TOKEN_SECRET_ARN
-}
-
-func secretRefs() []secretRef {
-	return []secretRef{
-		{env: "GITHUB_TOKEN", ref: "GITHUB_TOKEN_SECRET_ARN"},
-		{env: "CLOUDFLARE_API_TOKEN", ref: "CLOUDFLARE_API_TOKEN_SECRET_ARN"},
-	}
-}
+// lambdaReserve is the time kept back from the Lambda deadline: the run stops
+// this long before it, leaving the syncer's metadata writes (which get their
+// own 10 s) and the metrics line time to happen.
+const lambdaReserve = 15 * time.Second
 
 // serveLambda runs the Lambda runtime loop; it does not return.
 func serveLambda() {
@@ -107,111 +69,6 @@ func newLambdaHandler(getenv env, logs io.Writer, d deps) *lambdaHandler {
 	}
 }
 
-// lambdaEvent is an invocation's payload: {"trigger":"schedule"} from the
-// scheduler, e.g. {"mode":"full","dryRun":true} by hand.
-type lambdaEvent struct {
-	Trigger string `json:"trigger"`
-	Mode    string `json:"mode"`
-	DryRun  bool   `json:"dryRun"`
-	// AllowMassDelete lets a backfill through the mass-delete guard, as
-	// --allow-mass-delete does; the scheduled event never sets it.
-	AllowMassDelete bool `json:"allowMassDelete"`
-}
-
-// Event values.
-const (
-	triggerSchedule = "schedule"
-	triggerManual   = "manual"
-	eventModeFull   = "full"
-	eventModeIncr   = "incremental"
-)
-
-// EventError names what is wrong with an invocation's payload.
-type EventError struct {
-	Field   string // empty when the payload as a whole is wrong
-	Problem string
-}
-
-func (e *EventError) Error() string {
-	if e.Field == "" {
-		return "event: " + e.Problem
-	}
-	return "event: " + e.Field + ": " + e.Problem
-}
-
-const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}`
-
-// parseEvent reads a payload strictly: an unknown field, a value of the wrong
-// type or outside its set is an *EventError. An empty payload or {} is a
-// manual incremental run.
-func parseEvent(payload []byte) (syncer.Options, error) {
-	var ev lambdaEvent
-	if p := bytes.TrimSpace(payload); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(p))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ev); err != nil {
-			return syncer.Options{}, eventDecodeError(err)
-		}
-		if dec.More() {
-			return syncer.Options{}, &EventError{Problem: "more than one JSON value; " + acceptedEvent}
-		}
-		// encoding/json matches names regardless of case ("Mode" fills
-		// Mode); an operator's typo should not pass silently.
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(p, &fields); err != nil {
-			return syncer.Options{}, eventDecodeError(err)
-		}
-		for name := range fields {
-			switch name {
-			case "trigger", "mode", "dryRun", "allowMassDelete":
-			default:
-				return syncer.Options{}, &EventError{name, "unknown field (names are case-sensitive); " + acceptedEvent}
-			}
-		}
-	}
-	opt := syncer.Options{DryRun: ev.DryRun, AllowMassDelete: ev.AllowMassDelete}
-	switch ev.Trigger {
-	case "", triggerManual:
-		opt.Trigger = triggerManual
-	case triggerSchedule:
-		opt.Trigger = triggerSchedule
-	default:
-		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule or manual", ev.Trigger)}
-	}
-	switch ev.Mode {
-	case "", eventModeIncr:
-		// The syncer still runs full when it must (first run, reconcile
-		// interval, untrusted compare).
-	case eventModeFull:
-		opt.Full = true
-	default:
-		return opt, &EventError{"mode", fmt.Sprintf("%q is not full or incremental", ev.Mode)}
-	}
-	return opt, nil
-}
-
-func eventDecodeError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		want := "a string"
-		if typeErr.Field == "dryRun" || typeErr.Field == "allowMassDelete" {
-			want = "true or false"
-		}
-		return &EventError{typeErr.Field, fmt.Sprintf("want %s, got a JSON %s", want, typeErr.Value)}
-	case errors.As(err, &typeErr):
-		return &EventError{Problem: fmt.Sprintf("want a JSON object, got a JSON %s; %s", typeErr.Value, acceptedEvent)}
-	case errors.As(err, &syntaxErr):
-		return &EventError{Problem: fmt.Sprintf("not JSON (offset %d): %v", syntaxErr.Offset, syntaxErr)}
-	}
-	// encoding/json reports an unknown field as `json: unknown field "x"`.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return &EventError{strings.Trim(name, `"`), "unknown field; " + acceptedEvent}
-	}
-	return &EventError{Problem: err.Error()}
-}
-
 // RunError is the error of an invocation whose run failed. Lambda reports its
 // type name ("RunError") and message, counts it in the Errors metric and
 // retries an asynchronous invocation, which is safe: every run recomputes
@@ -246,38 +103,30 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		requestID = lc.AwsRequestID
 	}
-
-	cfg, err := h.loadConfig(ctx)
+	cfg, syncLogger, opt, err := h.prepare(ctx, payload, requestID)
 	if err != nil {
-		// Without a valid configuration there is no configured logger; the
-		// error names settings, never their values.
-		slog.New(slog.NewJSONHandler(h.logs, nil)).Error("invocation rejected", keyRequestID, requestID, syncer.KeyError, err)
 		return lambdaResult{}, err
 	}
-	logger := newLogger(cfg, h.logs, false).With(keyRequestID, requestID)
-
-	opt, err := parseEvent(payload)
-	if err != nil {
-		logger.Error("invocation rejected", syncer.KeyError, err)
-		return lambdaResult{}, err
-	}
-	syncLogger := logger // the syncer adds the trigger to its own lines
-	logger = logger.With(keyTrigger, opt.Trigger)
+	logger := syncLogger.With(logkey.Trigger, opt.Trigger) // the syncer adds the trigger to its own lines
 	runCtx, cancel := h.runContext(ctx)
 	defer cancel()
 	deadline, hasDeadline := runCtx.Deadline()
-	logger.Info("invocation started", "full", opt.Full, keyDryRun, opt.DryRun, "runDeadline", deadlineString(deadline, hasDeadline))
+	logger.Info("invocation started", logkey.Full, opt.Full, logkey.DryRun, opt.DryRun, logkey.RunDeadline, deadlineString(deadline, hasDeadline))
 
-	reg, closeReg, err := openRegistryWith(cfg, h.deps, logger)
+	a := syncAccess
+	if opt.DryRun {
+		a = planAccess
+	}
+	reg, closeReg, err := openRegistry(cfg, h.deps, logger, a)
 	if err != nil {
-		logger.Error("registry unavailable", syncer.KeyError, err)
-		return lambdaResult{}, errors.New(redact(err.Error(), cfg.secrets()))
+		logger.Error("registry unavailable", logkey.Error, err)
+		return lambdaResult{}, errors.New(redact.String(err.Error(), cfg.secrets()...))
 	}
 	defer closeReg()
 	s, err := newSyncer(cfg, h.deps, reg, syncLogger, nil)
 	if err != nil {
-		logger.Error("github source unavailable", syncer.KeyError, err)
-		return lambdaResult{}, errors.New(redact(err.Error(), cfg.secrets()))
+		logger.Error("github source unavailable", logkey.Error, err)
+		return lambdaResult{}, errors.New(redact.String(err.Error(), cfg.secrets()...))
 	}
 	setupMs := h.deps.now().Sub(start).Milliseconds()
 
@@ -288,42 +137,67 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 		opt.LeaseOwner = "lambda " + requestID
 	}
 	res, runErr := s.Run(runCtx, opt)
-	sum := redactSummary(res.Summary, cfg.secrets())
-	out := lambdaResult{RunSummary: sum}
-	if opt.DryRun {
-		plan := redactPlan(res.Plan, cfg.secrets())
-		out.Plan = &plan
-		logger.Info("dry-run plan", syncer.KeyRunID, sum.RunID, "items", plan.Items, "skipped", plan.Skipped, "conflicts", plan.Conflicts)
-	} else {
-		h.writeMetrics(logger, cfg, sum, requestID)
-	}
-
-	var outErr error
-	if sum.Status == policy.RunFailed {
-		msg := sum.Error
-		if runErr != nil {
-			msg = redact(runErr.Error(), cfg.secrets())
-		}
-		if runCtx.Err() != nil && ctx.Err() == nil {
-			msg += fmt.Sprintf(" (stopped %s before the Lambda deadline to record the run; the next run continues)", h.reserve)
-		}
-		outErr = &RunError{RunID: sum.RunID, Status: sum.Status, Message: msg}
+	out, outErr := h.outcome(logger, cfg, res, runErr, requestID)
+	if outErr != nil && runCtx.Err() != nil && ctx.Err() == nil {
+		outErr.Message += fmt.Sprintf(" (stopped %s before the Lambda deadline to record the run; the next run continues)", h.reserve)
 	}
 	level := slog.LevelInfo
 	if outErr != nil {
 		level = slog.LevelError
 	}
 	logger.Log(ctx, level, "invocation finished",
-		syncer.KeyRunID, sum.RunID,
-		syncer.KeyStatus, sum.Status,
-		"setupMs", setupMs,
-		"totalMs", h.deps.now().Sub(start).Milliseconds(),
-		"remainingMs", remainingMs(ctx),
+		logkey.RunID, out.RunID,
+		logkey.Status, out.Status,
+		logkey.SetupMs, setupMs,
+		logkey.TotalMs, h.deps.now().Sub(start).Milliseconds(),
+		logkey.RemainingMs, remainingMs(ctx),
 	)
 	if outErr != nil {
 		return lambdaResult{}, outErr
 	}
 	return out, nil
+}
+
+// prepare reads the configuration (secrets resolved) and the event. The
+// logger it returns carries the request id; a rejection is logged.
+func (h *lambdaHandler) prepare(ctx context.Context, payload []byte, requestID string) (Config, *slog.Logger, syncer.Options, error) {
+	cfg, err := h.loadConfig(ctx)
+	if err != nil {
+		// Without a valid configuration there is no configured logger; the
+		// error names settings, never their values.
+		slog.New(slog.NewJSONHandler(h.logs, nil)).Error("invocation rejected", logkey.RequestID, requestID, logkey.Error, err)
+		return cfg, nil, syncer.Options{}, err
+	}
+	logger := newLogger(cfg, h.logs, false).With(logkey.RequestID, requestID)
+	opt, err := parseEvent(payload)
+	if err != nil {
+		logger.Error("invocation rejected", logkey.Error, err)
+		return cfg, nil, opt, err
+	}
+	return cfg, logger, opt, nil
+}
+
+// outcome is what the invocation returns for a run: the redacted summary
+// (and plan, logged too, on a dry run), and a *RunError when the run
+// failed. A run that writes also writes its metrics line.
+func (h *lambdaHandler) outcome(logger *slog.Logger, cfg Config, res syncer.Result, runErr error, requestID string) (lambdaResult, *RunError) {
+	sum := redactSummary(res.Summary, cfg.secrets())
+	out := lambdaResult{RunSummary: sum}
+	if sum.DryRun {
+		plan := redactPlan(res.Plan, cfg.secrets())
+		out.Plan = &plan
+		logger.Info("dry-run plan", logkey.RunID, sum.RunID, logkey.Items, plan.Items, logkey.Skipped, plan.Skipped, logkey.Conflicts, plan.Conflicts)
+	} else {
+		h.writeMetrics(logger, cfg, sum, requestID)
+	}
+	if sum.Status != policy.RunFailed {
+		return out, nil
+	}
+	msg := sum.Error
+	if runErr != nil {
+		msg = redact.String(runErr.Error(), cfg.secrets()...)
+	}
+	return out, &RunError{RunID: sum.RunID, Status: sum.Status, Message: msg}
 }
 
 // runContext bounds the run by the Lambda deadline less the reserve. A
@@ -353,13 +227,14 @@ func remainingMs(ctx context.Context) int64 {
 // loadConfig reads the configuration exactly as the CLI does (no flags),
 // after resolving secret references.
 func (h *lambdaHandler) loadConfig(ctx context.Context) (Config, error) {
-	getenv, err := h.resolveSecrets(ctx)
+	ext := secretsExtension{baseURL: h.extensionURL, sessionToken: h.getenv("AWS_SESSION_TOKEN"), client: h.httpClient}
+	getenv, err := resolveSecrets(ctx, h.getenv, ext)
 	if err != nil {
 		return Config{}, err
 	}
 	fs := flag.NewFlagSet("syncjob lambda", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	load := bindConfig(fs, getenv)
+	load := bindConfig(fs, getenv, groupSource|groupRegistry|groupRun|groupLogging)
 	if err := fs.Parse(nil); err != nil {
 		return Config{}, err
 	}
@@ -368,187 +243,4 @@ func (h *lambdaHandler) loadConfig(ctx context.Context) (Config, error) {
 		err = cfg.ValidateSource()
 	}
 	return cfg, err
-}
-
-// resolveSecrets returns the environment with every secret reference replaced
-// by its value.
-func (h *lambdaHandler) resolveSecrets(ctx context.Context) (env, error) {
-	resolved := map[string]string{}
-	for _, s := range secretRefs() {
-		id := strings.TrimSpace(h.getenv(s.ref))
-		if id == "" {
-			continue
-		}
-		if h.getenv(s.env) != "" {
-			return nil, &ConfigError{s.ref, "set " + s.env + " or " + s.ref + ", not both"}
-		}
-		v, err := h.secretValue(ctx, id)
-		if err != nil {
-			return nil, &ConfigError{s.ref, err.Error()}
-		}
-		resolved[s.env] = v
-	}
-	return func(k string) string {
-		if v, ok := resolved[k]; ok {
-			return v
-		}
-		return h.getenv(k)
-	}, nil
-}
-
-// secretValue reads a Secrets Manager secret string through the Parameters
-// and Secrets extension, which caches it (300 s by default) and signs the
-// AWS request itself: no SDK in this binary.
-func (h *lambdaHandler) secretValue(ctx context.Context, id string) (string, error) {
-	u := h.extensionURL + "/secretsmanager/get?secretId=" + url.QueryEscape(id)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", fmt.Errorf("secrets extension: get %s: %w", id, err)
-	}
-	req.Header.Set("X-Aws-Parameters-Secrets-Token", h.getenv("AWS_SESSION_TOKEN"))
-	resp, err := h.httpClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("secrets extension: get %s: %w (is the AWS Parameters and Secrets Lambda Extension layer attached?)", id, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", fmt.Errorf("secrets extension: get %s: %w", id, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		// An error answer carries the AWS error (e.g. AccessDeniedException),
-		// never the secret.
-		msg := strings.TrimSpace(string(body))
-		if len(msg) > 300 {
-			msg = msg[:300]
-		}
-		return "", fmt.Errorf("secrets extension: get %s: status %d: %s", id, resp.StatusCode, msg)
-	}
-	var out struct {
-		SecretString *string `json:"SecretString"`
-	}
-	// The body holds the secret: an error here must not quote it.
-	if json.Unmarshal(body, &out) != nil {
-		return "", fmt.Errorf("secrets extension: get %s: answer is not the expected JSON", id)
-	}
-	if out.SecretString == nil || strings.TrimSpace(*out.SecretString) == "" {
-		return "", fmt.Errorf("secrets extension: get %s: the secret has no SecretString (store the token as plain text)", id)
-	}
-	return strings.TrimSpace(*out.SecretString), nil
-}
-
-// redactSummary removes secrets from the free-text fields of a summary.
-func redactSummary(s policy.RunSummary, secrets []string) policy.RunSummary {
-	s.Error = redact(s.Error, secrets)
-	if len(s.Failures) > 0 {
-		f := make([]policy.Failure, len(s.Failures))
-		for i, x := range s.Failures {
-			f[i] = policy.Failure{PolicyName: x.PolicyName, Error: redact(x.Error, secrets)}
-		}
-		s.Failures = f
-	}
-	s.ModeReason = redact(s.ModeReason, secrets)
-	return s
-}
-
-// redactPlan removes secrets from the text of a plan: names, paths, titles
-// (read from the files) and reasons. The slices are copied; nil stays nil.
-func redactPlan(p policy.Plan, secrets []string) policy.Plan {
-	out := policy.Plan{Unchanged: p.Unchanged}
-	if p.Items != nil {
-		out.Items = make([]policy.Item, len(p.Items))
-		for i, it := range p.Items {
-			it.PolicyName = redact(it.PolicyName, secrets)
-			it.Path = redact(it.Path, secrets)
-			it.OldPath = redact(it.OldPath, secrets)
-			it.Title = redact(it.Title, secrets)
-			out.Items[i] = it
-		}
-	}
-	if p.Skipped != nil {
-		out.Skipped = make([]policy.Skip, len(p.Skipped))
-		for i, sk := range p.Skipped {
-			out.Skipped[i] = policy.Skip{PolicyName: redact(sk.PolicyName, secrets), Path: redact(sk.Path, secrets), Reason: redact(sk.Reason, secrets)}
-		}
-	}
-	if p.Conflicts != nil {
-		out.Conflicts = make([]policy.Conflict, len(p.Conflicts))
-		for i, c := range p.Conflicts {
-			losers := make([]string, len(c.Losers))
-			for j, l := range c.Losers {
-				losers[j] = redact(l, secrets)
-			}
-			out.Conflicts[i] = policy.Conflict{PolicyName: redact(c.PolicyName, secrets), Winner: redact(c.Winner, secrets), Losers: losers}
-		}
-	}
-	return out
-}
-
-// runMetrics is the EMF line of one run: its counts, its duration and one
-// RunSucceeded/RunFailed/RunPartial count, so that alarms need neither an SDK
-// nor a metric filter.
-func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at time.Time) emf.Line {
-	one := func(status string) float64 {
-		if s.Status == status {
-			return 1
-		}
-		return 0
-	}
-	c := func(name string, v int) emf.Metric { return emf.Metric{Name: name, Unit: emf.Count, Value: float64(v)} }
-	line := emf.Line{
-		Namespace:  metricsNamespace,
-		Dimensions: map[string]string{"Repo": repo},
-		Metrics: []emf.Metric{
-			c("Added", s.Added),
-			c("Updated", s.Updated),
-			c("Moved", s.Moved),
-			c("Deleted", s.Deleted),
-			c("Unchanged", s.Unchanged),
-			c("Skipped", len(s.Skipped)),
-			c("Conflicts", len(s.Conflicts)),
-			c("Failed", s.ErrorCount),
-			c("GitHubRequests", int(s.Requests["github"])),
-			c("RegistryRequests", int(s.Requests["registry"]+s.Requests["cloudflare"])),
-			c("CloudflareRequests", int(s.Requests["cloudflare"])),
-			c("BillableWrites", int(s.BillableWrites)),
-			c("BillableDeletes", int(s.BillableDeletes)),
-			{Name: "DurationMs", Unit: emf.Milliseconds, Value: float64(s.DurationMs)},
-			{Name: "RunSucceeded", Unit: emf.Count, Value: one(policy.RunSuccess)},
-			{Name: "RunFailed", Unit: emf.Count, Value: one(policy.RunFailed)},
-			{Name: "RunPartial", Unit: emf.Count, Value: one(policy.RunPartial)},
-		},
-		Properties: map[string]any{
-			"msg":              "run metrics",
-			syncer.KeyRunID:    s.RunID,
-			keyTrigger:         s.Trigger,
-			keyRequestID:       requestID,
-			syncer.KeyStatus:   s.Status,
-			syncer.KeyMode:     s.Mode,
-			syncer.KeyBranch:   branch,
-			syncer.KeyCommit:   s.CommitSHA,
-			syncer.KeyPrevious: s.PreviousCommitSHA,
-			"timestamp":        s.Timestamp,
-		},
-		Time: at,
-	}
-	for _, phase := range slices.Sorted(maps.Keys(s.PhasesMs)) { // PhaseReadMs, PhasePlanMs, ...
-		name := "Phase" + strings.ToUpper(phase[:1]) + phase[1:] + "Ms"
-		line.Metrics = append(line.Metrics, emf.Metric{Name: name, Unit: emf.Milliseconds, Value: float64(s.PhasesMs[phase])})
-	}
-	return line
-}
-
-// writeMetrics prints the run's EMF line as one raw line: Lambda forwards it
-// to CloudWatch Logs, which extracts the metrics.
-func (h *lambdaHandler) writeMetrics(logger *slog.Logger, cfg Config, s policy.RunSummary, requestID string) {
-	line := runMetrics(cfg.Repo, cfg.Branch, s, requestID, h.deps.now())
-	b, err := line.Marshal()
-	if err != nil {
-		logger.Error("metrics not written", syncer.KeyError, err)
-		return
-	}
-	b = []byte(redact(string(b), cfg.secrets()))
-	if _, err := h.logs.Write(append(b, '\n')); err != nil {
-		logger.Error("metrics not written", syncer.KeyError, err)
-	}
 }

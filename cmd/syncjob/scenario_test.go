@@ -599,7 +599,7 @@ func TestSync_DryRun_WritesNothing(t *testing.T) {
 		if keys := w.state().keys; len(keys) != 0 {
 			t.Errorf("dry run wrote %v", keys)
 		}
-		for _, want := range []string{"ACTION", "add", "학칙", "dry run"} {
+		for _, want := range []string{"dry run", "nothing written", "planned, not applied:", "+  학칙", "Plan: 3 to add, 0 to change, 0 to move, 0 to delete."} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("dry-run output lacks %q:\n%s", want, r.stdout)
 			}

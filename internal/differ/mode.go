@@ -25,7 +25,16 @@ type ModeInput struct {
 	Unclean           string
 	Now               time.Time
 	ReconcileInterval time.Duration
+	// Reconciles says the run's trigger keeps the reconcile: the daily
+	// schedule (and a CLI run, a laptop's schedule). A run by hand or by a
+	// push webhook between two of them stays incremental.
+	Reconciles bool
 }
+
+// reconcileSlack lets a daily schedule that fires a little early still
+// reconcile: a full run is due once the last one is older than the
+// interval less this.
+const reconcileSlack = time.Hour
 
 // Unclean says why the registry may not equal the tree of last (the stored
 // lastCommit) plus what the queue records, or "" when the previous run ended
@@ -67,7 +76,7 @@ func ChooseMode(in ModeInput) (mode, reason string) {
 		}
 		return ModeFull, "no full run recorded"
 	}
-	if t, err := time.Parse(time.RFC3339, in.Previous.LastFullRun); err != nil || in.Now.Sub(t) > in.ReconcileInterval {
+	if t, err := time.Parse(time.RFC3339, in.Previous.LastFullRun); in.Reconciles && (err != nil || in.Now.Sub(t) > in.ReconcileInterval-min(reconcileSlack, in.ReconcileInterval/24)) {
 		return ModeFull, "reconcile interval passed"
 	}
 	switch {

@@ -2,6 +2,7 @@ package differ_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,9 +44,10 @@ func TestChooseMode(t *testing.T) {
 		{"head moved", differ.ModeInput{Last: "a", Head: "b", Previous: recent}, differ.ModeIncremental, ""},
 		{"retries waiting", differ.ModeInput{Last: "a", Head: "a", Previous: recent, Pending: 1}, differ.ModeIncremental, "retry"},
 		{"nothing to do", differ.ModeInput{Last: "a", Head: "a", Previous: recent}, differ.ModeUnchanged, ""},
+		{"reconcile due, a few minutes early", differ.ModeInput{Last: "a", Head: "b", Previous: &policy.RunSummary{LastFullRun: now.Add(-week + 5*time.Minute).Format(time.RFC3339)}}, differ.ModeFull, "reconcile interval passed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.in.Now, tc.in.ReconcileInterval = now, week
+			tc.in.Now, tc.in.ReconcileInterval, tc.in.Reconciles = now, week, true
 			if mode, why := differ.ChooseMode(tc.in); mode != tc.mode || why != tc.why {
 				t.Errorf("ChooseMode = %s (%q), want %s (%q)", mode, why, tc.mode, tc.why)
 			}
@@ -204,20 +206,20 @@ func TestGuard(t *testing.T) {
 			policy.Item{Action: policy.ActAdd, PolicyName: name + " 개정", SHA: sha(i)},
 			policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
 	}
-	if err := differ.Guard(deleteAll, reg, nil); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
+	if err := differ.Guard(deleteAll, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
 		t.Errorf("an empty tree: %v", err)
 	}
-	if err := differ.Guard(renameAll, reg, nil); err != nil {
+	if err := differ.Guard(renameAll, reg, nil, 0); err != nil {
 		t.Errorf("renaming every file loses nothing: %v", err)
 	}
 	some := policy.Plan{Items: deleteAll.Items[:11]}
-	if err := differ.Guard(some, reg, nil); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
+	if err := differ.Guard(some, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
 		t.Errorf("11 of 20 lost: %v", err)
 	}
-	if err := differ.Guard(policy.Plan{Items: deleteAll.Items[:4]}, reg, nil); err != nil {
+	if err := differ.Guard(policy.Plan{Items: deleteAll.Items[:4]}, reg, nil, 0); err != nil {
 		t.Errorf("4 of 20 lost is under the threshold: %v", err)
 	}
-	if err := differ.Guard(deleteAll, nil, nil); err != nil {
+	if err := differ.Guard(deleteAll, nil, nil, 0); err != nil {
 		t.Errorf("an empty registry has nothing to lose: %v", err)
 	}
 }
@@ -253,13 +255,13 @@ func TestGuard_RenamesWithEdits_SurviveByTitleOrGitsPairing(t *testing.T) {
 		byRename.Items = append(byRename.Items, policy.Item{Action: policy.ActAdd, PolicyName: "1-2-" + old, SHA: sha(100 + i), Title: "new " + old}, del)
 		renames[old] = "1-2-" + old
 	}
-	if err := differ.Guard(byTitle, reg, nil); err != nil {
+	if err := differ.Guard(byTitle, reg, nil, 0); err != nil {
 		t.Errorf("renamed and edited, titles kept: %v", err)
 	}
-	if err := differ.Guard(byRename, reg, nil); !errors.Is(err, differ.ErrRefused) {
+	if err := differ.Guard(byRename, reg, nil, 0); !errors.Is(err, differ.ErrRefused) {
 		t.Errorf("renamed, edited and retitled without git's pairing must be refused: %v", err)
 	}
-	if err := differ.Guard(byRename, reg, renames); err != nil {
+	if err := differ.Guard(byRename, reg, renames, 0); err != nil {
 		t.Errorf("renamed, edited and retitled, paired by git: %v", err)
 	}
 }
@@ -306,5 +308,33 @@ func TestRenames_FromGitsPairing(t *testing.T) {
 	}}
 	if got := differ.Renames(cs); !cmp.Equal(got, map[string]string{"1-2-1": "학칙"}) {
 		t.Errorf("Renames = %v", got)
+	}
+}
+
+func TestChooseMode_WebhookAndManualRuns_DoNotReconcile(t *testing.T) {
+	old := &policy.RunSummary{LastFullRun: now.Add(-48 * time.Hour).Format(time.RFC3339)}
+	in := differ.ModeInput{Last: "a", Head: "b", Previous: old, Now: now, ReconcileInterval: 24 * time.Hour}
+	if mode, _ := differ.ChooseMode(in); mode != differ.ModeIncremental {
+		t.Errorf("a push between two scheduled runs: %s, want incremental", mode)
+	}
+	in.Reconciles = true
+	if mode, _ := differ.ChooseMode(in); mode != differ.ModeFull {
+		t.Errorf("the scheduled run: %s, want full", mode)
+	}
+}
+
+func TestGuard_IncrementalRun_CountsAgainstTheWholeRegistry(t *testing.T) {
+	touched := map[string]policy.Entry{}
+	var plan policy.Plan
+	for i := 0; i < 15; i++ {
+		name := fmt.Sprintf("규정 %02d", i)
+		touched[name] = entry(name, i)
+		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
+	}
+	if err := differ.Guard(plan, touched, nil, 60); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 15 of 60") {
+		t.Errorf("15 of 60: %v", err)
+	}
+	if err := differ.Guard(plan, touched, nil, 100); err != nil {
+		t.Errorf("15 of 100 is under the threshold: %v", err)
 	}
 }

@@ -76,3 +76,14 @@ const (
 	Wait    = "wait"
 	Window  = "window"
 )
+
+// The Lambda handler's own lines and the metrics line.
+const (
+	Full        = "full"
+	Items       = "items"
+	RunDeadline = "runDeadline"
+	SetupMs     = "setupMs"
+	TotalMs     = "totalMs"
+	RemainingMs = "remainingMs"
+	Timestamp   = "timestamp"
+)

@@ -42,11 +42,20 @@ const (
 	ModeUnchanged   = differ.ModeUnchanged
 )
 
+// Triggers of a run: what started it.
+const (
+	TriggerCLI      = "cli"
+	TriggerSchedule = "schedule"
+	TriggerManual   = "manual"
+	TriggerWebhook  = "webhook"
+)
+
 // Options of one run.
 type Options struct {
 	Full              bool
 	DryRun            bool
-	Trigger           string        // "cli", "schedule", "manual"
+	Trigger           string        // "cli", "schedule", "manual", "webhook"
+	Delivery          string        // the GitHub delivery id of a webhook run
 	MaxFileSize       int64         // 0 → policy.DefaultMaxFileSize
 	BatchSize         int           // registry pairs per batch; 0 → 50
 	Concurrency       int           // batches in flight; 0 → 4
@@ -71,7 +80,7 @@ func (o Options) withDefaults() Options {
 		o.ReconcileInterval = 24 * time.Hour
 	}
 	if o.Trigger == "" {
-		o.Trigger = "cli"
+		o.Trigger = TriggerCLI
 	}
 	return o
 }
@@ -134,6 +143,7 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 		Full: r.opt.Full, Last: out.state.last, Head: out.state.head, Previous: out.state.prev,
 		Pending: len(out.state.pending), Unclean: out.state.unclean,
 		Now: r.start, ReconcileInterval: r.opt.ReconcileInterval,
+		Reconciles: r.opt.Trigger == TriggerSchedule || r.opt.Trigger == TriggerCLI,
 	})
 	if mode == ModeUnchanged {
 		out.mode = mode
@@ -149,16 +159,12 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 	}
 	ctx, stop := r.keepLease(ctx, out.lease)
 	defer stop()
-	reg, err := r.readRegistry(ctx)
-	if err != nil {
-		out.err = err
-		return out
-	}
-	p, err := r.plan(ctx, out.state, mode, reason, reg)
+	p, reg, err := r.plan(ctx, out.state, mode, reason)
 	if err != nil {
 		out.err = stopped(ctx, err)
 		return out
 	}
+	out.size = reg.size
 	out.mode, out.reason = p.mode, p.reason // an untrusted compare makes the run full
 	out = r.write(ctx, out, p, reg)
 	out.err = stopped(ctx, out.err)
@@ -176,12 +182,19 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 		out.err = err
 		return out
 	}
+	if reg.partial {
+		if reg.v1, err = r.readV1(ctx, plan, out.state.prev.LegacyV1); err != nil {
+			out.err = err
+			return out
+		}
+	}
 	plan, mig := differ.Migrate(plan, reg.entries, reg.v1, out.mode == ModeFull, r.start)
+	out.legacy = legacyLeft(out, reg, mig)
 	r.logPlan(plan, mig)
 	planned := plan
 	out.plan, out.planned = plan, &planned
 	if !r.opt.AllowMassDelete {
-		if out.err = differ.Guard(plan, reg.entries, p.renames); out.err != nil {
+		if out.err = differ.Guard(plan, reg.entries, p.renames, reg.size); out.err != nil {
 			return out
 		}
 	}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
+)
+
+func TestCLI_UnknownCommand_Exit2(t *testing.T) {
+	w := newWorld(t)
+	if r := w.run("frobnicate"); r.code != exitUsage {
+		t.Errorf("exit %d, want 2", r.code)
+	}
+	if r := w.run(); r.code != exitUsage {
+		t.Errorf("no command: exit %d, want 2", r.code)
+	}
+}
+
+func TestCLI_TokenNeverPrinted(t *testing.T) {
+	const token = "ghp_SECRETSECRETSECRET0123456789abcdef"
+	for _, tc := range []struct {
+		name  string
+		fault *githubtest.Fault
+		code  int
+	}{
+		{"success", nil, 0},
+		{"rate limited", &[]githubtest.Fault{githubtest.PrimaryRateLimit(403, time.Now().Add(time.Hour))}[0], 1},
+		{"server error", &[]githubtest.Fault{githubtest.ServerError(502)}[0], 1},
+		{"echoes the token", &[]githubtest.Fault{githubtest.StatusError(404, "Not Found: token "+token)}[0], 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, w *world) {
+				seed(w)
+				w.gh.Token = token
+				w.env["GITHUB_TOKEN"] = token
+				w.env["LOG_LEVEL"] = "debug"
+				if tc.fault != nil {
+					w.gh.FailNext(githubtest.AnyKind, -1, *tc.fault)
+				}
+				r := w.sync(tc.code)
+				j := w.sync(tc.code, "--json", "--dry-run")
+				st := w.state()
+				for where, text := range map[string]string{"stdout": r.stdout + j.stdout, "stderr": r.stderr + j.stderr, "lastRun": st.lastRun.Error} {
+					if strings.Contains(text, token) || strings.Contains(text, token[4:20]) {
+						t.Errorf("the token appears in %s:\n%s", where, text)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestCLI_CredentialsInAPIURL_NeverPrinted(t *testing.T) {
+	const password = "s3cr3tpassword0123"
+	w := newWorld(t)
+	seed(w)
+	w.env["GITHUB_API_URL"] = strings.Replace(w.gh.URL(), "http://", "http://someone:"+password+"@", 1)
+	w.env["LOG_LEVEL"] = "debug"
+	w.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(502)) // retries log the request's URL
+	r := w.sync(exitPartial)
+	w.gh.ClearFaults()
+	j := w.sync(exitOK, "--json", "--dry-run")
+	lastRun, err := json.Marshal(w.state().lastRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for where, text := range map[string]string{"stdout": r.stdout + j.stdout, "stderr": r.stderr + j.stderr, "lastRun": string(lastRun)} {
+		if strings.Contains(text, password) {
+			t.Errorf("the URL's password appears in %s:\n%s", where, text)
+		}
+	}
+	if !strings.Contains(r.stderr, "retrying request") {
+		t.Errorf("no retry logged: the test did not reach the URL's text:\n%s", r.stderr)
+	}
+}

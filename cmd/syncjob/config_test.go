@@ -1,0 +1,69 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCLI_MissingRepo_Exit2NamesTheField(t *testing.T) {
+	w := newWorld(t)
+	delete(w.env, "GITHUB_REPO")
+	r := w.run("sync")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "GITHUB_REPO") {
+		t.Errorf("exit %d, stderr %q; want 2 naming GITHUB_REPO", r.code, r.stderr)
+	}
+}
+
+func TestCLI_BadSettings_Exit2NamesTheField(t *testing.T) {
+	for _, tc := range []struct{ env, value string }{
+		{"GITHUB_REPO", "not a repo"},
+		{"GITHUB_API_URL", "ftp://example"},
+		{"BATCH_SIZE", "10001"},
+		{"BATCH_SIZE", "many"},
+		{"CONCURRENCY", "0"},
+		{"MAX_FILE_SIZE", "-1"},
+		{"RECONCILE_INTERVAL", "soon"},
+		{"LOG_FORMAT", "xml"},
+		{"CLOUDFLARE_ACCOUNT_ID", "abc"},
+	} {
+		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
+			w := newWorld(t)
+			w.env[tc.env] = tc.value
+			r := w.run("sync")
+			if r.code != exitUsage {
+				t.Fatalf("exit %d, want 2; stderr %s", r.code, r.stderr)
+			}
+			want := tc.env
+			if tc.env == "CLOUDFLARE_ACCOUNT_ID" {
+				want = "CLOUDFLARE_KV_NAMESPACE_ID" // the missing one is named
+			}
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr %q does not name %s", r.stderr, want)
+			}
+		})
+	}
+}
+
+func TestCLI_Help_ListsEverySettingWithDefault(t *testing.T) {
+	w := newWorld(t)
+	r := w.run("sync", "--help")
+	if r.code != exitOK {
+		t.Fatalf("exit %d", r.code)
+	}
+	for _, s := range settings() {
+		if s.group&syncHelp.groups == 0 {
+			continue // another command's setting (STATUS_MAX_AGE): TestCLI_Help_ListsOnlyTheSettingsACommandReads
+		}
+		if !strings.Contains(r.stderr, "-"+s.flag) || !strings.Contains(r.stderr, s.env) {
+			t.Errorf("help lacks --%s / %s", s.flag, s.env)
+		}
+		if s.def != "" && !strings.Contains(r.stderr, "default "+s.def) {
+			t.Errorf("help lacks the default of %s (%s)", s.env, s.def)
+		}
+	}
+	for _, f := range []string{"-full", "-dry-run", "-json"} {
+		if !strings.Contains(r.stderr, f) {
+			t.Errorf("help lacks %s", f)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// lambdaEvent is an invocation's payload: {"trigger":"schedule"} from the
+// scheduler, e.g. {"mode":"full","dryRun":true} by hand.
+type lambdaEvent struct {
+	Trigger string `json:"trigger"`
+	Mode    string `json:"mode"`
+	DryRun  bool   `json:"dryRun"`
+	// AllowMassDelete lets a backfill through the mass-delete guard, as
+	// --allow-mass-delete does; the scheduled event never sets it.
+	AllowMassDelete bool `json:"allowMassDelete"`
+}
+
+// Event values.
+const (
+	triggerSchedule = "schedule"
+	triggerManual   = "manual"
+	eventModeFull   = "full"
+	eventModeIncr   = "incremental"
+)
+
+// EventError names what is wrong with an invocation's payload.
+type EventError struct {
+	Field   string // empty when the payload as a whole is wrong
+	Problem string
+}
+
+func (e *EventError) Error() string {
+	if e.Field == "" {
+		return "event: " + e.Problem
+	}
+	return "event: " + e.Field + ": " + e.Problem
+}
+
+const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}`
+
+// parseEvent reads a payload strictly: an unknown field, a value of the wrong
+// type or outside its set is an *EventError. An empty payload or {} is a
+// manual incremental run.
+func parseEvent(payload []byte) (syncer.Options, error) {
+	ev, err := decodeEvent(payload)
+	if err != nil {
+		return syncer.Options{}, err
+	}
+	opt := syncer.Options{DryRun: ev.DryRun, AllowMassDelete: ev.AllowMassDelete}
+	switch ev.Trigger {
+	case "", triggerManual:
+		opt.Trigger = triggerManual
+	case triggerSchedule:
+		opt.Trigger = triggerSchedule
+	default:
+		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule or manual", ev.Trigger)}
+	}
+	switch ev.Mode {
+	case "", eventModeIncr:
+		// The syncer still runs full when it must (first run, reconcile
+		// interval, untrusted compare).
+	case eventModeFull:
+		opt.Full = true
+	default:
+		return opt, &EventError{"mode", fmt.Sprintf("%q is not full or incremental", ev.Mode)}
+	}
+	return opt, nil
+}
+
+// decodeEvent decodes one JSON object of known fields, named exactly; an
+// empty or null payload is the zero event.
+func decodeEvent(payload []byte) (lambdaEvent, error) {
+	var ev lambdaEvent
+	p := bytes.TrimSpace(payload)
+	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
+		return ev, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(p))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ev); err != nil {
+		return ev, eventDecodeError(err)
+	}
+	if dec.More() {
+		return ev, &EventError{Problem: "more than one JSON value; " + acceptedEvent}
+	}
+	// encoding/json matches names regardless of case ("Mode" fills Mode);
+	// an operator's typo should not pass silently.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(p, &fields); err != nil {
+		return ev, eventDecodeError(err)
+	}
+	for name := range fields {
+		switch name {
+		case "trigger", "mode", "dryRun", "allowMassDelete":
+		default:
+			return ev, &EventError{name, "unknown field (names are case-sensitive); " + acceptedEvent}
+		}
+	}
+	return ev, nil
+}
+
+func eventDecodeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		want := "a string"
+		if typeErr.Field == "dryRun" || typeErr.Field == "allowMassDelete" {
+			want = "true or false"
+		}
+		return &EventError{typeErr.Field, fmt.Sprintf("want %s, got a JSON %s", want, typeErr.Value)}
+	case errors.As(err, &typeErr):
+		return &EventError{Problem: fmt.Sprintf("want a JSON object, got a JSON %s; %s", typeErr.Value, acceptedEvent)}
+	case errors.As(err, &syntaxErr):
+		return &EventError{Problem: fmt.Sprintf("not JSON (offset %d): %v", syntaxErr.Offset, syntaxErr)}
+	}
+	// encoding/json reports an unknown field as `json: unknown field "x"`.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return &EventError{strings.Trim(name, `"`), "unknown field; " + acceptedEvent}
+	}
+	return &EventError{Problem: err.Error()}
+}

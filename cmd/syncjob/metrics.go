@@ -1,0 +1,104 @@
+package main
+
+import (
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/knue/syncjob/internal/emf"
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
+)
+
+// metricsNamespace is the CloudWatch namespace of the EMF line; the alarms
+// of infra/template.yaml read it.
+const metricsNamespace = "syncjob"
+
+// runMetrics is the EMF line of one run: its counts, its duration and one
+// RunSucceeded/RunFailed/RunPartial count, so that alarms need neither an SDK
+// nor a metric filter.
+func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at time.Time) emf.Line {
+	one := func(status string) float64 {
+		if s.Status == status {
+			return 1
+		}
+		return 0
+	}
+	c := func(name string, v int) emf.Metric { return emf.Metric{Name: name, Unit: emf.Count, Value: float64(v)} }
+	line := emf.Line{
+		Namespace:  metricsNamespace,
+		Dimensions: map[string]string{"Repo": repo},
+		Metrics: []emf.Metric{
+			c("Added", s.Added),
+			c("Updated", s.Updated),
+			c("Moved", s.Moved),
+			c("Deleted", s.Deleted),
+			c("Unchanged", s.Unchanged),
+			c("Skipped", len(s.Skipped)),
+			c("Conflicts", len(s.Conflicts)),
+			c("Failed", s.ErrorCount),
+			// versions held back by dead letters, each waiting for a person
+			c("HeldBack", len(heldBack(s.Skipped))),
+			c("GitHubRequests", int(s.Requests["github"])),
+			c("RegistryRequests", int(s.Requests["registry"]+s.Requests["cloudflare"])),
+			c("CloudflareRequests", int(s.Requests["cloudflare"])),
+			c("BillableWrites", int(s.BillableWrites)),
+			c("BillableDeletes", int(s.BillableDeletes)),
+			{Name: "DurationMs", Unit: emf.Milliseconds, Value: float64(s.DurationMs)},
+			{Name: "RunSucceeded", Unit: emf.Count, Value: one(policy.RunSuccess)},
+			{Name: "RunFailed", Unit: emf.Count, Value: one(policy.RunFailed)},
+			{Name: "RunPartial", Unit: emf.Count, Value: one(policy.RunPartial)},
+		},
+		Properties: map[string]any{
+			slog.MessageKey:  "run metrics",
+			logkey.RunID:     s.RunID,
+			logkey.Trigger:   s.Trigger,
+			logkey.RequestID: requestID,
+			logkey.Status:    s.Status,
+			logkey.Mode:      s.Mode,
+			logkey.Branch:    branch,
+			logkey.Commit:    s.CommitSHA,
+			logkey.Previous:  s.PreviousCommitSHA,
+			logkey.Timestamp: s.Timestamp,
+		},
+		Time: at,
+	}
+	for _, phase := range slices.Sorted(maps.Keys(s.PhasesMs)) { // PhaseReadMs, PhasePlanMs, ...
+		name := "Phase" + strings.ToUpper(phase[:1]) + phase[1:] + "Ms"
+		line.Metrics = append(line.Metrics, emf.Metric{Name: name, Unit: emf.Milliseconds, Value: float64(s.PhasesMs[phase])})
+	}
+	return line
+}
+
+// writeMetrics prints the run's EMF line as one raw line: Lambda forwards it
+// to CloudWatch Logs, which extracts the metrics.
+func (h *lambdaHandler) writeMetrics(logger *slog.Logger, cfg Config, s policy.RunSummary, requestID string) {
+	line := runMetrics(cfg.Repo, cfg.Branch, s, requestID, h.deps.now())
+	b, err := line.Marshal()
+	if err != nil {
+		logger.Error("metrics not written", logkey.Error, err)
+		return
+	}
+	b = []byte(redact.String(string(b), cfg.secrets()...))
+	if _, err := h.logs.Write(append(b, '\n')); err != nil {
+		logger.Error("metrics not written", logkey.Error, err)
+	}
+}
+
+// isHeldBack reports whether a skip is a version a dead letter holds back.
+// (The syncer names these in the reason until the summary carries them.)
+func isHeldBack(sk policy.Skip) bool { return strings.HasPrefix(sk.Reason, "dead letter") }
+
+// heldBack returns the skips that are versions held back by dead letters.
+func heldBack(skips []policy.Skip) []policy.Skip {
+	var out []policy.Skip
+	for _, sk := range skips {
+		if isHeldBack(sk) {
+			out = append(out, sk)
+		}
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// secretsExtensionPort is the default port of the AWS Parameters and Secrets
+// Lambda Extension; PARAMETERS_SECRETS_EXTENSION_HTTP_PORT (the extension's
+// own setting) changes it.
+const secretsExtensionPort = "2773"
+
+// secretRef is a secret setting that Lambda may instead name by the ARN (or
+// name) of an AWS Secrets Manager secret, read at each invocation through the
+// Parameters and Secrets extension, so the value never passes through
+// CloudFormation, the function's configuration or a log.
+type secretRef struct {
+	env string // the setting, e.g. GITHUB_TOKEN
+	ref string // the variable naming its secret, e.g. GITHUB_TOKEN_SECRET_ARN
+}
+
+func secretRefs() []secretRef {
+	return []secretRef{
+		{env: "GITHUB_TOKEN", ref: "GITHUB_TOKEN_SECRET_ARN"},
+		{env: "CLOUDFLARE_API_TOKEN", ref: "CLOUDFLARE_API_TOKEN_SECRET_ARN"},
+	}
+}
+
+// secretsExtension is a client of the Parameters and Secrets extension,
+// which caches each secret (300 s by default) and signs the AWS request
+// itself: no SDK in this binary.
+type secretsExtension struct {
+	baseURL      string
+	sessionToken string // AWS_SESSION_TOKEN, the extension's credential
+	client       *http.Client
+}
+
+// resolveSecrets returns getenv with every secret reference replaced by its
+// value, read from ext. A reference set beside its plain setting, or a
+// secret that cannot be read, is a *ConfigError naming the reference.
+func resolveSecrets(ctx context.Context, getenv env, ext secretsExtension) (env, error) {
+	resolved := map[string]string{}
+	for _, s := range secretRefs() {
+		id := strings.TrimSpace(getenv(s.ref))
+		if id == "" {
+			continue
+		}
+		if getenv(s.env) != "" {
+			return nil, &ConfigError{s.ref, "set " + s.env + " or " + s.ref + ", not both"}
+		}
+		v, err := ext.secretString(ctx, id)
+		if err != nil {
+			return nil, &ConfigError{s.ref, err.Error()}
+		}
+		resolved[s.env] = v
+	}
+	return func(k string) string {
+		if v, ok := resolved[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}, nil
+}
+
+// secretString reads the SecretString of a Secrets Manager secret.
+func (x secretsExtension) secretString(ctx context.Context, id string) (string, error) {
+	u := x.baseURL + "/secretsmanager/get?secretId=" + url.QueryEscape(id)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("secrets extension: get %s: %w", id, err)
+	}
+	req.Header.Set("X-Aws-Parameters-Secrets-Token", x.sessionToken)
+	resp, err := x.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("secrets extension: get %s: %w (is the AWS Parameters and Secrets Lambda Extension layer attached?)", id, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("secrets extension: get %s: %w", id, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		// An error answer carries the AWS error (e.g. AccessDeniedException),
+		// never the secret.
+		msg := strings.TrimSpace(string(body))
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		return "", fmt.Errorf("secrets extension: get %s: status %d: %s", id, resp.StatusCode, msg)
+	}
+	var out struct {
+		SecretString *string `json:"SecretString"`
+	}
+	// The body holds the secret: an error here must not quote it.
+	if json.Unmarshal(body, &out) != nil {
+		return "", fmt.Errorf("secrets extension: get %s: answer is not the expected JSON", id)
+	}
+	if out.SecretString == nil || strings.TrimSpace(*out.SecretString) == "" {
+		return "", fmt.Errorf("secrets extension: get %s: the secret has no SecretString (store the token as plain text)", id)
+	}
+	return strings.TrimSpace(*out.SecretString), nil
+}

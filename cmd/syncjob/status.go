@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// statusCommand is "syncjob status": what the registry holds, what the job
+// did last and what waits; --check turns it into a health check.
+type statusCommand struct{ p *program }
+
+var statusHelp = help{
+	name:  "status",
+	usage: "status [--json] [--check] [--runs N] [settings]",
+	about: `Prints which registry this is and its writer or lease, the last run, the time since
+the last success, the queue, the dead letters and the recent runs. Reads the
+registry only: it works while a sync runs.
+
+--check is a health check: exit 0 when the last run succeeded, the last success
+is younger than STATUS_MAX_AGE and no dead letter holds a version back; else
+exit 1, saying why. GITHUB_REPO and GITHUB_BRANCH, when set, only label the
+report.`,
+	groups: groupRegistry | groupLogging | groupHealth | groupLabel,
+}
+
+func (c *statusCommand) Run(ctx context.Context, args []string) error {
+	fs := c.p.flagSet("status")
+	asJSON := fs.Bool("json", false, "print JSON")
+	check := fs.Bool("check", false, "print only whether the job is healthy, and exit 1 when it is not")
+	runs := fs.Int("runs", 10, "how many recent runs to show")
+	cfg, _, err := c.p.parse(fs, statusHelp, args)
+	if err != nil {
+		return err
+	}
+	_, reg, closeReg, err := c.p.open(cfg, readAccess)
+	if err != nil {
+		return err
+	}
+	defer closeReg()
+	rep, err := gatherStatus(ctx, reg, c.p.now(), *runs)
+	if err != nil {
+		return cfg.redact(fmt.Errorf("status: %w", err))
+	}
+	rep.describe(cfg)
+	rep.Health = checkHealth(rep, c.p.now(), cfg.StatusMaxAge)
+	switch {
+	case *asJSON:
+		printJSON(c.p.stdout, rep)
+	case *check:
+		fmt.Fprintln(c.p.stdout, rep.Health)
+	default:
+		printStatus(c.p.stdout, rep)
+	}
+	if *check && !rep.Health.Healthy {
+		return &exitError{code: exitFailed} // the report said why
+	}
+	return nil
+}
+
+// statusReport is what "syncjob status --json" prints.
+type statusReport struct {
+	Repo             string               `json:"repo,omitempty"`
+	Branch           string               `json:"branch,omitempty"`
+	Registry         string               `json:"registry"`
+	Writer           *registry.BoltWriter `json:"writer,omitempty"`
+	Lease            *registry.Lease      `json:"lease"`
+	LeaseExpired     bool                 `json:"leaseExpired,omitempty"`
+	LastRun          *policy.RunSummary   `json:"lastRun"`
+	LastCommit       string               `json:"lastCommit"`
+	LastSuccess      string               `json:"lastSuccess,omitempty"`
+	SinceLastSuccess string               `json:"sinceLastSuccess,omitempty"`
+	Policies         int                  `json:"policies"`
+	QueueDepth       int                  `json:"queueDepth"`
+	WaitingRetry     int                  `json:"waitingRetry"`
+	DeadLetters      []policy.DeadLetter  `json:"deadLetters"`
+	// UnreadableDeadLetters are dead letters whose value does not decode.
+	UnreadableDeadLetters []string            `json:"unreadableDeadLetters,omitempty"`
+	Runs                  []policy.RunSummary `json:"runs"`
+	Health                health              `json:"health"`
+
+	lastSuccess time.Time
+}
+
+// gatherStatus reads the report from the registry; runs is how many recent
+// runs it lists.
+func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs int) (statusReport, error) {
+	var rep statusReport
+	var err error
+	if rep.LastRun, err = reg.LastRun(ctx); err != nil {
+		return rep, err
+	}
+	if rep.LastCommit, err = reg.LastCommit(ctx); err != nil {
+		return rep, err
+	}
+	if rep.Lease, err = reg.Lease(ctx); err != nil {
+		return rep, err
+	}
+	rep.LeaseExpired = rep.Lease != nil && rep.Lease.Expired(now)
+	q, err := reg.Queue(ctx)
+	if err != nil && q == nil {
+		return rep, err
+	}
+	rep.QueueDepth = len(q)
+	for _, e := range q {
+		if e.ErrorMessage != nil {
+			rep.WaitingRetry++
+		}
+	}
+	if err := rep.gatherDeadLetters(ctx, reg); err != nil {
+		return rep, err
+	}
+	if rep.Policies, err = reg.CountPolicies(ctx); err != nil {
+		return rep, err
+	}
+	if err := rep.gatherLastSuccess(ctx, reg, now); err != nil {
+		return rep, err
+	}
+	if rep.Runs, err = reg.Runs(ctx, runs); err != nil && rep.Runs == nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+func (rep *statusReport) gatherDeadLetters(ctx context.Context, reg *registry.Registry) error {
+	dead, err := reg.DeadLetters(ctx)
+	if err != nil && dead == nil {
+		return err
+	}
+	rep.DeadLetters = sortedValues(dead)
+	var bad *registry.DecodeError
+	if errors.As(err, &bad) {
+		for _, key := range slices.Sorted(maps.Keys(bad.Problems)) {
+			rep.UnreadableDeadLetters = append(rep.UnreadableDeadLetters, strings.TrimPrefix(key, policy.DeadLetterPrefix))
+		}
+	}
+	return nil
+}
+
+// gatherLastSuccess finds the last success, which may be older than the
+// recent runs shown: the history's listing says, without reading every run.
+func (rep *statusReport) gatherLastSuccess(ctx context.Context, reg *registry.Registry, now time.Time) error {
+	index, err := reg.RunIndex(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ref := range index {
+		if ref.Status == policy.RunSuccess {
+			rep.lastSuccess = ref.At
+			rep.LastSuccess = ref.At.Format(time.RFC3339)
+			rep.SinceLastSuccess = now.Sub(ref.At).Round(time.Minute).String()
+			return nil
+		}
+	}
+	return nil
+}
+
+// describe says which registry the report is of, who writes it, and which
+// repository and branch it is synced from when the settings say.
+func (rep *statusReport) describe(cfg Config) {
+	if cfg.Repo != "" {
+		rep.Repo, rep.Branch = cfg.Repo, cfg.Branch
+	}
+	if cfg.cloudflare() {
+		rep.Registry = fmt.Sprintf("Cloudflare Workers KV, account %s, namespace %s", cfg.CFAccountID, cfg.CFNamespaceID)
+		return
+	}
+	rep.Registry = "file " + cfg.RegistryPath
+	rep.Writer, _ = registry.BoltHolder(cfg.RegistryPath) // who writes it is a courtesy: no error for it
+}
