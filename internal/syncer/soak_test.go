@@ -13,7 +13,7 @@ package syncer_test
 // (-soak.concurrency=1), so a seed replays the same runs. Waits (backoff,
 // Retry-After) advance a fake clock instead of sleeping.
 //
-// Default, bounded: 5 seeds × 20 steps × 2 backends (about 300 runs) and a
+// Default, bounded: 4 seeds × 20 steps × 2 backends (about 200 runs) and a
 // replay of 70 commits, about 30 s on 2 cores with -race; "-run Soak" also
 // runs the minimal reproductions in soak_repro_test.go:
 //
@@ -52,7 +52,7 @@ import (
 )
 
 var (
-	soakSeeds       = flag.Int("soak.seeds", 5, "soak: how many seeded histories (each synced into every backend)")
+	soakSeeds       = flag.Int("soak.seeds", 4, "soak: how many seeded histories (each synced into every backend)")
 	soakSeed        = flag.Uint64("soak.seed", 0, "soak: run only this seed")
 	soakSteps       = flag.Int("soak.steps", 20, "soak: history steps per seed")
 	soakDuration    = flag.Duration("soak.duration", 0, "soak: keep starting new seeds until this much time has passed")
@@ -231,8 +231,12 @@ func (rp *reporter) check(st histStep, run string, f runFaults, opt syncer.Optio
 		}
 	})
 	if *soakTrace {
-		rp.t.Logf("%s step %d %s: %s | %s | batch %d full %v dry %v | mode %s, exit %d: %v",
-			rp.where, st.N, run, st.Desc, f, opt.BatchSize, opt.Full, opt.DryRun, mode, exitCode(err), err)
+		detail := ""
+		if e := res.Summary.Error; e != "" && (err == nil || !strings.Contains(err.Error(), e)) {
+			detail = " (recorded: " + e + ")"
+		}
+		rp.t.Logf("%s step %d %s: %s | %s | batch %d full %v dry %v | mode %s, exit %d: %v%s",
+			rp.where, st.N, run, st.Desc, f, opt.BatchSize, opt.Full, opt.DryRun, mode, exitCode(err), err, detail)
 	}
 	rp.report(st, run, f, opt, res, err, vs)
 }
