@@ -81,7 +81,7 @@ func settings() []setting {
 		{env: "CONCURRENCY", flag: "concurrency", kind: "int", group: groupRun, def: "4", help: "batches written at once (1-32)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.Concurrency)
 		}},
-		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", kind: "duration", group: groupRun, def: "168h", help: "a full run happens when the last one is older than this", set: func(c *Config, v string) error {
+		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", kind: "duration", group: groupRun, def: "24h", help: "a scheduled (or CLI) run is full when the last full run is older than this, less an hour's slack: the daily run reconciles", set: func(c *Config, v string) error {
 			return parseDuration(v, &c.ReconcileInterval)
 		}},
 		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", kind: "int", group: groupRun, def: "0", help: "billable Cloudflare writes a UTC day may spend; a run that would exceed it stops before writing (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {

@@ -59,7 +59,7 @@ func TestStatus_SaysWhichRegistryRepositoryAndLease(t *testing.T) {
 			{w.clock().Add(-10 * time.Minute), `lease +expired, left by lambda req-running \(taken 2026-11-25T17:50:00Z, until 2026-11-25T17:56:00Z\)`},
 		} {
 			reg := w.open()
-			if err := reg.TakeLease(t.Context(), "lambda req-running", tc.taken, 6*time.Minute); err != nil {
+			if _, err := reg.TakeLease(t.Context(), nil, "lambda req-running", tc.taken, 6*time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			_ = reg.Store().Close()

@@ -64,6 +64,8 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 	sum := policy.RunSummary{
 		Timestamp:         r.start.Format(policy.TimeLayout),
 		RunID:             r.id,
+		Repo:              r.Repo,
+		Branch:            r.Branch,
 		Trigger:           r.opt.Trigger,
 		Delivery:          r.opt.Delivery,
 		DryRun:            r.opt.DryRun,
