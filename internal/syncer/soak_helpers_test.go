@@ -282,7 +282,9 @@ func (r *soakRig) snapshot() snapshot {
 	return decodeSnapshot(raw)
 }
 
-func (r *soakRig) head(commit string) headView { return headOf(r.repo, commit, r.cache) }
+func (r *soakRig) head(commit string) headView {
+	return headOf(r.repo, commit, r.cache, r.opt.MaxFileSize)
+}
 
 // runFaults are the faults one run meets.
 type runFaults struct {

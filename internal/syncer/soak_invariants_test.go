@@ -34,7 +34,7 @@ type headView struct {
 // blobs caches what the invariants need of each blob (blobs never change).
 type blobs map[string]string
 
-func headOf(repo *githubtest.Repo, commit string, cache blobs) headView {
+func headOf(repo *githubtest.Repo, commit string, cache blobs, limit int64) headView {
 	hv := headView{commit: commit, names: map[string]bool{}, want: map[string]view{}, skipped: map[string]bool{}}
 	files := repo.Files(commit)
 	byName := map[string][]string{}
@@ -54,7 +54,7 @@ func headOf(repo *githubtest.Repo, commit string, cache blobs) headView {
 			body = repo.ReadFile(commit, winner)
 			cache[sha] = body
 		}
-		if len(body) == 0 || len(body) > soakMaxFileSize {
+		if len(body) == 0 || int64(len(body)) > limit {
 			hv.skipped[name] = true
 			continue
 		}
