@@ -59,7 +59,7 @@ func TestCLI_CredentialsInAPIURL_NeverPrinted(t *testing.T) {
 	seed(w)
 	w.env["GITHUB_API_URL"] = strings.Replace(w.gh.URL(), "http://", "http://someone:"+password+"@", 1)
 	w.env["LOG_LEVEL"] = "debug"
-	w.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(502)) // retries log the request's URL
+	failSeededBlobs(w, w.repo.Head("main"), githubtest.ServerError(502)) // retries log the request's URL
 	r := w.sync(exitPartial)
 	w.gh.ClearFaults()
 	j := w.sync(exitOK, "--json", "--dry-run")

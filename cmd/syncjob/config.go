@@ -75,13 +75,13 @@ func settings() []setting {
 		{env: "MAX_FILE_SIZE", flag: "max-file-size", kind: "bytes", group: groupRun, def: strconv.Itoa(policy.DefaultMaxFileSize), help: "larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
 			return parseInt(v, &c.MaxFileSize)
 		}},
-		{env: "BATCH_SIZE", flag: "batch-size", kind: "int", group: groupRun, def: "50", help: "registry writes per batch, one bulk request each on Cloudflare (1-10000; a body over 100 MB is split)", set: func(c *Config, v string) error {
+		{env: "BATCH_SIZE", flag: "batch-size", kind: "int", group: groupRun, def: "50", help: "registry writes per batch, one bulk request each on Cloudflare (1-50)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.BatchSize)
 		}},
 		{env: "CONCURRENCY", flag: "concurrency", kind: "int", group: groupRun, def: "4", help: "batches written at once (1-32)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.Concurrency)
 		}},
-		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", kind: "duration", group: groupRun, def: "168h", help: "a full run happens when the last one is older than this", set: func(c *Config, v string) error {
+		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", kind: "duration", group: groupRun, def: "24h", help: "a scheduled (or CLI) run is full when the last full run is older than this, less an hour's slack: the daily run reconciles", set: func(c *Config, v string) error {
 			return parseDuration(v, &c.ReconcileInterval)
 		}},
 		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", kind: "int", group: groupRun, def: "0", help: "billable Cloudflare writes a UTC day may spend; a run that would exceed it stops before writing (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
@@ -179,8 +179,10 @@ type stringFlag struct {
 func (f *stringFlag) String() string     { return "" }
 func (f *stringFlag) Set(v string) error { *f.p = v; return nil }
 
-// maxBatchSize is Cloudflare's bulk limit of pairs per request.
-const maxBatchSize = 10000
+// maxBatchSize bounds a batch: a run applies at most 50 operations a
+// request, so that one refused request costs little and the writes of a
+// large run spread over Cloudflare's rate window.
+const maxBatchSize = 50
 
 var repoPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$`)
 

@@ -104,7 +104,7 @@ func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return cfg.redact(fmt.Errorf("lease release: %w", err))
 	}
-	if l == nil {
+	if l == nil || l.Released() {
 		fmt.Fprintln(c.p.stdout, "no lease to release")
 		return nil
 	}

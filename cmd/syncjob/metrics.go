@@ -41,7 +41,7 @@ func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 			c("Conflicts", len(s.Conflicts)),
 			c("Failed", s.ErrorCount),
 			// versions held back by dead letters, each waiting for a person
-			c("HeldBack", len(heldBack(s.Skipped))),
+			c("HeldBack", len(s.HeldBack)),
 			c("GitHubRequests", int(s.Requests["github"])),
 			c("RegistryRequests", int(s.Requests["registry"]+s.Requests["cloudflare"])),
 			c("CloudflareRequests", int(s.Requests["cloudflare"])),
@@ -86,19 +86,4 @@ func (h *lambdaHandler) writeMetrics(logger *slog.Logger, cfg Config, s policy.R
 	if _, err := h.logs.Write(append(b, '\n')); err != nil {
 		logger.Error("metrics not written", logkey.Error, err)
 	}
-}
-
-// isHeldBack reports whether a skip is a version a dead letter holds back.
-// (The syncer names these in the reason until the summary carries them.)
-func isHeldBack(sk policy.Skip) bool { return strings.HasPrefix(sk.Reason, "dead letter") }
-
-// heldBack returns the skips that are versions held back by dead letters.
-func heldBack(skips []policy.Skip) []policy.Skip {
-	var out []policy.Skip
-	for _, sk := range skips {
-		if isHeldBack(sk) {
-			out = append(out, sk)
-		}
-	}
-	return out
 }

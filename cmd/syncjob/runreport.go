@@ -100,6 +100,12 @@ func (r runReport) headline(pal palette) string {
 	if r.outcome == outcomePartial {
 		word, failed = pal.paint(yellow, outcomePartial), failed+" (queued for retry)"
 	}
+	if n := len(s.HeldBack); n > 0 {
+		failed += fmt.Sprintf(", %d held back by dead letters", n)
+	}
+	if s.Waiting > 0 {
+		failed += fmt.Sprintf(", %d waiting for the daily write budget", s.Waiting)
+	}
 	return fmt.Sprintf("%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %s (%s)",
 		word, short(s.CommitSHA), orDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), failed, requestCounts(s))
 }
@@ -127,7 +133,16 @@ func requestCounts(s policy.RunSummary) string {
 }
 
 func (r runReport) hasRows() bool {
-	return len(r.plan.Items)+len(r.plan.Skipped)+len(r.plan.Conflicts)+len(r.sum.Failures) > 0
+	return len(r.plan.Items)+len(r.plan.Skipped)+len(r.plan.Conflicts)+len(r.sum.Failures)+len(r.heldBack()) > 0
+}
+
+// heldBack are the versions dead letters hold back: the plan's, or on a run
+// that planned nothing (an unchanged head), what the summary carries on.
+func (r runReport) heldBack() []policy.Skip {
+	if len(r.plan.HeldBack) > 0 {
+		return r.plan.HeldBack
+	}
+	return r.sum.HeldBack
 }
 
 // Symbols of the plan's lines, and their colours.
@@ -170,11 +185,10 @@ func (r runReport) table() *table {
 		}
 	}
 	for _, sk := range r.plan.Skipped {
-		note := "skipped: " + sk.Reason
-		if isHeldBack(sk) {
-			note = "held back: " + sk.Reason
-		}
-		t.addPainted(magenta, attention, sk.PolicyName, sk.Path, note)
+		t.addPainted(magenta, attention, sk.PolicyName, sk.Path, "skipped: "+sk.Reason)
+	}
+	for _, hb := range r.heldBack() {
+		t.addPainted(magenta, attention, hb.PolicyName, hb.Path, "held back: "+hb.Reason)
 	}
 	for _, c := range r.plan.Conflicts {
 		t.addPainted(magenta, attention, c.PolicyName, c.Winner, "wins over "+strings.Join(c.Losers, ", "))

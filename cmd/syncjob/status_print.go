@@ -46,8 +46,10 @@ func leaseText(l *registry.Lease, expired bool) string {
 	switch {
 	case l == nil:
 		return "none"
+	case l.Released():
+		return fmt.Sprintf("free (released by %s at %s)", l.Owner, l.ReleasedAt)
 	case expired:
-		return fmt.Sprintf("expired, left by %s (taken %s, until %s): the next run takes it over; syncjob lease release removes it", l.Owner, l.AcquiredAt, l.ExpiresAt)
+		return fmt.Sprintf("expired, left by %s (taken %s, until %s): that run did not finish; the next run takes the lease over and plans from the head tree", l.Owner, l.AcquiredAt, l.ExpiresAt)
 	default:
 		return fmt.Sprintf("held by %s since %s, until %s", l.Owner, l.AcquiredAt, l.ExpiresAt)
 	}
@@ -68,7 +70,13 @@ func printLastRun(line func(label, format string, args ...any), lr *policy.RunSu
 	for _, f := range lr.Failures {
 		line("failed", "%s: %s", f.PolicyName, f.Error)
 	}
-	for _, sk := range heldBack(lr.Skipped) {
+	if p := lr.Planned; p != nil {
+		line("planned", "%d to add, %d to change, %d to move, %d to delete (not all applied)", p.Added, p.Updated, p.Moved, p.Deleted)
+	}
+	if lr.Waiting > 0 {
+		line("waiting", "%d changes wait for the daily write budget (DAILY_WRITE_BUDGET); %d policies written so far; the next run continues", lr.Waiting, lr.Policies)
+	}
+	for _, sk := range lr.HeldBack {
 		line("held back", "%s (%s)", sk.PolicyName, sk.Path)
 	}
 }

@@ -85,8 +85,11 @@ func TestSync_Partial_FailedLinesMarked(t *testing.T) {
 	seed(w)
 	w.sync(0)
 	w.repo.Write("규정/제1편/학칙.md", "# 한국교원대학교 학칙 (개정)\n")
-	w.repo.Commit("edit")
-	w.gh.FailNext(githubtest.KindBlob, -1, githubtest.ServerError(500))
+	w.repo.Write("규정/제1편/대학원 학칙.md", "# 한국교원대학교 대학원 학칙 (개정)\n")
+	head := w.repo.Commit("edit")
+	// one file GitHub cannot serve beside one it can: every read failing
+	// would be an outage, not a failed item
+	w.gh.FailWithin(githubtest.KindBlob, w.repo.BlobSHA(head, "규정/제1편/학칙.md"), githubtest.ServerError(500))
 	r := w.sync(exitPartial)
 	if got := firstLine(r.stdout); !strings.HasPrefix(got, "partial ") || !strings.Contains(got, "1 failed (queued for retry)") {
 		t.Errorf("first line %q, want partial with the failure", got)

@@ -16,10 +16,11 @@ import (
 	"github.com/knue/syncjob/internal/syncer"
 )
 
-// leaseTTL bounds how long a crashed run keeps others out of Workers KV: the
-// Lambda's timeout (300 s) and a minute. A run of 10,000 policies takes
-// about 400 requests, well inside it.
-const leaseTTL = 6 * time.Minute
+// leaseTTL is how long the single-writer lease holds without a renewal; a
+// run renews it every third of that while it lasts, so a crashed run keeps
+// others out for at most this long, and a long run keeps it (KV's ~60 s of
+// eventual consistency stays well inside the two renewals' margin).
+const leaseTTL = 3 * time.Minute
 
 // access is how a command uses the registry; on the embedded file it
 // decides the lock taken and whether a missing file is created.
@@ -142,10 +143,10 @@ func (c Config) syncOptions(opt syncer.Options) syncer.Options {
 	opt.Concurrency = c.Concurrency
 	opt.ReconcileInterval = c.ReconcileInterval
 	opt.DailyWriteBudget = c.DailyWriteBudget
-	if c.cloudflare() {
-		// Workers KV can be written by anyone with the token: take the
-		// advisory lease. The embedded file is locked by its one process.
-		opt.LeaseTTL = leaseTTL
-	}
+	// Workers KV can be written by anyone with the token: the advisory
+	// lease keeps a second writer out. On both backends the lease is also
+	// what tells the next run that this one did not finish (see
+	// docs/design.md "One run"), so every run takes it.
+	opt.LeaseTTL = leaseTTL
 	return opt
 }

@@ -175,8 +175,12 @@ func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
 		{Action: policy.ActMove, PolicyName: "e", Path: "x/e.md", SHA: sha(5)},
 		{Action: policy.ActDelete, PolicyName: "f", OldSHA: sha(6)},
 	}}
-	if got := len(differ.Unread(plan)); got != 4 {
+	if got := len(differ.Unread(plan, nil)); got != 4 {
 		t.Errorf("Unread = %d files, want the 4 adds and updates", got)
+	}
+	sized := differ.Unread(plan, map[string]policy.Desired{"a": {PolicyName: "a", Path: "a.md", SHA: sha(1), Size: 3 << 20}})
+	if sized[0].Size != 3<<20 || sized[1].Size != -1 {
+		t.Errorf("Unread sizes %d, %d: want the tree's size where known, -1 elsewhere", sized[0].Size, sized[1].Size)
 	}
 	read := map[string]policy.Content{"a.md": {Size: 10, Title: "A"}, "b.md": {Size: 0}, "c.md": {Size: 2 << 20, Title: "C"}}
 	got, failures := differ.WithContent(plan, read, map[string]error{"d.md": errors.New("502")}, entries(policy.Entry{PolicyName: "e", Title: "E"}), differ.Options{})

@@ -263,6 +263,8 @@ type RunSummary struct {
 	CommitSHA         string           `json:"commitSHA"`
 	PreviousCommitSHA string           `json:"previousCommitSHA"`
 	RunID             string           `json:"runId"`
+	Repo              string           `json:"repo,omitempty"`   // owner/name the run synced from
+	Branch            string           `json:"branch,omitempty"` // its branch
 	Trigger           string           `json:"trigger"`
 	Delivery          string           `json:"delivery,omitempty"` // the GitHub delivery id of a webhook run
 	Mode              string           `json:"mode"`

@@ -1,6 +1,9 @@
 package githubtest
 
 import (
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -16,6 +19,11 @@ type Fault struct {
 	// Hang holds the request open until the client gives up (its context or
 	// timeout) or the server closes; nothing is answered.
 	Hang bool
+	// Stall answers for real but stops after StallAfter bytes of the body
+	// and holds the request open, as Hang does: a download that stalls.
+	// Status, Header and Body are not used.
+	Stall      bool
+	StallAfter int64
 }
 
 // Documentation URLs GitHub sends with rate-limit answers; go-github types a
@@ -66,6 +74,42 @@ func StatusError(status int, message string) Fault {
 // Hang never answers; the client's timeout or context ends the request.
 func Hang() Fault { return Fault{Hang: true} }
 
+// Stall sends the real answer's status, headers and first after bytes of
+// body, then nothing until the client gives up.
+func Stall(after int64) Fault { return Fault{Stall: true, StallAfter: after} }
+
+// stallWriter passes the first left bytes of a body, flushes them, and
+// then waits (see Stall) and fails the handler's writes.
+type stallWriter struct {
+	*statusWriter
+	left int64
+	wait func()
+}
+
+func (w *stallWriter) Write(b []byte) (int, error) {
+	if w.left <= 0 {
+		return 0, w.stall()
+	}
+	n, err := w.statusWriter.Write(b[:min(int64(len(b)), w.left)])
+	w.left -= int64(n)
+	if err != nil || n == len(b) {
+		return n, err
+	}
+	return n, w.stall()
+}
+
+// stall sends what was written and waits; the handler's writes then fail.
+func (w *stallWriter) stall() error {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	w.Flush()
+	w.wait()
+	return errStalled
+}
+
+var errStalled = errors.New("githubtest: stalled")
+
 // AnyKind matches every endpoint kind in FailNext and FailRandom.
 const AnyKind = ""
 
@@ -76,6 +120,11 @@ type faultRule struct {
 	rng       *rand.Rand
 	p         float64
 	within    string // only requests whose path contains it; "" for all
+	// seeded (FailSeeded): the draw is a hash of seed, the request's path
+	// and how many times the rule saw that path before.
+	seeded bool
+	seed   uint64
+	seen   map[string]int
 }
 
 // FailNext answers the next n requests of an endpoint kind (AnyKind for all)
@@ -105,6 +154,28 @@ func (s *Server) FailWithin(kind, within string, fault Fault) {
 	s.faults = append(s.faults, &faultRule{kind: kind, remaining: -1, fault: fault, within: within})
 }
 
+// FailSeeded answers each request of an endpoint kind with fault with
+// probability p, decided by seed and the request itself (its path, and how
+// many times this rule saw that path before), not by the order requests
+// arrive: concurrent requests (blobs read in parallel) meet the same faults
+// whatever order they reach the server in.
+func (s *Server) FailSeeded(kind string, seed uint64, p float64, fault Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &faultRule{kind: kind, fault: fault, p: p, seeded: true, seed: seed, seen: make(map[string]int)})
+}
+
+// seededDraw is a number in [0, 1) that depends only on seed, path and n.
+func seededDraw(seed uint64, path string, n int) float64 {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(n))
+	_, _ = h.Write(b[:])
+	_, _ = h.Write([]byte(path))
+	return float64(h.Sum64()>>11) / (1 << 53)
+}
+
 // ClearFaults removes every fault rule.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
@@ -117,6 +188,15 @@ func (s *Server) ClearFaults() {
 func (s *Server) nextFault(kind, path string) *Fault {
 	for _, r := range s.faults {
 		if (r.kind != AnyKind && r.kind != kind) || !strings.Contains(path, r.within) {
+			continue
+		}
+		if r.seeded {
+			n := r.seen[path]
+			r.seen[path] = n + 1
+			if seededDraw(r.seed, path, n) < r.p {
+				f := r.fault
+				return &f
+			}
 			continue
 		}
 		if r.rng != nil {

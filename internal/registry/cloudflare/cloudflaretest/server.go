@@ -30,6 +30,7 @@ const (
 	MinTTLSeconds    = 60
 	MinListLimit     = 10
 	MaxListLimit     = 1000
+	MaxBulkGetKeys   = 100
 )
 
 // BasePath is where the fake serves the v4 API, as api.cloudflare.com does.
@@ -47,6 +48,7 @@ const (
 	Delete     Endpoint = "delete"      // DELETE .../values/{key}
 	BulkPut    Endpoint = "bulk-put"    // PUT    .../bulk
 	BulkDelete Endpoint = "bulk-delete" // POST   .../bulk/delete (current API) or DELETE .../bulk (cloudflare-go v0)
+	BulkGet    Endpoint = "bulk-get"    // POST   .../bulk/get
 	Unknown    Endpoint = "unknown"     // anything else (404, code 7003)
 )
 
@@ -77,6 +79,7 @@ type Fake struct {
 	total        int
 	bulkPairs    int
 	bulkDeleted  int
+	faults       FaultCounts
 }
 
 type entry struct {
@@ -178,6 +181,13 @@ func (f *Fake) BulkPairsWritten() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.bulkPairs
+}
+
+// Faults returns how many faults the fake injected since New, by kind.
+func (f *Fake) Faults() FaultCounts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.faults
 }
 
 // ResetCounts zeroes the request counts.
@@ -304,6 +314,8 @@ func parse(r *http.Request) route {
 		rt.endpoint = BulkDelete
 	case len(rest) == 2 && rest[0] == "bulk" && rest[1] == "delete" && r.Method == http.MethodPost:
 		rt.endpoint = BulkDelete
+	case len(rest) == 2 && rest[0] == "bulk" && rest[1] == "get" && r.Method == http.MethodPost:
+		rt.endpoint = BulkGet
 	case len(rest) >= 2 && rest[0] == "values":
 		rt.key = unescapeKey(rest[1:])
 		switch r.Method {
@@ -384,6 +396,8 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.bulkPut(w, r)
 	case BulkDelete:
 		f.bulkDelete(w, r)
+	case BulkGet:
+		f.bulkGet(w, r)
 	}
 }
 
@@ -396,6 +410,7 @@ func (f *Fake) count(e Endpoint) (Fault, bool) {
 	if len(f.next) > 0 {
 		fl := f.next[0]
 		f.next = f.next[1:]
+		f.faults.Next++
 		return fl, true
 	}
 	if f.rates == (Rates{}) {
@@ -404,10 +419,13 @@ func (f *Fake) count(e Endpoint) (Fault, bool) {
 	x := f.rng.Float64()
 	switch {
 	case x < f.rates.RateLimit:
+		f.faults.RateLimit++
 		return RateLimit(time.Second), true
 	case x < f.rates.RateLimit+f.rates.ServerError:
+		f.faults.ServerError++
 		return ServerError(http.StatusServiceUnavailable), true
 	case x < f.rates.RateLimit+f.rates.ServerError+f.rates.Hang:
+		f.faults.Hang++
 		return Hang(), true
 	}
 	return Fault{}, false
@@ -656,10 +674,11 @@ func readBulk(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // unsuccessful decides which keys of a bulk request fail; f.mu is held.
 func (f *Fake) unsuccessful(key string) bool {
-	if f.failKeys[key] {
+	if f.failKeys[key] || (f.failFraction > 0 && f.rng.Float64() < f.failFraction) {
+		f.faults.UnsuccessfulKeys++
 		return true
 	}
-	return f.failFraction > 0 && f.rng.Float64() < f.failFraction
+	return false
 }
 
 func (f *Fake) bulkPut(w http.ResponseWriter, r *http.Request) {
