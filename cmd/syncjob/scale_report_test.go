@@ -13,7 +13,7 @@ import (
 
 // printScale prints the bench's tables in markdown: the medians per run,
 // the targets, and where each run's time and requests went.
-func printScale(w io.Writer, sets []*scaleSet) {
+func printScale(w io.Writer, sets []*scaleSet, load string) {
 	reps := 0
 	for _, s := range sets {
 		reps = max(reps, len(s.reps))
@@ -22,6 +22,9 @@ func printScale(w io.Writer, sets []*scaleSet) {
 	fmt.Fprintf(w, "commit %s; %d cores (%s/%s), %s; latency %s on every request; median of %d repetition(s)", commitOf(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *scaleLatency, reps)
 	if *scaleEnv != "" {
 		fmt.Fprintf(w, "; program settings %s", *scaleEnv)
+	}
+	if load != "" {
+		fmt.Fprintf(w, "; %s", load)
 	}
 	fmt.Fprint(w, "\n\n| policies | files | run | wall (s) | GitHub requests | Cloudflare requests | peak RSS (MiB) | CPU (s) |\n|---:|---|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range sets {

@@ -78,10 +78,28 @@ func BenchmarkScale(b *testing.B) {
 	}
 	add(*scalePolicies, 0)
 	add(*scaleLarge, 1<<20)
+	load := loadAverage()
 	for _, set := range sets {
 		b.Run(set.name(), func(b *testing.B) { set.bench(b, prog) })
 	}
-	printScale(os.Stdout, sets)
+	if load != "" {
+		load = "load average " + load + " at the start, " + loadAverage() + " at the end"
+	}
+	printScale(os.Stdout, sets, load)
+}
+
+// loadAverage is the machine's one-minute load average, "" when unknown:
+// other work on the machine shows in the wall times.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // buildSyncjob builds the program once for the whole bench.
