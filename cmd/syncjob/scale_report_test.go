@@ -13,18 +13,22 @@ import (
 
 // printScale prints the bench's tables in markdown: the medians per run,
 // the targets, and where each run's time and requests went.
-func printScale(w io.Writer, sets []*scaleSet, load string) {
+// scaleHead is what the table's heading says of the measurement: the commit
+// measured (taken when the bench starts) and the machine's load.
+type scaleHead struct{ commit, load string }
+
+func printScale(w io.Writer, sets []*scaleSet, head scaleHead) {
 	reps := 0
 	for _, s := range sets {
 		reps = max(reps, len(s.reps))
 	}
 	fmt.Fprintf(w, "\n## Scale bench, %s\n\n", time.Now().Format("2006-01-02"))
-	fmt.Fprintf(w, "commit %s; %d cores (%s/%s), %s; latency %s on every request; median of %d repetition(s)", commitOf(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *scaleLatency, reps)
+	fmt.Fprintf(w, "commit %s; %d cores (%s/%s), %s; latency %s on every request; median of %d repetition(s)", head.commit, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *scaleLatency, reps)
 	if *scaleEnv != "" {
 		fmt.Fprintf(w, "; program settings %s", *scaleEnv)
 	}
-	if load != "" {
-		fmt.Fprintf(w, "; %s", load)
+	if head.load != "" {
+		fmt.Fprintf(w, "; %s", head.load)
 	}
 	fmt.Fprint(w, "\n\n| policies | files | run | wall (s) | GitHub requests | Cloudflare requests | peak RSS (MiB) | CPU (s) |\n|---:|---|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range sets {

@@ -78,14 +78,14 @@ func BenchmarkScale(b *testing.B) {
 	}
 	add(*scalePolicies, 0)
 	add(*scaleLarge, 1<<20)
-	load := loadAverage()
+	head := scaleHead{commit: commitOf(), load: loadAverage()}
 	for _, set := range sets {
 		b.Run(set.name(), func(b *testing.B) { set.bench(b, prog) })
 	}
-	if load != "" {
-		load = "load average " + load + " at the start, " + loadAverage() + " at the end"
+	if head.load != "" {
+		head.load = "load average " + head.load + " at the start, " + loadAverage() + " at the end"
 	}
-	printScale(os.Stdout, sets, load)
+	printScale(os.Stdout, sets, head)
 }
 
 // loadAverage is the machine's one-minute load average, "" when unknown:
