@@ -32,8 +32,7 @@ const lambdaReserve = 15 * time.Second
 
 // serveLambda runs the Lambda runtime loop; it does not return.
 func serveLambda() {
-	h := newLambdaHandler(os.Getenv, os.Stderr, deps{})
-	lambda.Start(h.Handle)
+	lambda.Start(newLambdaEntry(os.Getenv, os.Stderr, deps{})) // raw bytes: lambda_entry.go
 }
 
 // lambdaHandler serves invocations. It keeps no state between them: a warm
