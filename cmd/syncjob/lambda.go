@@ -107,6 +107,9 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 		return lambdaResult{}, err
 	}
 	logger := syncLogger.With(logkey.Trigger, opt.Trigger) // the syncer adds the trigger to its own lines
+	if opt.Delivery != "" {
+		logger = logger.With(logkey.Delivery, opt.Delivery) // and the delivery
+	}
 	runCtx, cancel := h.runContext(ctx)
 	defer cancel()
 	deadline, hasDeadline := runCtx.Deadline()

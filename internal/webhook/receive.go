@@ -161,6 +161,6 @@ func Receive(r Request, secret func() ([]byte, error), t Target) Outcome {
 	case o.Delivery == "":
 		return invalid(http.StatusBadRequest, "no X-GitHub-Delivery header")
 	}
-	o.Kind, o.Status, o.Reason = Sync, http.StatusAccepted, "sync of "+p.After+" started"
+	o.Kind, o.Status, o.Reason = Sync, http.StatusAccepted, "sync of "+p.After
 	return o
 }
