@@ -29,6 +29,7 @@ Usage:
   syncjob status [--json] [--runs N] [settings]
   syncjob queue list [--json] [settings]
   syncjob deadletter list [--json] | retry NAME | drop NAME [--yes]
+  syncjob webhook verify [--secret-env VAR] [--signature SIG | --headers FILE] < BODY
 
 Commands:
   sync        read the branch head and bring the registry up to date
@@ -37,6 +38,7 @@ Commands:
   queue       list the queue entries (retries waiting, work for the re-indexer)
   deadletter  list the entries given up after 3 failures; retry one (back to the
               queue for the next run) or drop it (asks first on a terminal)
+  webhook     verify a captured GitHub delivery's signature, as the receiver does
 
 Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
 3 partial (failures recorded for retry), 4 refused by a safety guard.
@@ -111,6 +113,8 @@ func (p *program) command(name string) (command, bool) {
 		return &queueCommand{p}, true
 	case "deadletter":
 		return &deadLetterCommand{p}, true
+	case "webhook":
+		return &webhookCommand{p}, true
 	}
 	return nil, false
 }

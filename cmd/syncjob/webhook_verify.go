@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/knue/syncjob/internal/webhook"
+)
+
+const webhookUsage = `Usage: syncjob webhook verify [--secret-env VAR] [--signature SIG | --headers FILE] < BODY
+
+Checks a captured GitHub delivery as the webhook receiver does: the
+X-Hub-Signature-256 of the body (stdin: the exact bytes GitHub sent; a payload
+copied from a formatted view will not match) under the webhook secret. Prints
+"valid" and exits 0, or "invalid: why" and exits 1. With --headers and
+GITHUB_REPO set, it also says what the receiver would answer.
+
+Flags:
+  -secret-env VAR   the environment variable that holds the secret (default GITHUB_WEBHOOK_SECRET)
+  -signature SIG    the X-Hub-Signature-256 header, sha256=<64 hex digits>
+  -headers FILE     the delivery's headers, one "Name: value" a line (as GitHub's
+                    Recent Deliveries shows them) or a JSON object (a Function URL
+                    event, or its "headers"); X-Hub-Signature-256 is read from it
+
+Settings: GITHUB_REPO, GITHUB_BRANCH (default main), only for what the receiver
+would answer.
+`
+
+// webhookCommand is "syncjob webhook": for now one subcommand, verify.
+type webhookCommand struct{ *program }
+
+func (c *webhookCommand) Run(ctx context.Context, args []string) error {
+	switch {
+	case len(args) == 0:
+		return &exitError{exitUsage, errors.New("webhook: needs a subcommand: verify; see syncjob webhook --help")}
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		fmt.Fprint(c.stderr, webhookUsage)
+		return flag.ErrHelp
+	case args[0] == "verify":
+		return c.verify(args[1:])
+	}
+	return &exitError{exitUsage, fmt.Errorf("webhook: unknown subcommand %q (one of: verify); see syncjob webhook --help", args[0])}
+}
+
+func (c *webhookCommand) verify(args []string) error {
+	fs := flag.NewFlagSet("syncjob webhook verify", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	secretEnv := fs.String("secret-env", envWebhookSecret, "")
+	signature := fs.String("signature", "", "")
+	headersFile := fs.String("headers", "", "")
+	usageErr := func(problem string) error {
+		return &exitError{exitUsage, fmt.Errorf("webhook verify: %s; see syncjob webhook verify --help", problem)}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stderr, webhookUsage)
+			return err
+		}
+		return usageErr(err.Error())
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fmt.Sprintf("unexpected argument %q (the body comes on stdin)", fs.Arg(0)))
+	}
+	secret := c.getenv(*secretEnv)
+	if secret == "" {
+		return &exitError{exitUsage, &ConfigError{*secretEnv, "empty or not set: it must hold the webhook secret"}}
+	}
+	headers := map[string]string{}
+	switch {
+	case *signature != "" && *headersFile != "":
+		return usageErr("give --signature or --headers, not both")
+	case *signature != "":
+		headers[webhook.HeaderSignature] = *signature
+	case *headersFile != "":
+		h, err := readCapturedHeaders(*headersFile)
+		if err != nil {
+			return &exitError{exitUsage, fmt.Errorf("webhook verify: %w", err)}
+		}
+		headers = h
+	default:
+		return usageErr("needs the signature: --signature SIG or --headers FILE")
+	}
+	if c.stdin == nil {
+		return usageErr("no body: pipe the delivery's body to stdin")
+	}
+	body, err := io.ReadAll(io.LimitReader(c.stdin, webhook.MaxBody+1))
+	if err != nil {
+		return fmt.Errorf("webhook verify: read the body: %w", err)
+	}
+
+	req := webhook.Request{Method: "POST", Headers: headers, Body: string(body)}
+	if len(body) > webhook.MaxBody {
+		return c.invalid(fmt.Sprintf("the body is over %d bytes: the receiver refuses it (413) before checking the signature", webhook.MaxBody))
+	}
+	if err := webhook.Verify([]byte(secret), body, req.Header(webhook.HeaderSignature)); err != nil {
+		why := err.Error()
+		switch {
+		case errors.Is(err, webhook.ErrUnsigned) && req.Header(webhook.HeaderSignatureSHA1) != "":
+			why = "only X-Hub-Signature (sha1) was given; the receiver requires X-Hub-Signature-256"
+		case errors.Is(err, webhook.ErrMismatch):
+			why += fmt.Sprintf(" under the secret in %s (another secret, or not the exact bytes GitHub sent)", *secretEnv)
+		}
+		return c.invalid(why)
+	}
+	fmt.Fprintln(c.stdout, "valid")
+	if repo := c.getenv("GITHUB_REPO"); *headersFile != "" && repo != "" {
+		branch := c.getenv("GITHUB_BRANCH")
+		if branch == "" {
+			branch = "main"
+		}
+		o := webhook.Receive(req, func() ([]byte, error) { return []byte(secret), nil }, webhook.Target{Repo: repo, Branch: branch})
+		fmt.Fprintf(c.stdout, "the receiver would answer %d: %s\n", o.Status, o.Reason)
+	}
+	return nil
+}
+
+func (c *webhookCommand) invalid(why string) error {
+	fmt.Fprintln(c.stdout, "invalid: "+why)
+	return &exitError{code: exitFailed}
+}
+
+// readCapturedHeaders reads the headers of a captured delivery: "Name:
+// value" lines (GitHub's Recent Deliveries; a line without a colon or
+// whose name has a space, such as "Request URL: ...", is skipped), or a
+// JSON object of headers, or a Function URL event whose "headers" they are.
+func readCapturedHeaders(file string) (map[string]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read headers: %w", err)
+	}
+	out := map[string]string{}
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(t, &doc); err != nil {
+			return nil, fmt.Errorf("headers %s: not a JSON object: %w", file, err)
+		}
+		if h, ok := doc["headers"]; ok {
+			t = h
+		}
+		if err := json.Unmarshal(t, &out); err != nil {
+			return nil, fmt.Errorf("headers %s: want an object of strings: %w", file, err)
+		}
+		return out, nil
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok || strings.ContainsAny(strings.TrimSpace(name), " \t") {
+			continue
+		}
+		out[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("headers %s: no \"Name: value\" line", file)
+	}
+	return out, nil
+}
