@@ -6,6 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -24,26 +28,31 @@ const (
 const usage = `syncjob keeps a policy registry equal to the markdown policies of a GitHub branch.
 
 Usage:
-  syncjob sync [--full] [--dry-run] [--json] [--allow-mass-delete] [settings]
+  syncjob sync [--full] [--dry-run] [--json] [--quiet] [--allow-mass-delete] [settings]
   syncjob list [--json] [settings]
-  syncjob status [--json] [--runs N] [settings]
+  syncjob status [--json] [--check] [--runs N] [settings]
   syncjob queue list [--json] [settings]
-  syncjob deadletter list [--json] | retry NAME | drop NAME [--yes]
+  syncjob deadletter list [--json] | retry NAME | retry --all | drop NAME [--yes]
+  syncjob lease show [--json] | release [--yes]
   syncjob webhook verify [--secret-env VAR] [--signature SIG | --headers FILE] < BODY
+  syncjob version
 
 Commands:
   sync        read the branch head and bring the registry up to date
   list        print the registry's policies
-  status      last run, time since the last success, queue depth, dead letters, recent runs
+  status      what the registry holds and the job did last; --check is a health check
   queue       list the queue entries (retries waiting, work for the re-indexer)
-  deadletter  list the entries given up after 3 failures; retry one (back to the
-              queue for the next run) or drop it (asks first on a terminal)
+  deadletter  list the entries given up after 3 failures; retry them (back to the
+              queue for the next run) or drop one (asks first)
+  lease       show the single-writer lease, or release one a crashed run left
   webhook     verify a captured GitHub delivery's signature, as the receiver does
+  version     the version and source revision of this binary
 
 Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
 3 partial (failures recorded for retry), 4 refused by a safety guard.
 
-Run "syncjob COMMAND --help" for every setting, its environment variable and its default.
+Run "syncjob COMMAND --help" for its flags and the settings it reads, each an
+environment variable too, with its default.
 `
 
 // env is how the program reads its environment; tests pass a map.
@@ -56,6 +65,7 @@ type deps struct {
 	stdinTerminal bool
 	httpClient    *githubHTTP
 	isTerminal    func(w io.Writer) bool
+	buildInfo     func() (*debug.BuildInfo, bool)
 }
 
 // githubHTTP carries test-only knobs of the API adapters (GitHub, Cloudflare).
@@ -74,6 +84,10 @@ type command interface {
 type program struct {
 	getenv         env
 	stdout, stderr io.Writer
+	// errTerminal is set when stderr is a terminal; line then keeps the
+	// progress line there, and stderr writes through it.
+	errTerminal bool
+	line        *statusLine
 	deps
 }
 
@@ -85,18 +99,29 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	if d.isTerminal == nil {
 		d.isTerminal = isTerminal
 	}
+	if d.buildInfo == nil {
+		d.buildInfo = debug.ReadBuildInfo
+	}
 	p := &program{getenv: getenv, stdout: stdout, stderr: stderr, deps: d}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
+	if p.errTerminal = d.isTerminal(stderr); p.errTerminal {
+		p.line = &statusLine{w: stderr}
+		p.stderr = p.line
+	}
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(p.stderr, usage)
+		return exitUsage
+	case args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1):
+		fmt.Fprint(p.stderr, usage)
 		return exitOK
+	case args[0] == "help": // "syncjob help sync" is "syncjob sync --help"
+		args = append(slices.Clone(args[1:]), "--help")
+	case args[0] == "--version" || args[0] == "-version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := p.command(args[0])
 	if !ok {
-		fmt.Fprintf(stderr, "syncjob: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
+		return p.report(usageError("", fmt.Sprintf("unknown command %q", args[0])))
 	}
 	return p.report(cmd.Run(ctx, args[1:]))
 }
@@ -110,13 +135,52 @@ func (p *program) command(name string) (command, bool) {
 	case "status":
 		return &statusCommand{p}, true
 	case "queue":
-		return &queueCommand{p}, true
+		return &subcommands{p: p, name: "queue", about: queueUsage, subs: map[string]command{
+			"list": &queueListCommand{p},
+		}}, true
 	case "deadletter":
-		return &deadLetterCommand{p}, true
+		return &subcommands{p: p, name: "deadletter", about: deadLetterUsage, subs: map[string]command{
+			"list":  &deadLetterListCommand{p},
+			"retry": &deadLetterRetryCommand{p},
+			"drop":  &deadLetterDropCommand{p},
+		}}, true
+	case "lease":
+		return &subcommands{p: p, name: "lease", about: leaseUsage, subs: map[string]command{
+			"show":    &leaseShowCommand{p},
+			"release": &leaseReleaseCommand{p},
+		}}, true
+	case "version":
+		return &versionCommand{p}, true
 	case "webhook":
-		return &webhookCommand{p}, true
+		return &subcommands{p: p, name: "webhook", about: webhookUsage, subs: map[string]command{
+			"verify": &webhookVerifyCommand{p},
+		}}, true
 	}
 	return nil, false
+}
+
+// subcommands is a command made of subcommands: "syncjob deadletter retry".
+type subcommands struct {
+	p     *program
+	name  string
+	about string // its --help: the subcommands and what they do
+	subs  map[string]command
+}
+
+func (s *subcommands) Run(ctx context.Context, args []string) error {
+	names := slices.Sorted(maps.Keys(s.subs))
+	switch {
+	case len(args) == 0:
+		return usageError(s.name, "needs one of: "+strings.Join(names, ", "))
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		fmt.Fprint(s.p.stderr, s.about)
+		return flag.ErrHelp
+	}
+	cmd, ok := s.subs[args[0]]
+	if !ok {
+		return usageError(s.name, fmt.Sprintf("unknown subcommand %q (one of: %s)", args[0], strings.Join(names, ", ")))
+	}
+	return cmd.Run(ctx, args[1:])
 }
 
 // report prints what err says, unless it was said already, and returns its

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -49,5 +50,29 @@ func TestCLI_TokenNeverPrinted(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+func TestCLI_CredentialsInAPIURL_NeverPrinted(t *testing.T) {
+	const password = "s3cr3tpassword0123"
+	w := newWorld(t)
+	seed(w)
+	w.env["GITHUB_API_URL"] = strings.Replace(w.gh.URL(), "http://", "http://someone:"+password+"@", 1)
+	w.env["LOG_LEVEL"] = "debug"
+	failSeededBlobs(w, w.repo.Head("main"), githubtest.ServerError(502)) // retries log the request's URL
+	r := w.sync(exitPartial)
+	w.gh.ClearFaults()
+	j := w.sync(exitOK, "--json", "--dry-run")
+	lastRun, err := json.Marshal(w.state().lastRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for where, text := range map[string]string{"stdout": r.stdout + j.stdout, "stderr": r.stderr + j.stderr, "lastRun": string(lastRun)} {
+		if strings.Contains(text, password) {
+			t.Errorf("the URL's password appears in %s:\n%s", where, text)
+		}
+	}
+	if !strings.Contains(r.stderr, "retrying request") {
+		t.Errorf("no retry logged: the test did not reach the URL's text:\n%s", r.stderr)
 	}
 }

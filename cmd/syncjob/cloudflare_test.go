@@ -37,7 +37,7 @@ func (w *world) syncCounted(wantCode int, args ...string) cfRun {
 	w.cf.ResetCounts()
 	r := w.sync(wantCode, args...)
 	seen := map[cloudflaretest.Endpoint]int{}
-	for _, e := range []cloudflaretest.Endpoint{cloudflaretest.List, cloudflaretest.Get, cloudflaretest.Metadata, cloudflaretest.Put, cloudflaretest.Delete, cloudflaretest.BulkPut, cloudflaretest.BulkDelete, cloudflaretest.Unknown} {
+	for _, e := range []cloudflaretest.Endpoint{cloudflaretest.List, cloudflaretest.Get, cloudflaretest.Metadata, cloudflaretest.Put, cloudflaretest.Delete, cloudflaretest.BulkPut, cloudflaretest.BulkDelete, cloudflaretest.BulkGet, cloudflaretest.Unknown} {
 		if n := w.cf.Requests(e); n > 0 {
 			seen[e] = n
 		}
@@ -72,12 +72,12 @@ func TestCloudflare_RequestsPerRun_OneListPerPrefixOneBulkWritePerBatch(t *testi
 	w := newCloudflareWorld(t)
 	seed(w)
 	first := w.syncCounted(0)
-	// Reads: GET lastCommit (404), GET lastRun (404), GET lease (404), one
-	// list page each of queue:, policy: and dead-letter:. Writes, each one
-	// bulk write: the lease, the 3 queue entries (announced first), the 3
-	// policies, the run record (history + lastRun), then lastCommit with
-	// the lease released.
-	want := map[cloudflaretest.Endpoint]int{cloudflaretest.Get: 3, cloudflaretest.List: 3, cloudflaretest.BulkPut: 5}
+	// Reads: one bulk get of lastCommit, lastRun and the lease (none
+	// there), one list page each of queue:, policy: and dead-letter:.
+	// Writes, each one bulk write: the lease, the 3 queue entries
+	// (announced first), the 3 policies, the run record (history +
+	// lastRun), then lastCommit with the lease released.
+	want := map[cloudflaretest.Endpoint]int{cloudflaretest.BulkGet: 1, cloudflaretest.List: 3, cloudflaretest.BulkPut: 5}
 	if diff := cmp.Diff(want, first.seen); diff != "" {
 		t.Errorf("first run: requests per endpoint (-want +got):\n%s", diff)
 	}
@@ -87,22 +87,22 @@ func TestCloudflare_RequestsPerRun_OneListPerPrefixOneBulkWritePerBatch(t *testi
 	w.repo.Remove("규정/제1편/대학원 학칙.md")
 	w.repo.Commit("add, modify, delete")
 	incr := w.syncCounted(0)
-	// The same reads but the queue listing (the first run's lastRun says
-	// nothing waits for retry), and no value read (each listed policy key's
-	// metadata is a complete entry);
+	// The same bulk get; no queue listing (the first run's lastRun says
+	// nothing waits for retry) and no policy listing: one bulk get of the
+	// three policies the changeset touches, then the dead-letter listing;
 	// writes: the lease, one bulk write of the 2 queue entries, one of the
 	// 2 puts, one bulk delete of the deleted policy and its queue entry,
 	// the run record, lastCommit with the lease's release.
-	want = map[cloudflaretest.Endpoint]int{cloudflaretest.Get: 3, cloudflaretest.List: 2, cloudflaretest.BulkPut: 5, cloudflaretest.BulkDelete: 1}
+	want = map[cloudflaretest.Endpoint]int{cloudflaretest.BulkGet: 2, cloudflaretest.List: 1, cloudflaretest.BulkPut: 5, cloudflaretest.BulkDelete: 1}
 	if diff := cmp.Diff(want, incr.seen); diff != "" {
 		t.Errorf("incremental run: requests per endpoint (-want +got):\n%s", diff)
 	}
 
 	unchanged := w.syncCounted(0)
-	// GET lastCommit, GET lastRun, GET lease (was the last run clean? is
-	// anything waiting for retry?), one bulk write of the run record: no
-	// listing, no lease taken, no policy read.
-	want = map[cloudflaretest.Endpoint]int{cloudflaretest.Get: 3, cloudflaretest.BulkPut: 1}
+	// One bulk get of lastCommit, lastRun and the lease (was the last run
+	// clean? is anything waiting for retry?), one bulk write of the run
+	// record: no listing, no lease taken, no policy read.
+	want = map[cloudflaretest.Endpoint]int{cloudflaretest.BulkGet: 1, cloudflaretest.BulkPut: 1}
 	if diff := cmp.Diff(want, unchanged.seen); diff != "" {
 		t.Errorf("unchanged run: requests per endpoint (-want +got):\n%s", diff)
 	}
@@ -318,10 +318,11 @@ func TestCloudflare_ListingServerError_FailsDeletesNothing(t *testing.T) {
 			before := w.state()
 			w.repo.Remove("규정/제1편")
 			w.repo.Commit("repeal part 1")
-			if prefix == policy.QueuePrefix {
-				// After a clean run the queue is not listed (lastRun names
-				// what waits for retry); a lastRun written by an older
-				// syncjob does not, so the queue is listed.
+			if prefix != policy.DeadLetterPrefix {
+				// After a clean run an incremental run lists neither the
+				// queue (lastRun names what waits for retry) nor the
+				// policies (it reads those it touches); after a lastRun
+				// written by an older syncjob it lists both.
 				forgetPending(t, w)
 			}
 			// The listing of prefix answers 502 to its first try and every retry.

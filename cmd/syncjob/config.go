@@ -31,12 +31,31 @@ type Config struct {
 	DailyWriteBudget  int64
 	LogFormat         string
 	LogLevel          string
+	StatusMaxAge      time.Duration
 }
+
+// group is a set of settings that commands read together: each command
+// binds (and its --help lists) only the groups it reads.
+type group uint8
+
+const (
+	groupSource   group = 1 << iota // the GitHub repository
+	groupRegistry                   // where the registry is
+	groupRun                        // how a run writes
+	groupLogging
+	groupHealth // what status --check calls healthy
+	// groupLabel is the repository and branch alone, which status shows
+	// (the registry does not record them).
+	groupLabel
+)
 
 // setting describes one Config field for env, flags and --help.
 type setting struct {
 	env, flag, def, help string
-	set                  func(c *Config, v string) error
+	kind                 string // what the value is, shown in --help: "owner/name", "duration", ...
+	group                group
+	required             bool                            // by the commands that read the source (sync)
+	set                  func(c *Config, v string) error // its error says what the value should be
 }
 
 func settings() []setting {
@@ -44,43 +63,58 @@ func settings() []setting {
 		return func(c *Config, v string) error { *f(c) = v; return nil }
 	}
 	return []setting{
-		{env: "GITHUB_REPO", flag: "repo", help: "GitHub repository, owner/name (required)", set: str(func(c *Config) *string { return &c.Repo })},
-		{env: "GITHUB_BRANCH", flag: "branch", def: "main", help: "branch to sync", set: str(func(c *Config) *string { return &c.Branch })},
-		{env: "GITHUB_TOKEN", flag: "github-token", help: "GitHub token (optional; raises the rate limit from 60 to 5,000 requests an hour)", set: str(func(c *Config) *string { return &c.GitHubToken })},
-		{env: "GITHUB_API_URL", flag: "github-api-url", def: "https://api.github.com/", help: "GitHub REST API base URL (GitHub Enterprise, tests)", set: str(func(c *Config) *string { return &c.GitHubAPIURL })},
-		{env: "REGISTRY_PATH", flag: "registry-path", def: "./policy-registry.db", help: "embedded registry file (used when Cloudflare is not configured)", set: str(func(c *Config) *string { return &c.RegistryPath })},
-		{env: "CLOUDFLARE_ACCOUNT_ID", flag: "cloudflare-account-id", help: "Cloudflare account id (with the namespace and token: use Workers KV)", set: str(func(c *Config) *string { return &c.CFAccountID })},
-		{env: "CLOUDFLARE_KV_NAMESPACE_ID", flag: "cloudflare-kv-namespace-id", help: "Workers KV namespace id", set: str(func(c *Config) *string { return &c.CFNamespaceID })},
-		{env: "CLOUDFLARE_API_TOKEN", flag: "cloudflare-api-token", help: "Cloudflare API token", set: str(func(c *Config) *string { return &c.CFAPIToken })},
-		{env: "CLOUDFLARE_API_URL", flag: "cloudflare-api-url", def: "https://api.cloudflare.com/client/v4", help: "Cloudflare API base URL", set: str(func(c *Config) *string { return &c.CFAPIURL })},
-		{env: "MAX_FILE_SIZE", flag: "max-file-size", def: strconv.Itoa(policy.DefaultMaxFileSize), help: "bytes; larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			c.MaxFileSize = n
-			return err
+		{env: "GITHUB_REPO", flag: "repo", kind: "owner/name", group: groupSource | groupLabel, required: true, help: "GitHub repository", set: str(func(c *Config) *string { return &c.Repo })},
+		{env: "GITHUB_BRANCH", flag: "branch", kind: "name", group: groupSource | groupLabel, def: "main", help: "branch to sync", set: str(func(c *Config) *string { return &c.Branch })},
+		{env: "GITHUB_TOKEN", flag: "github-token", kind: "token", group: groupSource, help: "GitHub token (optional; raises the rate limit from 60 to 5,000 requests an hour)", set: str(func(c *Config) *string { return &c.GitHubToken })},
+		{env: "GITHUB_API_URL", flag: "github-api-url", kind: "URL", group: groupSource, def: "https://api.github.com/", help: "GitHub REST API base URL (GitHub Enterprise, tests)", set: str(func(c *Config) *string { return &c.GitHubAPIURL })},
+		{env: "REGISTRY_PATH", flag: "registry-path", kind: "path", group: groupRegistry, def: "./policy-registry.db", help: "embedded registry file (used when Cloudflare is not configured)", set: str(func(c *Config) *string { return &c.RegistryPath })},
+		{env: "CLOUDFLARE_ACCOUNT_ID", flag: "cloudflare-account-id", kind: "id", group: groupRegistry, help: "Cloudflare account id (with the namespace and token: use Workers KV)", set: str(func(c *Config) *string { return &c.CFAccountID })},
+		{env: "CLOUDFLARE_KV_NAMESPACE_ID", flag: "cloudflare-kv-namespace-id", kind: "id", group: groupRegistry, help: "Workers KV namespace id", set: str(func(c *Config) *string { return &c.CFNamespaceID })},
+		{env: "CLOUDFLARE_API_TOKEN", flag: "cloudflare-api-token", kind: "token", group: groupRegistry, help: "Cloudflare API token", set: str(func(c *Config) *string { return &c.CFAPIToken })},
+		{env: "CLOUDFLARE_API_URL", flag: "cloudflare-api-url", kind: "URL", group: groupRegistry, def: "https://api.cloudflare.com/client/v4", help: "Cloudflare API base URL", set: str(func(c *Config) *string { return &c.CFAPIURL })},
+		{env: "MAX_FILE_SIZE", flag: "max-file-size", kind: "bytes", group: groupRun, def: strconv.Itoa(policy.DefaultMaxFileSize), help: "larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
+			return parseInt(v, &c.MaxFileSize)
 		}},
-		{env: "BATCH_SIZE", flag: "batch-size", def: "50", help: "registry writes per batch, one bulk request each on Cloudflare (1-10000; a body over 100 MB is split)", set: func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			c.BatchSize = n
-			return err
+		{env: "BATCH_SIZE", flag: "batch-size", kind: "int", group: groupRun, def: "50", help: "registry writes per batch, one bulk request each on Cloudflare (1-10000; a body over 100 MB is split)", set: func(c *Config, v string) error {
+			return parseInt(v, &c.BatchSize)
 		}},
-		{env: "CONCURRENCY", flag: "concurrency", def: "4", help: "batches written at once (1-32)", set: func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			c.Concurrency = n
-			return err
+		{env: "CONCURRENCY", flag: "concurrency", kind: "int", group: groupRun, def: "4", help: "batches written at once (1-32)", set: func(c *Config, v string) error {
+			return parseInt(v, &c.Concurrency)
 		}},
-		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", def: "168h", help: "a full run happens when the last one is older than this", set: func(c *Config, v string) error {
-			d, err := time.ParseDuration(v)
-			c.ReconcileInterval = d
-			return err
+		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", kind: "duration", group: groupRun, def: "24h", help: "a scheduled (or CLI) run is full when the last full run is older than this, less an hour's slack: the daily run reconciles", set: func(c *Config, v string) error {
+			return parseDuration(v, &c.ReconcileInterval)
 		}},
-		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", def: "0", help: "billable Cloudflare writes a UTC day may spend; a run that would exceed it stops before writing (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			c.DailyWriteBudget = n
-			return err
+		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", kind: "int", group: groupRun, def: "0", help: "billable Cloudflare writes a UTC day may spend; a run that would exceed it stops before writing (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
+			return parseInt(v, &c.DailyWriteBudget)
 		}},
-		{env: "LOG_FORMAT", flag: "log-format", def: "auto", help: "auto (text on a terminal, JSON otherwise), json or text", set: str(func(c *Config) *string { return &c.LogFormat })},
-		{env: "LOG_LEVEL", flag: "log-level", def: "info", help: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
+		{env: "LOG_FORMAT", flag: "log-format", kind: "auto|json|text", group: groupLogging, def: "auto", help: "auto: text on a terminal, JSON otherwise", set: str(func(c *Config) *string { return &c.LogFormat })},
+		{env: "LOG_LEVEL", flag: "log-level", kind: "debug|info|warn|error", group: groupLogging, def: "info", help: "the least severe lines logged", set: str(func(c *Config) *string { return &c.LogLevel })},
+		{env: "STATUS_MAX_AGE", flag: "max-age", kind: "duration", group: groupHealth, def: defaultMaxAge, help: "status --check: the last success must be younger than this (the daily schedule and 2 hours' slack, as the NoSuccess alarm)", set: func(c *Config, v string) error {
+			return parseDuration(v, &c.StatusMaxAge)
+		}},
 	}
+}
+
+// defaultMaxAge is the health check's default: a daily run and 2 hours for
+// it to be late, run long or be retried.
+const defaultMaxAge = "26h"
+
+func parseInt[T int | int64](v string, p *T) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", v)
+	}
+	*p = T(n)
+	return nil
+}
+
+func parseDuration(v string, p *time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 24h or 30m", v)
+	}
+	*p = d
+	return nil
 }
 
 // ConfigError names the setting that is wrong. It means exit code 2.
@@ -91,10 +125,11 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return "config: " + e.Setting + ": " + e.Problem }
 
-// bindConfig registers every setting as a flag on fs, with env values as defaults.
-// The returned function completes the Config after fs.Parse.
-func bindConfig(fs *flag.FlagSet, env func(string) string) func() (Config, error) {
-	var c Config
+// bindConfig registers the settings of groups as flags on fs, with env
+// values as defaults; every other setting keeps its default, whatever the
+// environment says (a command does not read it). The returned function
+// completes the Config after fs.Parse.
+func bindConfig(fs *flag.FlagSet, env func(string) string, groups group) func() (Config, error) {
 	type bound struct {
 		s   setting
 		val *string
@@ -102,6 +137,10 @@ func bindConfig(fs *flag.FlagSet, env func(string) string) func() (Config, error
 	var all []bound
 	for _, s := range settings() {
 		v := s.def
+		if s.group&groups == 0 {
+			all = append(all, bound{s, &v})
+			continue
+		}
 		if e := env(s.env); e != "" {
 			v = e
 		}
@@ -109,24 +148,31 @@ func bindConfig(fs *flag.FlagSet, env func(string) string) func() (Config, error
 		if s.def != "" {
 			help += ", default " + s.def
 		}
+		if s.required && groups&groupSource != 0 {
+			help += ", required"
+		}
 		help += ")"
 		p := new(string)
-		fs.Var(&stringFlag{p: p}, s.flag, help)
+		fs.Var(&stringFlag{p: p, kind: s.kind}, s.flag, help)
 		*p = v
 		all = append(all, bound{s, p})
 	}
 	return func() (Config, error) {
+		var c Config
 		for _, b := range all {
 			if err := b.s.set(&c, strings.TrimSpace(*b.val)); err != nil {
-				return c, &ConfigError{Setting: b.s.env, Problem: fmt.Sprintf("invalid value %q", *b.val)}
+				return c, &ConfigError{Setting: b.s.env, Problem: err.Error()}
 			}
 		}
 		return c, c.Validate()
 	}
 }
 
-// stringFlag is a plain string flag whose help shows no value.
-type stringFlag struct{ p *string }
+// stringFlag is a plain string flag whose help shows its kind, not its value.
+type stringFlag struct {
+	p    *string
+	kind string
+}
 
 // String is empty: the usage text states each default itself, and a
 // secret's value must never reach the help output.
@@ -183,6 +229,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"DAILY_WRITE_BUDGET", "must not be negative (0: no budget)"}
 	case c.ReconcileInterval < time.Hour:
 		return &ConfigError{"RECONCILE_INTERVAL", "must be at least 1h"}
+	case c.StatusMaxAge < time.Minute:
+		return &ConfigError{"STATUS_MAX_AGE", "must be at least 1m"}
 	case c.LogFormat != "auto" && c.LogFormat != "json" && c.LogFormat != "text":
 		return &ConfigError{"LOG_FORMAT", fmt.Sprintf("%q is not auto, json or text", c.LogFormat)}
 	}

@@ -1,91 +1,157 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
 )
 
-// deadLetterCommand is "syncjob deadletter list|retry NAME|drop NAME": the
-// queue entries given up after 3 failures, and what a person does with them.
-type deadLetterCommand struct{ p *program }
+const deadLetterUsage = `Usage: syncjob deadletter list [--json] | retry NAME | retry --all | drop NAME [--yes]
 
-const deadLetterSubs = "list, retry NAME, drop NAME"
+A dead letter is a write given up after 3 failed tries. Its version is held
+back: the registry keeps the policy as it was, and every run reports it, until
+a person retries or drops it.
 
-func (c *deadLetterCommand) Run(ctx context.Context, args []string) error {
-	sub, name, rest, ok := deadLetterArgs(args)
-	if !ok {
-		return needsSubcommand("deadletter", deadLetterSubs)
-	}
-	fs := c.p.flagSet("deadletter " + sub)
+Subcommands:
+  list          print the dead letters
+  retry NAME    put NAME back in the queue; the next sync writes it
+  retry --all   the same for every dead letter
+  drop NAME     forget NAME's dead letter (asks first; --yes when not on a terminal)
+
+Run "syncjob deadletter SUBCOMMAND --help" for its flags and settings.
+`
+
+// deadLetterListCommand is "syncjob deadletter list".
+type deadLetterListCommand struct{ p *program }
+
+var deadLetterListHelp = help{
+	name:   "deadletter list",
+	usage:  "deadletter list [--json] [settings]",
+	about:  "Prints the dead letters: the writes given up after 3 failures. Reads the registry only.",
+	groups: groupRegistry | groupLogging,
+}
+
+func (c *deadLetterListCommand) Run(ctx context.Context, args []string) error {
+	fs := c.p.flagSet("deadletter list")
 	asJSON := fs.Bool("json", false, "print JSON")
-	var yes *bool
-	if sub == "drop" {
-		yes = fs.Bool("yes", false, "drop without asking")
-	}
-	cfg, err := c.p.parse(fs, "deadletter", rest)
+	cfg, _, err := c.p.parse(fs, deadLetterListHelp, args)
 	if err != nil {
 		return err
 	}
-	_, reg, closeReg, err := c.p.open(cfg)
+	_, reg, closeReg, err := c.p.open(cfg, readAccess)
 	if err != nil {
 		return err
 	}
 	defer closeReg()
-	switch sub {
-	case "list":
-		err = c.list(ctx, reg, *asJSON)
-	case "retry":
-		err = c.retry(ctx, reg, name)
-	default:
-		confirmed := *yes || c.p.stdin == nil || !c.p.stdinTerminal
-		err = c.drop(ctx, reg, name, confirmed)
-	}
-	return cfg.redact(err)
-}
-
-// deadLetterArgs splits "SUB [NAME] [flags]".
-func deadLetterArgs(args []string) (sub, name string, rest []string, ok bool) {
-	if len(args) == 0 {
-		return "", "", nil, false
-	}
-	sub, rest = args[0], args[1:]
-	switch sub {
-	case "list":
-		return sub, "", rest, true
-	case "retry", "drop":
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return "", "", nil, false
-		}
-		return sub, rest[0], rest[1:], true
-	}
-	return "", "", nil, false
-}
-
-func (c *deadLetterCommand) list(ctx context.Context, reg *registry.Registry, asJSON bool) error {
 	d, err := reg.DeadLetters(ctx)
 	if err != nil && d == nil {
-		return fmt.Errorf("deadletter list: %w", err)
+		return cfg.redact(fmt.Errorf("deadletter list: %w", err))
 	}
 	letters := sortedValues(d)
-	if asJSON {
+	if *asJSON {
 		printJSON(c.p.stdout, letters)
-		return nil
+	} else {
+		printDeadLetters(c.p.stdout, letters)
 	}
-	tw := tabwriter.NewWriter(c.p.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tOPERATION\tSHA\tTRIES\tDEAD SINCE\tREASON")
+	if err != nil {
+		fmt.Fprintln(c.p.stderr, "syncjob: deadletter list:", cfg.redact(err))
+	}
+	return nil
+}
+
+func printDeadLetters(w io.Writer, letters []policy.DeadLetter) {
+	t := &table{}
+	t.add("POLICY", "OPERATION", "SHA", "TRIES", "DEAD SINCE", "REASON")
 	for _, e := range letters {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.PolicyName, e.Operation, short(e.SHA), e.RetryCount, e.DeadAt, e.Reason)
+		t.add(e.PolicyName, e.Operation, short(e.SHA), fmt.Sprint(e.RetryCount), e.DeadAt, e.Reason)
 	}
-	_ = tw.Flush()
-	fmt.Fprintf(c.p.stdout, "%d dead letters\n", len(letters))
+	t.write(w, "", palette{})
+	fmt.Fprintf(w, "%d dead letters\n", len(letters))
+}
+
+// deadLetterRetryCommand is "syncjob deadletter retry NAME|--all".
+type deadLetterRetryCommand struct{ p *program }
+
+var deadLetterRetryHelp = help{
+	name:  "deadletter retry",
+	usage: "deadletter retry NAME | --all [settings]",
+	about: `Puts a dead letter (or, with --all, every one) back in the queue, its failures
+forgotten: the next sync writes its version.`,
+	groups: groupRegistry | groupLogging,
+	args:   1,
+}
+
+func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
+	name, args := nameArg(args)
+	fs := c.p.flagSet("deadletter retry")
+	all := fs.Bool("all", false, "retry every dead letter")
+	cfg, rest, err := c.p.parse(fs, deadLetterRetryHelp, args)
+	if err != nil {
+		return err
+	}
+	if name == "" && len(rest) > 0 {
+		name = rest[0]
+	}
+	if (name == "") == !*all {
+		return usageError("deadletter retry", "needs the NAME of a dead letter, or --all (syncjob deadletter list)")
+	}
+	_, reg, closeReg, err := c.p.open(cfg, changeAccess)
+	if err != nil {
+		return err
+	}
+	defer closeReg()
+	if *all {
+		return cfg.redact(c.retryAll(ctx, reg))
+	}
+	if _, err := deadLetter(ctx, reg, name); err != nil {
+		return cfg.redact(fmt.Errorf("deadletter retry: %w", err))
+	}
+	if err := queue.RetryDeadLetter(ctx, reg, name, c.p.now()); err != nil {
+		return cfg.redact(fmt.Errorf("deadletter retry %s: %w", name, err))
+	}
+	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", name)
+	return nil
+}
+
+// retryAll retries every dead letter that can be read; the unreadable ones
+// are named, to be dropped.
+func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Registry) error {
+	letters, err := reg.DeadLetters(ctx)
+	if err != nil && letters == nil {
+		return fmt.Errorf("deadletter retry --all: %w", err)
+	}
+	var retried []string
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(letters)) {
+		if rerr := queue.RetryDeadLetter(ctx, reg, name, c.p.now()); rerr != nil {
+			errs = append(errs, rerr)
+			continue
+		}
+		retried = append(retried, name)
+	}
+	fmt.Fprintf(c.p.stdout, "%d dead letters back in the queue; the next sync retries them", len(retried))
+	if len(retried) > 0 {
+		fmt.Fprintf(c.p.stdout, ": %s", strings.Join(retried, ", "))
+	}
+	fmt.Fprintln(c.p.stdout)
+	var bad *registry.DecodeError
+	if errors.As(err, &bad) {
+		for _, key := range slices.Sorted(maps.Keys(bad.Problems)) {
+			name := strings.TrimPrefix(key, policy.DeadLetterPrefix)
+			errs = append(errs, fmt.Errorf("%s is unreadable and cannot be retried (syncjob deadletter drop %s --yes)", name, name))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("deadletter retry --all: %w", errors.Join(errs...))
+	}
 	return nil
 }
 
@@ -102,37 +168,11 @@ func deadLetter(ctx context.Context, reg *registry.Registry, name string) (polic
 	return d, err
 }
 
-// retry puts the dead letter back in the queue (its failures no longer
-// counted) for the next run, then removes it.
-func (c *deadLetterCommand) retry(ctx context.Context, reg *registry.Registry, name string) error {
-	if _, err := deadLetter(ctx, reg, name); err != nil {
-		return fmt.Errorf("deadletter retry: %w", err)
+// nameArg takes a NAME written before the flags ("drop 학칙 --yes"); the
+// flag package stops at the first argument that is not a flag.
+func nameArg(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
 	}
-	if err := queue.RetryDeadLetter(ctx, reg, name, c.p.now()); err != nil {
-		return fmt.Errorf("deadletter retry %s: %w", name, err)
-	}
-	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", name)
-	return nil
-}
-
-// drop forgets a dead letter, after asking unless confirmed. The registry
-// entry stays as it is.
-func (c *deadLetterCommand) drop(ctx context.Context, reg *registry.Registry, name string, confirmed bool) error {
-	d, err := deadLetter(ctx, reg, name)
-	if err != nil && !queue.IsUnreadable(err) { // an unreadable one can still be dropped
-		return fmt.Errorf("deadletter drop: %w", err)
-	}
-	if !confirmed {
-		fmt.Fprintf(c.p.stderr, "drop the dead letter of %s (%s of %s, %d tries: %s)? [y/N] ", name, d.Operation, short(d.SHA), d.RetryCount, d.Reason)
-		answer, _ := bufio.NewReader(c.p.stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			fmt.Fprintln(c.p.stderr, "kept")
-			return &exitError{code: exitFailed}
-		}
-	}
-	if err := queue.DropDeadLetter(ctx, reg, name); err != nil {
-		return fmt.Errorf("deadletter drop %s: %w", name, err)
-	}
-	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s\n", name)
-	return nil
+	return "", args
 }

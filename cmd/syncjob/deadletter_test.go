@@ -87,12 +87,78 @@ func TestOps_UnreadableDeadLetter_CanBeDropped(t *testing.T) {
 	if r := w.run("deadletter", "retry", "고장"); r.code != exitFailed || !strings.Contains(r.stderr, "unreadable") {
 		t.Errorf("retry of an unreadable dead letter: %d %s", r.code, r.stderr)
 	}
-	if r := w.run("deadletter", "drop", "고장"); r.code != 0 {
+	if r := w.run("deadletter", "drop", "고장", "--yes"); r.code != 0 {
 		t.Fatalf("drop: %d %s", r.code, r.stderr)
 	}
 	for _, k := range w.state().keys {
 		if k == "dead-letter:고장" {
 			t.Error("the unreadable dead letter is still there")
 		}
+	}
+}
+
+func TestDeadLetter_Drop_NotOnATerminal_NeedsYes(t *testing.T) {
+	w := newWorld(t)
+	deadLetterWorld(t, w)
+	w.stdin = strings.NewReader("y\n") // as from a pipe or </dev/null: nobody answers
+	r := w.run("deadletter", "drop", "학칙")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "add --yes") {
+		t.Errorf("drop without a terminal or --yes: exit %d, stderr %q; want 2 asking for --yes", r.code, r.stderr)
+	}
+	if r := w.run("deadletter", "list"); !strings.Contains(r.stdout, "2 dead letters") {
+		t.Errorf("a drop nobody confirmed dropped:\n%s", r.stdout)
+	}
+}
+
+func TestDeadLetter_Drop_SaysWhatTheRegistryKeeps(t *testing.T) {
+	w := newWorld(t)
+	deadLetterWorld(t, w)
+	kept := w.state().policies["학칙"]
+	w.stdin, w.stdinTerminal = strings.NewReader("n\n"), true
+	stays := "the registry keeps 학칙 at its current version (" + kept.SHA[:7] + ", 규정/제1편/학칙.md) until a newer commit changes the file or a full run (syncjob sync --full) tries the head's version again"
+	if r := w.run("deadletter", "drop", "학칙"); !strings.Contains(r.stderr, stays) {
+		t.Errorf("the question does not say what stays:\n%s", r.stderr)
+	}
+	r := w.run("deadletter", "drop", "--yes", "학칙")
+	if r.code != exitOK || r.stdout != "dropped the dead letter of 학칙; "+stays+"\n" {
+		t.Errorf("drop --yes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := w.state().policies["학칙"]; got.SHA != kept.SHA {
+		t.Errorf("the registry entry changed: %+v", got)
+	}
+}
+
+func TestDeadLetter_RetryAll_ReleasesEveryOne(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, w *world) {
+		deadLetterWorld(t, w)
+		r := w.run("deadletter", "retry", "--all")
+		if r.code != exitOK || r.stdout != "2 dead letters back in the queue; the next sync retries them: 대학원 학칙, 학칙\n" {
+			t.Fatalf("retry --all: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if r := w.run("deadletter", "list"); !strings.Contains(r.stdout, "0 dead letters") {
+			t.Errorf("after retry --all:\n%s", r.stdout)
+		}
+		w.sync(0)
+		titles := w.state().titles()
+		if titles["학칙"] != "한국교원대학교 학칙 (개정)" || titles["대학원 학칙"] != "대학원 학칙 (개정)" {
+			t.Errorf("the retried versions did not land: %v", titles)
+		}
+		if r := w.run("status", "--check"); r.code != exitOK {
+			t.Errorf("status --check after the retries landed: exit %d\n%s", r.code, r.stdout)
+		}
+	})
+}
+
+func TestDeadLetter_RetryAll_NamesTheUnreadable(t *testing.T) {
+	w := newWorld(t)
+	deadLetterWorld(t, w)
+	reg := w.open()
+	if errs := reg.Store().Put(t.Context(), []registry.Pair{{Key: "dead-letter:고장", Value: []byte("not json")}}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	_ = reg.Store().Close()
+	r := w.run("deadletter", "retry", "--all")
+	if r.code != exitFailed || !strings.HasPrefix(r.stdout, "2 dead letters back in the queue") || !strings.Contains(r.stderr, "고장 is unreadable and cannot be retried (syncjob deadletter drop 고장 --yes)") {
+		t.Errorf("retry --all with an unreadable one: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -58,6 +58,7 @@ func cfnValue(t *testing.T, n *yaml.Node) any {
 type cfnTemplate struct {
 	Transform  any
 	Parameters map[string]map[string]any
+	Conditions map[string]any
 	Resources  map[string]cfnResource
 }
 
@@ -80,7 +81,8 @@ func mustTemplate(t *testing.T) cfnTemplate {
 	if !ok {
 		t.Fatal("template is not a mapping")
 	}
-	tpl := cfnTemplate{Transform: root["Transform"], Parameters: map[string]map[string]any{}, Resources: map[string]cfnResource{}}
+	conditions, _ := root["Conditions"].(map[string]any)
+	tpl := cfnTemplate{Transform: root["Transform"], Parameters: map[string]map[string]any{}, Conditions: conditions, Resources: map[string]cfnResource{}}
 	for name, p := range root["Parameters"].(map[string]any) {
 		tpl.Parameters[name] = p.(map[string]any)
 	}
@@ -130,7 +132,7 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 
 	t.Run("function", func(t *testing.T) {
 		for k, want := range map[string]any{
-			"Handler": "bootstrap", "Runtime": "provided.al2023", "ReservedConcurrentExecutions": 1,
+			"Handler": "bootstrap", "Runtime": "provided.al2023",
 			"CodeUri": "../dist/syncjob-lambda.zip",
 		} {
 			if fn[k] != want {
@@ -156,6 +158,33 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 		lg, ok := path(fn, "LoggingConfig", "LogGroup").(map[string]any)
 		if !ok || tpl.Resources[lg["Ref"].(string)].Type != "AWS::Logs::LogGroup" || tpl.Resources[lg["Ref"].(string)].Properties["RetentionInDays"] == nil {
 			t.Errorf("LoggingConfig.LogGroup = %v, want a log group of this stack with a retention", lg)
+		}
+	})
+
+	t.Run("reserved concurrency is a parameter, 1 unless the quota forbids", func(t *testing.T) {
+		p := tpl.Parameters["ReservedConcurrency"]
+		if p == nil || p["Type"] != "Number" || p["Default"] != 1 || p["MinValue"] != 0 {
+			t.Fatalf("parameter ReservedConcurrency = %v, want a Number defaulting to 1, down to 0", p)
+		}
+		if d, _ := p["Description"].(string); !strings.Contains(d, "quota of 10") || !strings.Contains(d, "lease") {
+			t.Errorf("ReservedConcurrency does not say why 0 exists (the quota of 10) and what is left (the lease): %q", d)
+		}
+		want := map[string]any{"Fn::If": []any{"ReservesConcurrency", ref("ReservedConcurrency"), ref("AWS::NoValue")}}
+		if !cmpAny(fn["ReservedConcurrentExecutions"], want) {
+			t.Errorf("ReservedConcurrentExecutions = %v, want %v", fn["ReservedConcurrentExecutions"], want)
+		}
+		cond := map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{ref("ReservedConcurrency"), "0"}}}}
+		if !cmpAny(tpl.Conditions["ReservesConcurrency"], cond) {
+			t.Errorf("condition ReservesConcurrency = %v, want %v", tpl.Conditions["ReservesConcurrency"], cond)
+		}
+		readme, err := os.ReadFile("../../infra/README.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"ReservedConcurrency", "quota of 10", "ReservedConcurrency=0", "lease"} {
+			if !strings.Contains(string(readme), want) {
+				t.Errorf("infra/README.md does not document %q", want)
+			}
 		}
 	})
 
@@ -293,7 +322,7 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 		if a := tpl.alarmOn("AWS/Lambda", "Errors", "FunctionName", fnID); a == nil {
 			t.Errorf("no invocation-errors alarm on the function")
 		}
-		for _, m := range []string{"RunFailed", "RunPartial"} {
+		for _, m := range []string{"RunFailed", "RunPartial", "HeldBack"} {
 			if a := seen[metricsNamespace+"/"+m]; a == nil || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || a["Threshold"] != 1 {
 				t.Errorf("no alarm on one %s run: %v", m, a)
 			}

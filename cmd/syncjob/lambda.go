@@ -115,7 +115,11 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 	deadline, hasDeadline := runCtx.Deadline()
 	logger.Info("invocation started", logkey.Full, opt.Full, logkey.DryRun, opt.DryRun, logkey.RunDeadline, deadlineString(deadline, hasDeadline))
 
-	reg, closeReg, err := openRegistryWith(cfg, h.deps, logger)
+	a := syncAccess
+	if opt.DryRun {
+		a = planAccess
+	}
+	reg, closeReg, err := openRegistry(cfg, h.deps, logger, a)
 	if err != nil {
 		logger.Error("registry unavailable", logkey.Error, err)
 		return lambdaResult{}, errors.New(redact.String(err.Error(), cfg.secrets()...))
@@ -232,7 +236,7 @@ func (h *lambdaHandler) loadConfig(ctx context.Context) (Config, error) {
 	}
 	fs := flag.NewFlagSet("syncjob lambda", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	load := bindConfig(fs, getenv)
+	load := bindConfig(fs, getenv, groupSource|groupRegistry|groupRun|groupLogging)
 	if err := fs.Parse(nil); err != nil {
 		return Config{}, err
 	}

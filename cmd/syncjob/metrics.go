@@ -40,6 +40,8 @@ func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 			c("Skipped", len(s.Skipped)),
 			c("Conflicts", len(s.Conflicts)),
 			c("Failed", s.ErrorCount),
+			// versions held back by dead letters, each waiting for a person
+			c("HeldBack", len(s.HeldBack)),
 			c("GitHubRequests", int(s.Requests["github"])),
 			c("RegistryRequests", int(s.Requests["registry"]+s.Requests["cloudflare"])),
 			c("CloudflareRequests", int(s.Requests["cloudflare"])),

@@ -4,64 +4,71 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 
-	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/policy"
 )
 
-// queueCommand is "syncjob queue list": the queue entries, retries waiting
-// and work for the re-indexer.
-type queueCommand struct{ p *program }
+const queueUsage = `Usage: syncjob queue list [--json] [settings]
 
-func (c *queueCommand) Run(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "list" {
-		return needsSubcommand("queue", "list")
-	}
+The queue entries: what the re-indexer has to pick up, and the failed writes
+that the next sync retries (after 3 tries an entry becomes a dead letter:
+syncjob deadletter).
+
+Subcommands:
+  list    print the queue entries
+
+Run "syncjob queue list --help" for its flags and settings.
+`
+
+// queueListCommand is "syncjob queue list".
+type queueListCommand struct{ p *program }
+
+var queueListHelp = help{
+	name:   "queue list",
+	usage:  "queue list [--json] [settings]",
+	about:  "Prints the queue entries by policy name. Reads the registry only: it works while a sync runs.",
+	groups: groupRegistry | groupLogging,
+}
+
+func (c *queueListCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("queue list")
 	asJSON := fs.Bool("json", false, "print JSON")
-	cfg, err := c.p.parse(fs, "queue", args[1:])
+	cfg, _, err := c.p.parse(fs, queueListHelp, args)
 	if err != nil {
 		return err
 	}
-	_, reg, closeReg, err := c.p.open(cfg)
+	_, reg, closeReg, err := c.p.open(cfg, readAccess)
 	if err != nil {
 		return err
 	}
 	defer closeReg()
-	return cfg.redact(queueList(ctx, reg, *asJSON, c.p.stdout, c.p.stderr))
-}
-
-func queueList(ctx context.Context, reg *registry.Registry, asJSON bool, stdout, stderr io.Writer) error {
 	q, err := reg.Queue(ctx)
 	if err != nil && q == nil {
-		return fmt.Errorf("queue list: %w", err)
+		return cfg.redact(fmt.Errorf("queue list: %w", err))
 	}
 	entries := sortedValues(q)
-	if asJSON {
-		printJSON(stdout, entries)
-		return nil
+	if *asJSON {
+		printJSON(c.p.stdout, entries)
+	} else {
+		printQueue(c.p.stdout, entries)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tOPERATION\tSHA\tRETRIES\tCREATED\tERROR")
+	if err != nil {
+		// the entries that could be read are shown; say which could not
+		fmt.Fprintln(c.p.stderr, "syncjob: queue list:", cfg.redact(err))
+	}
+	return nil
+}
+
+func printQueue(w io.Writer, entries []policy.QueueEntry) {
+	t := &table{}
+	t.add("POLICY", "OPERATION", "SHA", "RETRIES", "CREATED", "ERROR")
 	for _, e := range entries {
 		msg := ""
 		if e.ErrorMessage != nil {
 			msg = *e.ErrorMessage
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.PolicyName, e.Operation, short(e.SHA), e.RetryCount, e.CreatedAt, msg)
+		t.add(e.PolicyName, e.Operation, short(e.SHA), fmt.Sprint(e.RetryCount), e.CreatedAt, msg)
 	}
-	_ = tw.Flush()
-	fmt.Fprintf(stdout, "%d entries\n", len(entries))
-	if err != nil {
-		// the entries that could be read are shown; say which could not
-		fmt.Fprintln(stderr, "syncjob: queue list:", err)
-	}
-	return nil
-}
-
-// needsSubcommand is the usage error of a command run without one of its
-// subcommands.
-func needsSubcommand(cmd, subs string) error {
-	return &exitError{exitUsage, fmt.Errorf("%s needs one of: %s\n\n%s", cmd, subs, strings.TrimSuffix(usage, "\n"))}
+	t.write(w, "", palette{})
+	fmt.Fprintf(w, "%d entries\n", len(entries))
 }

@@ -9,7 +9,8 @@ import (
 // a server's error message may quote a token. The masking itself is
 // internal/redact's.
 
-// secrets returns the values that must never be printed.
+// secrets returns the values that must never be printed: the tokens, and
+// credentials written into an API URL ("https://user:secret@host/").
 func (c Config) secrets() []string {
 	var out []string
 	for _, s := range []string{c.GitHubToken, c.CFAPIToken} {
@@ -17,7 +18,8 @@ func (c Config) secrets() []string {
 			out = append(out, s)
 		}
 	}
-	return out
+	out = append(out, redact.URLSecrets(c.GitHubAPIURL)...)
+	return append(out, redact.URLSecrets(c.CFAPIURL)...)
 }
 
 // redact returns err with every secret of c masked; nil stays nil.

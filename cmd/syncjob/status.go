@@ -2,28 +2,45 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
+	"maps"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
 
-// statusCommand is "syncjob status": what the job did last and what waits.
+// statusCommand is "syncjob status": what the registry holds, what the job
+// did last and what waits; --check turns it into a health check.
 type statusCommand struct{ p *program }
+
+var statusHelp = help{
+	name:  "status",
+	usage: "status [--json] [--check] [--runs N] [settings]",
+	about: `Prints which registry this is and its writer or lease, the last run, the time since
+the last success, the queue, the dead letters and the recent runs. Reads the
+registry only: it works while a sync runs.
+
+--check is a health check: exit 0 when the last run succeeded, the last success
+is younger than STATUS_MAX_AGE and no dead letter holds a version back; else
+exit 1, saying why. GITHUB_REPO and GITHUB_BRANCH, when set, only label the
+report.`,
+	groups: groupRegistry | groupLogging | groupHealth | groupLabel,
+}
 
 func (c *statusCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("status")
 	asJSON := fs.Bool("json", false, "print JSON")
+	check := fs.Bool("check", false, "print only whether the job is healthy, and exit 1 when it is not")
 	runs := fs.Int("runs", 10, "how many recent runs to show")
-	cfg, err := c.p.parse(fs, "status", args)
+	cfg, _, err := c.p.parse(fs, statusHelp, args)
 	if err != nil {
 		return err
 	}
-	_, reg, closeReg, err := c.p.open(cfg)
+	_, reg, closeReg, err := c.p.open(cfg, readAccess)
 	if err != nil {
 		return err
 	}
@@ -32,25 +49,44 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return cfg.redact(fmt.Errorf("status: %w", err))
 	}
-	if *asJSON {
+	rep.describe(cfg)
+	rep.Health = checkHealth(rep, c.p.now(), cfg.StatusMaxAge)
+	switch {
+	case *asJSON:
 		printJSON(c.p.stdout, rep)
-	} else {
+	case *check:
+		fmt.Fprintln(c.p.stdout, rep.Health)
+	default:
 		printStatus(c.p.stdout, rep)
+	}
+	if *check && !rep.Health.Healthy {
+		return &exitError{code: exitFailed} // the report said why
 	}
 	return nil
 }
 
 // statusReport is what "syncjob status --json" prints.
 type statusReport struct {
-	LastRun          *policy.RunSummary  `json:"lastRun"`
-	LastCommit       string              `json:"lastCommit"`
-	LastSuccess      string              `json:"lastSuccess,omitempty"`
-	SinceLastSuccess string              `json:"sinceLastSuccess,omitempty"`
-	Policies         int                 `json:"policies"`
-	QueueDepth       int                 `json:"queueDepth"`
-	WaitingRetry     int                 `json:"waitingRetry"`
-	DeadLetters      []policy.DeadLetter `json:"deadLetters"`
-	Runs             []policy.RunSummary `json:"runs"`
+	Repo             string               `json:"repo,omitempty"`
+	Branch           string               `json:"branch,omitempty"`
+	Registry         string               `json:"registry"`
+	Writer           *registry.BoltWriter `json:"writer,omitempty"`
+	Lease            *registry.Lease      `json:"lease"`
+	LeaseExpired     bool                 `json:"leaseExpired,omitempty"`
+	LastRun          *policy.RunSummary   `json:"lastRun"`
+	LastCommit       string               `json:"lastCommit"`
+	LastSuccess      string               `json:"lastSuccess,omitempty"`
+	SinceLastSuccess string               `json:"sinceLastSuccess,omitempty"`
+	Policies         int                  `json:"policies"`
+	QueueDepth       int                  `json:"queueDepth"`
+	WaitingRetry     int                  `json:"waitingRetry"`
+	DeadLetters      []policy.DeadLetter  `json:"deadLetters"`
+	// UnreadableDeadLetters are dead letters whose value does not decode.
+	UnreadableDeadLetters []string            `json:"unreadableDeadLetters,omitempty"`
+	Runs                  []policy.RunSummary `json:"runs"`
+	Health                health              `json:"health"`
+
+	lastSuccess time.Time
 }
 
 // gatherStatus reads the report from the registry; runs is how many recent
@@ -64,6 +100,10 @@ func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, ru
 	if rep.LastCommit, err = reg.LastCommit(ctx); err != nil {
 		return rep, err
 	}
+	if rep.Lease, err = reg.Lease(ctx); err != nil {
+		return rep, err
+	}
+	rep.LeaseExpired = rep.Lease != nil && rep.Lease.Expired(now)
 	q, err := reg.Queue(ctx)
 	if err != nil && q == nil {
 		return rep, err
@@ -74,26 +114,14 @@ func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, ru
 			rep.WaitingRetry++
 		}
 	}
-	dead, err := reg.DeadLetters(ctx)
-	if err != nil && dead == nil {
+	if err := rep.gatherDeadLetters(ctx, reg); err != nil {
 		return rep, err
 	}
-	rep.DeadLetters = sortedValues(dead)
 	if rep.Policies, err = reg.CountPolicies(ctx); err != nil {
 		return rep, err
 	}
-	// The last success may be older than the recent runs shown: the
-	// history's listing says, without reading every run.
-	index, err := reg.RunIndex(ctx)
-	if err != nil {
+	if err := rep.gatherLastSuccess(ctx, reg, now); err != nil {
 		return rep, err
-	}
-	for _, ref := range index {
-		if ref.Status == policy.RunSuccess {
-			rep.LastSuccess = ref.At.Format(time.RFC3339)
-			rep.SinceLastSuccess = now.Sub(ref.At).Round(time.Minute).String()
-			break
-		}
 	}
 	if rep.Runs, err = reg.Runs(ctx, runs); err != nil && rep.Runs == nil {
 		return rep, err
@@ -101,50 +129,49 @@ func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, ru
 	return rep, nil
 }
 
-func printStatus(w io.Writer, rep statusReport) {
-	printLastRun(w, rep.LastRun)
-	fmt.Fprintf(w, "last commit    %s\n", orDash(rep.LastCommit))
-	if rep.LastSuccess == "" {
-		fmt.Fprintln(w, "last success   none in the run history")
-	} else {
-		fmt.Fprintf(w, "last success   %s (%s ago)\n", rep.LastSuccess, rep.SinceLastSuccess)
+func (rep *statusReport) gatherDeadLetters(ctx context.Context, reg *registry.Registry) error {
+	dead, err := reg.DeadLetters(ctx)
+	if err != nil && dead == nil {
+		return err
 	}
-	fmt.Fprintf(w, "registry       %d policies\n", rep.Policies)
-	fmt.Fprintf(w, "queue          %d entries, %d waiting for retry\n", rep.QueueDepth, rep.WaitingRetry)
-	fmt.Fprintf(w, "dead letters   %d\n", len(rep.DeadLetters))
-	for _, d := range rep.DeadLetters {
-		fmt.Fprintf(w, "  %s  (%s, %d tries, since %s): %s\n", d.PolicyName, d.Operation, d.RetryCount, d.DeadAt, d.Reason)
+	rep.DeadLetters = sortedValues(dead)
+	var bad *registry.DecodeError
+	if errors.As(err, &bad) {
+		for _, key := range slices.Sorted(maps.Keys(bad.Problems)) {
+			rep.UnreadableDeadLetters = append(rep.UnreadableDeadLetters, strings.TrimPrefix(key, policy.DeadLetterPrefix))
+		}
 	}
-	printRecentRuns(w, rep.Runs)
+	return nil
 }
 
-func printLastRun(w io.Writer, lr *policy.RunSummary) {
-	if lr == nil {
-		fmt.Fprintln(w, "last run       none recorded")
-		return
+// gatherLastSuccess finds the last success, which may be older than the
+// recent runs shown: the history's listing says, without reading every run.
+func (rep *statusReport) gatherLastSuccess(ctx context.Context, reg *registry.Registry, now time.Time) error {
+	index, err := reg.RunIndex(ctx)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(w, "last run       %s  %s  (%s mode, trigger %s, run %s, %s)\n", lr.Timestamp, strings.ToUpper(lr.Status), orDash(lr.Mode), orDash(lr.Trigger), lr.RunID, time.Duration(lr.DurationMs)*time.Millisecond)
-	fmt.Fprintf(w, "commits        %s -> %s\n", orDash(short(lr.PreviousCommitSHA)), orDash(short(lr.CommitSHA)))
-	fmt.Fprintf(w, "counts         %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %d conflicts, %d failed\n",
-		lr.Added, lr.Updated, lr.Moved, lr.Deleted, lr.Unchanged, len(lr.Skipped), len(lr.Conflicts), lr.ErrorCount)
-	if lr.Error != "" {
-		fmt.Fprintf(w, "error          %s\n", lr.Error)
+	for _, ref := range index {
+		if ref.Status == policy.RunSuccess {
+			rep.lastSuccess = ref.At
+			rep.LastSuccess = ref.At.Format(time.RFC3339)
+			rep.SinceLastSuccess = now.Sub(ref.At).Round(time.Minute).String()
+			return nil
+		}
 	}
-	for _, f := range lr.Failures {
-		fmt.Fprintf(w, "failed         %s: %s\n", f.PolicyName, f.Error)
-	}
+	return nil
 }
 
-func printRecentRuns(w io.Writer, runs []policy.RunSummary) {
-	if len(runs) == 0 {
+// describe says which registry the report is of, who writes it, and which
+// repository and branch it is synced from when the settings say.
+func (rep *statusReport) describe(cfg Config) {
+	if cfg.Repo != "" {
+		rep.Repo, rep.Branch = cfg.Repo, cfg.Branch
+	}
+	if cfg.cloudflare() {
+		rep.Registry = fmt.Sprintf("Cloudflare Workers KV, account %s, namespace %s", cfg.CFAccountID, cfg.CFNamespaceID)
 		return
 	}
-	fmt.Fprintln(w, "recent runs")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  TIME\tSTATUS\tMODE\tTRIGGER\tADDED\tUPDATED\tDELETED\tFAILED\tCOMMIT\tDURATION")
-	for _, r := range runs {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Timestamp, r.Status, orDash(r.Mode), orDash(r.Trigger),
-			r.Added, r.Updated+r.Moved, r.Deleted, r.ErrorCount, orDash(short(r.CommitSHA)), time.Duration(r.DurationMs)*time.Millisecond)
-	}
-	_ = tw.Flush()
+	rep.Registry = "file " + cfg.RegistryPath
+	rep.Writer, _ = registry.BoltHolder(cfg.RegistryPath) // who writes it is a courtesy: no error for it
 }

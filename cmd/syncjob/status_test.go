@@ -1,8 +1,12 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
 )
 
 func TestOps_StatusAfterDeadLetter(t *testing.T) {
@@ -25,6 +29,99 @@ func TestOps_StatusAfterDeadLetter(t *testing.T) {
 		// Later runs leave the dead letters alone: nothing to do.
 		if s := w.sync(0); !strings.Contains(s.stdout, "unchanged mode") {
 			t.Errorf("run after dead letters:\n%s", s.stdout)
+		}
+	})
+}
+
+func TestStatus_SaysWhichRegistryRepositoryAndLease(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, w *world) {
+		seed(w)
+		w.sync(0)
+		r := w.run("status")
+		want := []string{"repository     knue/policies, branch main\n", "lease          none\n"}
+		if w.cf == nil {
+			want = append(want, "registry       file "+w.db+", 3 policies\n")
+		} else {
+			want = append(want, "registry       Cloudflare Workers KV, account "+cfAccountID+", namespace "+cfNamespaceID+", 3 policies\n")
+		}
+		for _, s := range want {
+			if !strings.Contains(r.stdout, s) {
+				t.Errorf("status lacks %q:\n%s", s, r.stdout)
+			}
+		}
+		// A lease is shown with its holder; one a crashed run left says it
+		// has expired.
+		for _, tc := range []struct {
+			taken time.Time
+			want  string
+		}{
+			{w.clock(), `lease +held by lambda req-running since 2026-11-25T18:00:00Z, until 2026-11-25T18:06:00Z\n`},
+			{w.clock().Add(-10 * time.Minute), `lease +expired, left by lambda req-running \(taken 2026-11-25T17:50:00Z, until 2026-11-25T17:56:00Z\)`},
+		} {
+			reg := w.open()
+			if _, err := reg.TakeLease(t.Context(), nil, "lambda req-running", tc.taken, 6*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			_ = reg.Store().Close()
+			r = w.run("status")
+			if !regexp.MustCompile(tc.want).MatchString(r.stdout) {
+				t.Errorf("status does not show the lease as %s:\n%s", tc.want, r.stdout)
+			}
+		}
+	})
+}
+
+func TestStatus_Check_HealthyExit0(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	r := w.run("status", "--check")
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "healthy: ") {
+		t.Errorf("status --check after a success: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestStatus_Check_UnhealthyExit1WithTheReason(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(w *world)
+		reason  string
+	}{
+		{"last run failed", func(w *world) {
+			w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
+			w.sync(exitFailed)
+		}, "the last run (2026-11-25T17:00:00Z) is failed: github: get head"},
+		{"last success too old", func(w *world) {
+			w.now = w.now.Add(26 * time.Hour)
+		}, "(STATUS_MAX_AGE)"},
+		{"dead letters", func(w *world) {
+			deadLetterWorld(w.t.(*testing.T), w)
+			w.sync(0)
+		}, "2 dead letters hold back versions: 대학원 학칙, 학칙 (syncjob deadletter list)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			seed(w)
+			w.sync(0)
+			tc.prepare(w)
+			r := w.run("status", "--check")
+			if r.code != exitFailed || !strings.HasPrefix(r.stdout, "unhealthy: ") || !strings.Contains(r.stdout, tc.reason) {
+				t.Errorf("status --check: exit %d\n%s%s\nwant exit 1 saying %q", r.code, r.stdout, r.stderr, tc.reason)
+			}
+			j := w.run("status", "--check", "--json")
+			if j.code != exitFailed || !strings.Contains(j.stdout, `"healthy": false`) {
+				t.Errorf("status --check --json: exit %d\n%s", j.code, j.stdout)
+			}
+		})
+	}
+	t.Run("a longer STATUS_MAX_AGE", func(t *testing.T) {
+		w := newWorld(t)
+		seed(w)
+		w.sync(0)
+		w.now = w.now.Add(30 * time.Hour)
+		w.env["STATUS_MAX_AGE"] = "48h"
+		if r := w.run("status", "--check"); r.code != exitOK {
+			t.Errorf("status --check within STATUS_MAX_AGE: exit %d\n%s", r.code, r.stdout)
 		}
 	})
 }

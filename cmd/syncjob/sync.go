@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -16,79 +12,73 @@ import (
 // date with the branch head, or on --dry-run prints what it would do.
 type syncCommand struct{ p *program }
 
+var syncHelp = help{
+	name:  "sync",
+	usage: "sync [--full] [--dry-run] [--json] [--quiet] [--allow-mass-delete] [settings]",
+	about: `Reads the branch head and brings the registry up to date. Prints what the run did
+first ("synced", "partial", or "refused:" / "failed:" when it wrote nothing or
+failed), then one line per change: + add, ~ change, → move, - delete, ! failed,
+held back or skipped; and a closing "Plan:" line. A plan that was not applied
+says so.`,
+	groups: groupSource | groupRegistry | groupRun | groupLogging,
+}
+
 func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("sync")
 	full := fs.Bool("full", false, "compare the whole head tree with the registry, not only the changes since the last commit")
 	allowMassDelete := fs.Bool("allow-mass-delete", c.p.getenv("ALLOW_MASS_DELETE") == "true",
 		"let through a plan that empties the registry or deletes more than 10 policies and 20% of it (env ALLOW_MASS_DELETE=true)")
-	dryRun := fs.Bool("dry-run", false, "print the plan and write nothing")
-	asJSON := fs.Bool("json", false, "print the plan and the run summary as JSON")
-	cfg, err := c.p.parse(fs, "sync", args)
+	dryRun := fs.Bool("dry-run", false, "print the plan and write nothing (the registry file is not created either)")
+	asJSON := fs.Bool("json", false, "print the outcome, the run summary and the plan as JSON")
+	quiet := fs.Bool("quiet", false, "print the summary line alone, not the plan")
+	cfg, _, err := c.p.parse(fs, syncHelp, args)
 	if err == nil {
 		err = cfg.ValidateSource()
 	}
 	if err != nil {
 		return err
 	}
-	logger, reg, closeReg, err := c.p.open(cfg)
+	a := syncAccess
+	if *dryRun {
+		a = planAccess
+	}
+	logger, reg, closeReg, err := c.p.open(cfg, a)
 	if err != nil {
 		return err
 	}
 	defer closeReg()
 
 	var prog func(done, total int)
-	if c.p.isTerminal(c.p.stderr) && !*asJSON {
-		prog = progress(c.p.stderr)
+	if c.p.line != nil && !*asJSON {
+		prog = c.p.line.progress()
 	}
 	s, err := newSyncer(cfg, c.p.deps, reg, logger, prog)
 	if err != nil {
-		return &exitError{exitUsage, redact.Error(err, cfg.secrets()...)}
+		return &exitError{exitUsage, cfg.redact(err)}
 	}
 	opt := syncer.Options{Full: *full, DryRun: *dryRun, Trigger: "cli", AllowMassDelete: *allowMassDelete}
 	res, runErr := s.Run(ctx, cfg.syncOptions(opt))
+	if c.p.line != nil {
+		c.p.line.clear()
+	}
+	rep := newRunReport(res, cfg.redact(runErr), *dryRun, cfg.secrets())
 	if *asJSON {
-		printJSON(c.p.stdout, struct {
-			Summary policy.RunSummary `json:"summary"`
-			Plan    policy.Plan       `json:"plan"`
-		}{redactSummary(res.Summary, cfg.secrets()), res.Plan})
+		printJSON(c.p.stdout, rep.json())
 	} else {
-		printPlan(c.p.stdout, res, *dryRun)
+		rep.write(c.p.stdout, *quiet, c.p.colours(c.p.stdout))
 	}
 	if runErr != nil {
-		return fmt.Errorf("sync: %w", redact.Error(runErr, cfg.secrets()...))
+		return fmt.Errorf("sync: %w", cfg.redact(runErr))
 	}
 	return nil
 }
 
-func printPlan(w io.Writer, res syncer.Result, dry bool) {
-	s := res.Summary
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(res.Plan.Items) > 0 {
-		fmt.Fprintln(tw, "ACTION\tPOLICY\tPATH\tTITLE")
-		for _, it := range res.Plan.Items {
-			path := it.Path
-			if it.OldPath != "" && it.OldPath != it.Path {
-				path = it.OldPath + " -> " + it.Path
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Action, it.PolicyName, path, it.Title)
-		}
-	}
-	for _, sk := range res.Plan.Skipped {
-		fmt.Fprintf(tw, "skip\t%s\t%s\t(%s)\n", sk.PolicyName, sk.Path, sk.Reason)
-	}
-	for _, c := range res.Plan.Conflicts {
-		fmt.Fprintf(tw, "conflict\t%s\t%s\t(wins over %s)\n", c.PolicyName, c.Winner, strings.Join(c.Losers, ", "))
-	}
-	_ = tw.Flush()
-	api, reqs := "registry", s.Requests["registry"]
-	if n, ok := s.Requests["cloudflare"]; ok {
-		api, reqs = "cloudflare", n
-	}
-	verb := "synced"
-	if dry {
-		verb = "dry run, nothing written:"
-	}
-	fmt.Fprintf(w, "%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %d failed (github %d requests, %s %d)\n",
-		verb, short(s.CommitSHA), orDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), s.ErrorCount,
-		s.Requests["github"], api, reqs)
+// syncJSON is what "syncjob sync --json" prints. Applied tells whether the
+// plan was written (at least in part); the summary's counts are the run's.
+type syncJSON struct {
+	Outcome string            `json:"outcome"` // synced, partial, dry run, refused, failed
+	Applied bool              `json:"applied"`
+	Error   string            `json:"error,omitempty"`
+	Summary policy.RunSummary `json:"summary"`
+	Plan    policy.Plan       `json:"plan"`
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,59 +16,39 @@ import (
 
 const webhookUsage = `Usage: syncjob webhook verify [--secret-env VAR] [--signature SIG | --headers FILE] < BODY
 
-Checks a captured GitHub delivery as the webhook receiver does: the
+The webhook receiver is a Lambda function (infra/README.md, "Webhook"); on the
+command line, "verify" checks a captured delivery as the receiver does.
+
+Subcommands:
+  verify    check a delivery's X-Hub-Signature-256 against its body and the secret
+
+Run "syncjob webhook verify --help" for its flags.
+`
+
+// webhookVerifyCommand is "syncjob webhook verify".
+type webhookVerifyCommand struct{ p *program }
+
+var webhookVerifyHelp = help{
+	name:  "webhook verify",
+	usage: "webhook verify [--secret-env VAR] [--signature SIG | --headers FILE] < BODY",
+	about: `Checks a captured GitHub delivery as the webhook receiver does: the
 X-Hub-Signature-256 of the body (stdin: the exact bytes GitHub sent; a payload
 copied from a formatted view will not match) under the webhook secret. Prints
 "valid" and exits 0, or "invalid: why" and exits 1. With --headers and
-GITHUB_REPO set, it also says what the receiver would answer.
-
-Flags:
-  -secret-env VAR   the environment variable that holds the secret (default GITHUB_WEBHOOK_SECRET)
-  -signature SIG    the X-Hub-Signature-256 header, sha256=<64 hex digits>
-  -headers FILE     the delivery's headers, one "Name: value" a line (as GitHub's
-                    Recent Deliveries shows them) or a JSON object (a Function URL
-                    event, or its "headers"); X-Hub-Signature-256 is read from it
-
-Settings: GITHUB_REPO, GITHUB_BRANCH (default main), only for what the receiver
-would answer.
-`
-
-// webhookCommand is "syncjob webhook": for now one subcommand, verify.
-type webhookCommand struct{ *program }
-
-func (c *webhookCommand) Run(ctx context.Context, args []string) error {
-	switch {
-	case len(args) == 0:
-		return &exitError{exitUsage, errors.New("webhook: needs a subcommand: verify; see syncjob webhook --help")}
-	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
-		fmt.Fprint(c.stderr, webhookUsage)
-		return flag.ErrHelp
-	case args[0] == "verify":
-		return c.verify(args[1:])
-	}
-	return &exitError{exitUsage, fmt.Errorf("webhook: unknown subcommand %q (one of: verify); see syncjob webhook --help", args[0])}
+GITHUB_REPO set (GITHUB_BRANCH, default main), it also says what the receiver
+would answer.`,
 }
 
-func (c *webhookCommand) verify(args []string) error {
-	fs := flag.NewFlagSet("syncjob webhook verify", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	secretEnv := fs.String("secret-env", envWebhookSecret, "")
-	signature := fs.String("signature", "", "")
-	headersFile := fs.String("headers", "", "")
-	usageErr := func(problem string) error {
-		return &exitError{exitUsage, fmt.Errorf("webhook verify: %s; see syncjob webhook verify --help", problem)}
+func (c *webhookVerifyCommand) Run(_ context.Context, args []string) error {
+	fs := c.p.flagSet("webhook verify")
+	secretEnv := fs.String("secret-env", envWebhookSecret, "the environment variable (`VAR`) that holds the webhook secret")
+	signature := fs.String("signature", "", "the X-Hub-Signature-256 header (`SIG`), sha256=<64 hex digits>")
+	headersFile := fs.String("headers", "", "the delivery's headers (`FILE`): one \"Name: value\" a line, as GitHub's\nRecent Deliveries shows them, or a JSON object (a Function URL event, or its\n\"headers\"); X-Hub-Signature-256 is read from it")
+	if _, _, err := c.p.parse(fs, webhookVerifyHelp, args); err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(c.stderr, webhookUsage)
-			return err
-		}
-		return usageErr(err.Error())
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fmt.Sprintf("unexpected argument %q (the body comes on stdin)", fs.Arg(0)))
-	}
-	secret := c.getenv(*secretEnv)
+	usageErr := func(problem string) error { return usageError(webhookVerifyHelp.name, problem) }
+	secret := c.p.getenv(*secretEnv)
 	if secret == "" {
 		return &exitError{exitUsage, &ConfigError{*secretEnv, "empty or not set: it must hold the webhook secret"}}
 	}
@@ -88,10 +67,10 @@ func (c *webhookCommand) verify(args []string) error {
 	default:
 		return usageErr("needs the signature: --signature SIG or --headers FILE")
 	}
-	if c.stdin == nil {
+	if c.p.stdin == nil {
 		return usageErr("no body: pipe the delivery's body to stdin")
 	}
-	body, err := io.ReadAll(io.LimitReader(c.stdin, webhook.MaxBody+1))
+	body, err := io.ReadAll(io.LimitReader(c.p.stdin, webhook.MaxBody+1))
 	if err != nil {
 		return fmt.Errorf("webhook verify: read the body: %w", err)
 	}
@@ -110,20 +89,20 @@ func (c *webhookCommand) verify(args []string) error {
 		}
 		return c.invalid(why)
 	}
-	fmt.Fprintln(c.stdout, "valid")
-	if repo := c.getenv("GITHUB_REPO"); *headersFile != "" && repo != "" {
-		branch := c.getenv("GITHUB_BRANCH")
+	fmt.Fprintln(c.p.stdout, "valid")
+	if repo := c.p.getenv("GITHUB_REPO"); *headersFile != "" && repo != "" {
+		branch := c.p.getenv("GITHUB_BRANCH")
 		if branch == "" {
 			branch = "main"
 		}
 		o := webhook.Receive(req, func() ([]byte, error) { return []byte(secret), nil }, webhook.Target{Repo: repo, Branch: branch})
-		fmt.Fprintf(c.stdout, "the receiver would answer %d: %s\n", o.Status, o.Reason)
+		fmt.Fprintf(c.p.stdout, "the receiver would answer %d: %s\n", o.Status, o.Reason)
 	}
 	return nil
 }
 
-func (c *webhookCommand) invalid(why string) error {
-	fmt.Fprintln(c.stdout, "invalid: "+why)
+func (c *webhookVerifyCommand) invalid(why string) error {
+	fmt.Fprintln(c.p.stdout, "invalid: "+why)
 	return &exitError{code: exitFailed}
 }
 

@@ -64,7 +64,7 @@ func TestCLI_WebhookVerify(t *testing.T) {
 		{"no signature", nil, body, nil, 2, nil, "--signature SIG or --headers FILE"},
 		{"both", nil, body, []string{"--signature", sig, "--headers", headers}, 2, nil, "not both"},
 		{"missing headers file", nil, body, []string{"--headers", filepath.Join(t.TempDir(), "none")}, 2, nil, "read headers"},
-		{"an argument", nil, body, []string{"--signature", sig, "body.json"}, 2, nil, "stdin"},
+		{"an argument", nil, body, []string{"--signature", sig, "body.json"}, 2, nil, `unexpected argument "body.json"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)

@@ -2,94 +2,113 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/logkey"
-	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
-// leaseTTL bounds how long a crashed run keeps others out of Workers KV: the
-// Lambda's timeout (300 s) and a minute. A run of 10,000 policies takes
-// about 400 requests, well inside it.
-const leaseTTL = 6 * time.Minute
+// leaseTTL is how long the single-writer lease holds without a renewal; a
+// run renews it every third of that while it lasts, so a crashed run keeps
+// others out for at most this long, and a long run keeps it (KV's ~60 s of
+// eventual consistency stays well inside the two renewals' margin).
+const leaseTTL = 3 * time.Minute
 
-// flagSet returns the flag set of "syncjob NAME"; its errors go to stderr.
-func (p *program) flagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("syncjob "+name, flag.ContinueOnError)
-	fs.SetOutput(p.stderr)
-	return fs
-}
+// access is how a command uses the registry; on the embedded file it
+// decides the lock taken and whether a missing file is created.
+type access int
 
-// parse binds every setting to fs, parses args (the command's own flags
-// already bound) and returns the configuration. cmd names the command in
-// the usage text.
-func (p *program) parse(fs *flag.FlagSet, cmd string, args []string) (Config, error) {
-	load := bindConfig(fs, p.getenv)
-	fs.Usage = func() {
-		fmt.Fprintf(p.stderr, "Usage: syncjob %s [flags]\n\nEvery setting is a flag and an environment variable; the flag wins.\n\n", cmd)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return Config{}, err
-		}
-		return Config{}, &exitError{code: exitUsage} // the flag package said why
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(p.stderr, "syncjob %s: unexpected argument %q\n", cmd, fs.Arg(0))
-		return Config{}, &exitError{code: exitUsage}
-	}
-	return load()
-}
+const (
+	// readAccess: list, status. The file must exist; nothing is locked,
+	// created or written, so it works beside a sync and on a read-only file.
+	readAccess access = iota
+	// planAccess: sync --dry-run. As readAccess, but a missing file is an
+	// empty registry: the plan of a first run.
+	planAccess
+	// changeAccess: deadletter retry and drop, lease release. The writer's
+	// lock; the file must exist.
+	changeAccess
+	// syncAccess: sync. The writer's lock; a missing file is created.
+	syncAccess
+)
 
 // open returns the logger and the registry of a command; the caller closes
 // the registry with the function returned.
-func (p *program) open(cfg Config) (*slog.Logger, *registry.Registry, func(), error) {
-	logger := newLogger(cfg, p.stderr, p.isTerminal(p.stderr))
-	reg, closeReg, err := openRegistryWith(cfg, p.deps, logger)
-	if err != nil {
+func (p *program) open(cfg Config, a access) (*slog.Logger, *registry.Registry, func(), error) {
+	logger := newLogger(cfg, p.stderr, p.errTerminal)
+	reg, closeReg, err := openRegistry(cfg, p.deps, logger, a)
+	var ce *ConfigError
+	switch {
+	case errors.As(err, &ce):
+		return nil, nil, nil, err // a setting, named: exit 2
+	case err != nil:
 		logger.Error("registry unavailable", logkey.Error, err)
-		return nil, nil, nil, &exitError{exitUsage, redact.Error(err, cfg.secrets()...)}
+		err = cfg.redact(err)
+		if errors.Is(err, registry.ErrInUse) {
+			return nil, nil, nil, err // a run in progress: exit 1
+		}
+		return nil, nil, nil, &exitError{exitUsage, err}
 	}
 	return logger, reg, closeReg, nil
 }
 
-// openRegistryWith opens the configured registry: Cloudflare Workers KV when
+// openRegistry opens the configured registry: Cloudflare Workers KV when
 // its three settings are set, else the embedded file at REGISTRY_PATH.
-func openRegistryWith(cfg Config, d deps, logger *slog.Logger) (*registry.Registry, func(), error) {
+func openRegistry(cfg Config, d deps, logger *slog.Logger, a access) (*registry.Registry, func(), error) {
 	var store registry.Store
+	var err error
 	if cfg.cloudflare() {
-		ccfg := cloudflare.Config{
-			AccountID: cfg.CFAccountID, NamespaceID: cfg.CFNamespaceID, APIToken: cfg.CFAPIToken,
-			BaseURL: cfg.CFAPIURL, Now: d.now,
-		}
-		if logger != nil {
-			ccfg.Logger = logger // the store adds its own "component"
-		}
-		if d.httpClient != nil {
-			ccfg.Sleep = d.httpClient.sleep
-		}
-		s, err := cloudflare.New(ccfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		store = s
+		store, err = openCloudflare(cfg, d, logger)
 	} else {
-		b, err := registry.OpenBolt(cfg.RegistryPath, d.now)
-		if err != nil {
-			return nil, nil, err
-		}
-		store = b
+		store, err = openBolt(cfg.RegistryPath, d.now, logger, a)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	return registry.New(store), func() { _ = store.Close() }, nil
+}
+
+func openCloudflare(cfg Config, d deps, logger *slog.Logger) (registry.Store, error) {
+	ccfg := cloudflare.Config{
+		AccountID: cfg.CFAccountID, NamespaceID: cfg.CFNamespaceID, APIToken: cfg.CFAPIToken,
+		BaseURL: cfg.CFAPIURL, Now: d.now,
+	}
+	if logger != nil {
+		ccfg.Logger = logger // the store adds its own "component"
+	}
+	if d.httpClient != nil {
+		ccfg.Sleep = d.httpClient.sleep
+	}
+	return cloudflare.New(ccfg)
+}
+
+func openBolt(path string, now func() time.Time, logger *slog.Logger, a access) (registry.Store, error) {
+	missing := &ConfigError{"REGISTRY_PATH", fmt.Sprintf("registry file %s does not exist (syncjob sync creates it; or set REGISTRY_PATH to the registry file)", path)}
+	switch a {
+	case readAccess, planAccess:
+		b, err := registry.OpenBoltReadOnly(path, now)
+		if errors.Is(err, fs.ErrNotExist) {
+			if a == readAccess {
+				return nil, missing
+			}
+			logger.Warn("registry file missing: planning against an empty registry", logkey.Path, path)
+			return registry.NewMemory(now), nil
+		}
+		return b, err
+	case changeAccess:
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, missing
+		}
+	}
+	return registry.OpenBolt(path, now)
 }
 
 // newSyncer builds the GitHub source and the syncer of a run from cfg; the
@@ -124,10 +143,10 @@ func (c Config) syncOptions(opt syncer.Options) syncer.Options {
 	opt.Concurrency = c.Concurrency
 	opt.ReconcileInterval = c.ReconcileInterval
 	opt.DailyWriteBudget = c.DailyWriteBudget
-	if c.cloudflare() {
-		// Workers KV can be written by anyone with the token: take the
-		// advisory lease. The embedded file is locked by its one process.
-		opt.LeaseTTL = leaseTTL
-	}
+	// Workers KV can be written by anyone with the token: the advisory
+	// lease keeps a second writer out. On both backends the lease is also
+	// what tells the next run that this one did not finish (see
+	// docs/design.md "One run"), so every run takes it.
+	opt.LeaseTTL = leaseTTL
 	return opt
 }

@@ -45,6 +45,8 @@ type world struct {
 	// stdin answers confirmations; stdinTerminal pretends it is a terminal
 	stdin         io.Reader
 	stdinTerminal bool
+	// stdoutTerminal and stderrTerminal pretend those are terminals.
+	stdoutTerminal, stderrTerminal bool
 }
 
 // The registry backends a world can run on.
@@ -205,7 +207,9 @@ func (w *world) run(args ...string) result {
 		stdin:         w.stdin,
 		stdinTerminal: w.stdinTerminal,
 		now:           w.clock,
-		isTerminal:    func(io.Writer) bool { return false },
+		isTerminal: func(x io.Writer) bool {
+			return (x == &out && w.stdoutTerminal) || (x == &errb && w.stderrTerminal)
+		},
 		httpClient: &githubHTTP{sleep: func(ctx context.Context, d time.Duration) error {
 			w.mu.Lock() // blobs are read, and batches written, concurrently
 			w.sleeps = append(w.sleeps, d)

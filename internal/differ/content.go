@@ -45,13 +45,20 @@ func WithContent(plan policy.Plan, read map[string]policy.Content, readErrs map[
 }
 
 // Unread returns the files whose content the plan needs: every add and
-// update (a move keeps its title, a delete needs none).
-func Unread(plan policy.Plan) []policy.File {
+// update (a move keeps its title, a delete needs none), with the size
+// desired says the tree gave (-1 when unknown), so that a file known to be
+// too large is not downloaded.
+func Unread(plan policy.Plan, desired map[string]policy.Desired) []policy.File {
 	var files []policy.File
 	for _, it := range plan.Items {
-		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
-			files = append(files, policy.File{Path: it.Path, SHA: it.SHA, Size: -1})
+		if it.Action != policy.ActAdd && it.Action != policy.ActUpdate {
+			continue
 		}
+		size := int64(-1)
+		if d, ok := desired[it.PolicyName]; ok && d.Path == it.Path && d.SHA == it.SHA && d.Size > 0 {
+			size = d.Size
+		}
+		files = append(files, policy.File{Path: it.Path, SHA: it.SHA, Size: size})
 	}
 	return files
 }

@@ -92,15 +92,7 @@ func NeedsTree(cs policy.Changeset) bool {
 // too-large files once it has read them (Options.SkipReason). A conflict is
 // then reported only when the changeset touches it.
 func FromChanges(cs policy.Changeset, known map[string]policy.Known, tree []policy.File, opt Options) (desired map[string]policy.Desired, touched map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) {
-	touched = make(map[string]bool)
-	for _, ch := range cs.Changes {
-		if policy.IsPolicyPath(ch.Path) {
-			touched[policy.NameOf(ch.Path)] = true
-		}
-		if ch.Status == policy.Renamed && policy.IsPolicyPath(ch.PreviousPath) {
-			touched[policy.NameOf(ch.PreviousPath)] = true
-		}
-	}
+	touched = Touched(cs)
 	if tree != nil {
 		desired, skipped, conflicts = resolve(groupByName(tree, touched), opt)
 		return desired, touched, skipped, conflicts
@@ -141,6 +133,22 @@ func FromChanges(cs policy.Changeset, known map[string]policy.Known, tree []poli
 	}
 	desired, skipped, conflicts = resolve(groupByName(candidates, touched), opt)
 	return desired, touched, skipped, conflicts
+}
+
+// Touched returns every policy name a changeset touches: the name of each
+// policy path it adds, modifies, removes or renames (both the new and the
+// previous path of a rename). Never nil.
+func Touched(cs policy.Changeset) map[string]bool {
+	touched := make(map[string]bool)
+	for _, ch := range cs.Changes {
+		if policy.IsPolicyPath(ch.Path) {
+			touched[policy.NameOf(ch.Path)] = true
+		}
+		if ch.Status == policy.Renamed && policy.IsPolicyPath(ch.PreviousPath) {
+			touched[policy.NameOf(ch.PreviousPath)] = true
+		}
+	}
+	return touched
 }
 
 // Plan compares the desired state with what the registry knows. scope nil is

@@ -18,14 +18,18 @@ const (
 	MassDeletePercent = 20
 )
 
-// Guard refuses a plan that empties the registry (entries) or loses too
-// much of it, with an error wrapping ErrRefused. Call it once titles are
-// read. A deleted policy whose content survives under another name loses
-// nothing: the same blob sha, the same title, or a rename git reports
-// (renames, old name → new name) whose new name the head keeps. So a commit
-// that renames every file, even one that also edits each, passes.
-func Guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string]string) error {
-	if len(entries) == 0 {
+// Guard refuses a plan that empties the registry or loses too much of it,
+// with an error wrapping ErrRefused. Call it once titles are read. entries
+// are the registry's entries the run read (all of them on a full run; on an
+// incremental run, those the changeset touches) and total the number of
+// policies the registry holds. A deleted policy whose content survives
+// under another name loses nothing: the same blob sha, the same title (in
+// the plan or in entries), or a rename git reports (renames, old name → new
+// name) whose new name the head keeps. So a commit that renames every file,
+// even one that also edits each, passes.
+func Guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string]string, total int) error {
+	total = max(total, len(entries))
+	if total == 0 {
 		return nil
 	}
 	deleted := map[string]bool{}
@@ -42,7 +46,7 @@ func Guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string
 			lost++
 		}
 	}
-	return refusal(len(plan.Items)-len(deleted), len(deleted), lost, len(entries))
+	return refusal(len(plan.Items)-len(deleted), len(deleted), lost, total)
 }
 
 // survivorSet is what the registry still holds after a plan: blob shas,

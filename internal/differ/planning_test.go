@@ -2,6 +2,7 @@ package differ_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -174,8 +175,12 @@ func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
 		{Action: policy.ActMove, PolicyName: "e", Path: "x/e.md", SHA: sha(5)},
 		{Action: policy.ActDelete, PolicyName: "f", OldSHA: sha(6)},
 	}}
-	if got := len(differ.Unread(plan)); got != 4 {
+	if got := len(differ.Unread(plan, nil)); got != 4 {
 		t.Errorf("Unread = %d files, want the 4 adds and updates", got)
+	}
+	sized := differ.Unread(plan, map[string]policy.Desired{"a": {PolicyName: "a", Path: "a.md", SHA: sha(1), Size: 3 << 20}})
+	if sized[0].Size != 3<<20 || sized[1].Size != -1 {
+		t.Errorf("Unread sizes %d, %d: want the tree's size where known, -1 elsewhere", sized[0].Size, sized[1].Size)
 	}
 	read := map[string]policy.Content{"a.md": {Size: 10, Title: "A"}, "b.md": {Size: 0}, "c.md": {Size: 2 << 20, Title: "C"}}
 	got, failures := differ.WithContent(plan, read, map[string]error{"d.md": errors.New("502")}, entries(policy.Entry{PolicyName: "e", Title: "E"}), differ.Options{})
@@ -205,20 +210,20 @@ func TestGuard(t *testing.T) {
 			policy.Item{Action: policy.ActAdd, PolicyName: name + " 개정", SHA: sha(i)},
 			policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
 	}
-	if err := differ.Guard(deleteAll, reg, nil); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
+	if err := differ.Guard(deleteAll, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
 		t.Errorf("an empty tree: %v", err)
 	}
-	if err := differ.Guard(renameAll, reg, nil); err != nil {
+	if err := differ.Guard(renameAll, reg, nil, 0); err != nil {
 		t.Errorf("renaming every file loses nothing: %v", err)
 	}
 	some := policy.Plan{Items: deleteAll.Items[:11]}
-	if err := differ.Guard(some, reg, nil); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
+	if err := differ.Guard(some, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
 		t.Errorf("11 of 20 lost: %v", err)
 	}
-	if err := differ.Guard(policy.Plan{Items: deleteAll.Items[:4]}, reg, nil); err != nil {
+	if err := differ.Guard(policy.Plan{Items: deleteAll.Items[:4]}, reg, nil, 0); err != nil {
 		t.Errorf("4 of 20 lost is under the threshold: %v", err)
 	}
-	if err := differ.Guard(deleteAll, nil, nil); err != nil {
+	if err := differ.Guard(deleteAll, nil, nil, 0); err != nil {
 		t.Errorf("an empty registry has nothing to lose: %v", err)
 	}
 }
@@ -254,13 +259,13 @@ func TestGuard_RenamesWithEdits_SurviveByTitleOrGitsPairing(t *testing.T) {
 		byRename.Items = append(byRename.Items, policy.Item{Action: policy.ActAdd, PolicyName: "1-2-" + old, SHA: sha(100 + i), Title: "new " + old}, del)
 		renames[old] = "1-2-" + old
 	}
-	if err := differ.Guard(byTitle, reg, nil); err != nil {
+	if err := differ.Guard(byTitle, reg, nil, 0); err != nil {
 		t.Errorf("renamed and edited, titles kept: %v", err)
 	}
-	if err := differ.Guard(byRename, reg, nil); !errors.Is(err, differ.ErrRefused) {
+	if err := differ.Guard(byRename, reg, nil, 0); !errors.Is(err, differ.ErrRefused) {
 		t.Errorf("renamed, edited and retitled without git's pairing must be refused: %v", err)
 	}
-	if err := differ.Guard(byRename, reg, renames); err != nil {
+	if err := differ.Guard(byRename, reg, renames, 0); err != nil {
 		t.Errorf("renamed, edited and retitled, paired by git: %v", err)
 	}
 }
@@ -319,5 +324,21 @@ func TestChooseMode_WebhookAndManualRuns_DoNotReconcile(t *testing.T) {
 	in.Reconciles = true
 	if mode, _ := differ.ChooseMode(in); mode != differ.ModeFull {
 		t.Errorf("the scheduled run: %s, want full", mode)
+	}
+}
+
+func TestGuard_IncrementalRun_CountsAgainstTheWholeRegistry(t *testing.T) {
+	touched := map[string]policy.Entry{}
+	var plan policy.Plan
+	for i := 0; i < 15; i++ {
+		name := fmt.Sprintf("규정 %02d", i)
+		touched[name] = entry(name, i)
+		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
+	}
+	if err := differ.Guard(plan, touched, nil, 60); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 15 of 60") {
+		t.Errorf("15 of 60: %v", err)
+	}
+	if err := differ.Guard(plan, touched, nil, 100); err != nil {
+		t.Errorf("15 of 100 is under the threshold: %v", err)
 	}
 }

@@ -20,53 +20,126 @@ import (
 	"github.com/knue/syncjob/internal/redact"
 )
 
-// fromArchive reads the wanted paths from the commit's tarball into got.
-// An error is fatal (see fatal) or means "read the rest from blobs".
-func (s *Source) fromArchive(ctx context.Context, commit string, want map[string]policy.File, got map[string][]byte, p *progress) error {
-	op := "get archive link " + commit
-	var link *url.URL
-	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
-		// GetArchiveLink bypasses http.Client (and its timeout): bound each attempt here.
-		if s.http.Timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.http.Timeout)
-			defer cancel()
-		}
-		u, resp, err := s.client.Repositories.GetArchiveLink(ctx, s.owner, s.repo, gh.Tarball, &gh.RepositoryContentGetOptions{Ref: commit}, 1)
-		if err != nil && resp != nil && resp.Response != nil && statusOf(err) == 0 {
-			err = &statusError{status: resp.StatusCode, header: resp.Header}
-		}
-		link = u
-		return resp, err
-	})
-	if err != nil {
-		return s.translate(op, err)
-	}
-	if link == nil || link.String() == "" {
-		return redact.Error(fmt.Errorf("github: %s: no download location", op), s.token)
-	}
-	if !link.IsAbs() {
-		link = s.client.BaseURL.ResolveReference(link)
-	}
+// errOverBudget: the archive holds more bytes than its budget (see
+// archiveBudget); the files it did not deliver are read as blobs.
+var errOverBudget = errors.New("archive holds more than its budget of decompressed bytes")
 
-	op = "download archive " + commit
+// fromArchive reads the files from the commit's tarball, delivering those
+// whose entries are their blobs. An error is fatal (see fatal) or means
+// "read the rest from blobs".
+func (s *Source) fromArchive(ctx context.Context, commit string, files []policy.File, r *reading) error {
+	link, err := s.archiveLink(ctx, commit)
+	if err != nil {
+		return err
+	}
+	op := "download archive " + commit
+	want := make(map[string]policy.File, len(files))
+	for _, f := range files {
+		want[f.Path] = f
+	}
+	budget := s.archiveBudget(files, r.limit)
 	err = s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
-		return nil, s.download(ctx, link, want, got, p)
+		return nil, s.download(ctx, link, want, budget, r)
 	})
 	if err != nil {
-		return s.translate(op, err)
+		return s.archiveError(op, err)
 	}
 	return nil
 }
 
-// download streams the tarball, keeping the wanted regular files whose bytes
-// are their blob's (see sameBlob); it stops as soon as every wanted path is read.
-func (s *Source) download(ctx context.Context, link *url.URL, want map[string]policy.File, got map[string][]byte, p *progress) error {
+// archiveLink asks the API where the commit's tarball is (the Location of
+// its redirect), retrying transient failures.
+func (s *Source) archiveLink(ctx context.Context, commit string) (*url.URL, error) {
+	op := "get archive link " + commit
+	var link *url.URL
+	err := s.do(ctx, op, func(ctx context.Context) (resp *gh.Response, err error) {
+		link, resp, err = s.getArchiveLink(ctx, commit)
+		return resp, err
+	})
+	if err != nil {
+		return nil, s.archiveError(op, err)
+	}
+	return link, nil
+}
+
+// getArchiveLink makes one request for the archive link without following
+// its redirect. It is not go-github's GetArchiveLink, which drops the body
+// of an error answer: the body is what tells a secondary rate limit from a
+// refusal, so an error answer is typed by gh.CheckResponse here.
+func (s *Source) getArchiveLink(ctx context.Context, commit string) (*url.URL, *gh.Response, error) {
+	req, err := s.client.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/tarball/%s", s.owner, s.repo, commit), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := s.links.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	ghResp := &gh.Response{Response: resp}
+	if resp.StatusCode < 300 || resp.StatusCode >= 400 {
+		if err := gh.CheckResponse(resp); err != nil {
+			return nil, ghResp, err
+		}
+		return nil, ghResp, errors.New("no download location")
+	}
+	link, err := resp.Location()
+	if err != nil {
+		return nil, ghResp, fmt.Errorf("no download location: %w", err)
+	}
+	return link, ghResp, nil
+}
+
+// archiveError translates a failure of the archive: a rate limit (and the
+// context) ends the run as anywhere; anything else, a 403 or 404 included,
+// only makes the archive unavailable and is never a configuration error:
+// the blob requests that follow are the API's answer to this token, and
+// say so properly if it is refused.
+func (s *Source) archiveError(op string, err error) error {
+	if rateLimitOf(err, s.now()) != nil {
+		return s.translate(op, err)
+	}
+	return s.masked(fmt.Errorf("github: %s: archive unavailable: %w", op, concise(err)))
+}
+
+// archiveBudget is how many decompressed bytes the archive may hold: the
+// wanted files (their size, or limit+1 when unknown: more is not read)
+// plus s.slack for everything else (other files, tar headers). Skipping an
+// unwanted entry still inflates it, so a gzip bomb costs at most this.
+func (s *Source) archiveBudget(files []policy.File, limit int64) int64 {
+	budget := s.slack
+	for _, f := range files {
+		n := limit + 1
+		if f.Size >= 0 && f.Size <= limit {
+			n = f.Size
+		}
+		if budget > noLimit-n {
+			return noLimit
+		}
+		budget += n
+	}
+	return budget
+}
+
+// download streams the tarball at link into untar, within the archive
+// timeout and the idle timeout. A download that stalls or takes too long
+// is not retried: blob reads are its retry.
+func (s *Source) download(ctx context.Context, link *url.URL, want map[string]policy.File, budget int64, r *reading) error {
+	ctx, w := s.watched(ctx, s.archiveTimeout)
+	defer w.stop()
+	err := w.why(ctx, s.fetchArchive(ctx, w, link, want, budget, r))
+	if errors.Is(err, errStalled) || errors.Is(err, errTooLong) {
+		return &final{err: err}
+	}
+	return err
+}
+
+func (s *Source) fetchArchive(ctx context.Context, w *watch, link *url.URL, want map[string]policy.File, budget int64, r *reading) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link.String(), nil)
 	if err != nil {
 		return err
 	}
-	resp, err := s.http.Do(req)
+	resp, err := s.downloads.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -79,45 +152,91 @@ func (s *Source) download(ctx context.Context, link *url.URL, want map[string]po
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 		return &statusError{status: resp.StatusCode, header: resp.Header, message: strings.TrimSpace(string(body))}
 	}
-	zr, err := gzip.NewReader(resp.Body)
+	return untar(w.body(resp.Body), want, budget, r)
+}
+
+// untar reads a gzipped tarball, delivering each wanted regular file whose
+// entry holds its blob's bytes (see sameBlob); it stops as soon as every
+// wanted file is delivered. An entry over the size limit, or whose size is
+// not the one the tree gave, is skipped unread: the blob decides (a
+// .gitattributes rule may make the archive's size differ from the blob's,
+// so the archive's size is not trusted unless the blob cannot be read). It
+// inflates at most budget bytes (errOverBudget), and gives up before an
+// entry whose header says it would pass them.
+func untar(body io.Reader, want map[string]policy.File, budget int64, r *reading) error {
+	zr, err := gzip.NewReader(body)
 	if err != nil {
 		return fmt.Errorf("read gzip: %w", err)
 	}
-	tr := tar.NewReader(zr)
-	for len(got) < len(want) {
+	in := &budgetReader{r: zr, left: budget}
+	tr := tar.NewReader(in)
+	var buf []byte
+	left := 0
+	for path := range want {
+		if !r.isDone(path) {
+			left++
+		}
+	}
+	for left > 0 {
 		h, err := tr.Next()
-		if err == io.EOF {
+		switch {
+		case err == io.EOF:
 			return nil
-		}
-		if err != nil {
+		case err != nil:
 			return fmt.Errorf("read tar: %w", err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
+		case h.Size > in.left:
+			return fmt.Errorf("entry %q of %d bytes: %w", h.Name, h.Size, errOverBudget)
 		}
 		// Every entry sits under one top folder "{owner}-{repo}-{sha7}/".
 		_, path, ok := strings.Cut(h.Name, "/")
-		if !ok {
-			continue
-		}
 		f, wanted := want[path]
-		if !wanted {
+		if h.Typeflag != tar.TypeReg || !ok || !wanted || r.isDone(path) {
 			continue
 		}
-		if _, done := got[path]; done {
+		if h.Size > r.limit || (f.Size >= 0 && h.Size != f.Size) {
+			if !isSHA(f.SHA) { // no blob to ask: the archive's size is all there is
+				r.deliver(path, h.Size, nil)
+				left--
+			}
 			continue
 		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
+		if buf, err = readEntry(tr, buf, h.Size); err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
-		if !sameBlob(f.SHA, data) {
-			continue // rewritten on export (export-subst, eol, ...): read the blob
+		if sameBlob(f.SHA, buf) { // else rewritten on export (export-subst, eol, ...): read the blob
+			r.deliver(path, h.Size, buf)
+			left--
 		}
-		got[path] = data
-		p.add()
 	}
 	return nil
+}
+
+// readEntry reads the size bytes of an entry into buf, grown as needed.
+func readEntry(r io.Reader, buf []byte, size int64) ([]byte, error) {
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	_, err := io.ReadFull(r, buf)
+	return buf, err
+}
+
+// budgetReader reads at most left bytes, then fails with errOverBudget.
+type budgetReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errOverBudget
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // sameBlob says whether data is the content of the blob sha, i.e. hashes to

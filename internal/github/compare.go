@@ -8,7 +8,6 @@ import (
 	gh "github.com/google/go-github/v66/github"
 
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/redact"
 )
 
 // maxCompareFiles is how many files GitHub's compare lists at most; a list
@@ -30,7 +29,7 @@ func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changes
 		return resp, err
 	})
 	untrusted := func(reason string) error {
-		return redact.Error(fmt.Errorf("github: %s: %w: %s", op, policy.ErrCompareUntrusted, reason), s.token)
+		return s.masked(fmt.Errorf("github: %s: %w: %s", op, policy.ErrCompareUntrusted, reason))
 	}
 	if err != nil {
 		if rateLimitOf(err, s.now()) == nil {

@@ -1,77 +1,172 @@
 package github
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	"math"
 	"sync"
-
-	gh "github.com/google/go-github/v66/github"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/redact"
 )
 
-// blobConcurrency bounds parallel blob requests (GitHub frowns on bursts).
-const blobConcurrency = 4
-
-// Contents reads the files' contents at commit, keyed by path. More files
-// than the archive threshold are read from one tarball (two requests: the
-// archive link and the download, streamed, only wanted paths kept); fewer,
-// one blob request each by blob sha. The tarball is not the repository's
-// bytes: .gitattributes may leave a path out (export-ignore) or rewrite it
-// (export-subst, eol, ident, filters). So a tarball entry is kept only when
-// it hashes to the file's blob sha, and every file the tarball did not
-// deliver that way (missing, altered, or all the rest when its download
-// failed) is read with one blob request by blob sha.
+// Titles reads what a run keeps of each file at commit: its size and, when
+// it is at most maxSize bytes, its title (policy.Title of its bytes, the
+// policy name as fallback), by path. Files are read one at a time as they
+// stream (one per concurrent blob request, blobConcurrency of them), and
+// never more than maxSize+1 bytes of one: a file the tree says is larger
+// is not downloaded at all (its Size is the tree's), a blob download is
+// cut after maxSize+1 bytes (its Size is the answer's Content-Length, else
+// maxSize+1), and an archive entry over maxSize is skipped unread (see
+// Contents for how the archive is read).
 //
 // A file that cannot be read is in the second map (path → error wrapping
-// policy.ErrNotFound when GitHub has no such blob). The third value aborts
-// the whole read: policy.ErrRateLimited, policy.ErrConfig or the context's
+// policy.ErrNotFound when GitHub has no such blob). The error aborts the
+// whole read: policy.ErrRateLimited, policy.ErrConfig or the context's
 // error; the maps then hold what was read.
+func (s *Source) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
+	out := make(map[string]policy.Content, len(files))
+	failed, err := s.read(ctx, commit, files, max(maxSize, 0), func(path string, size int64, data []byte) {
+		c := policy.Content{Size: size}
+		if data != nil {
+			c.Title = policy.Title(data, policy.NameOf(path))
+		}
+		out[path] = c
+	})
+	return out, failed, err
+}
+
+// Contents reads the files' whole contents at commit, keyed by path, with
+// Titles' failures and errors but no size limit: for tests and tools that
+// need the bytes of small files; a run reads Titles.
+//
+// More files than the archive threshold are read from one tarball (two
+// requests: the archive link and the download, streamed, only wanted paths
+// kept); fewer, one blob request each by blob sha. The tarball is not the
+// repository's bytes: .gitattributes may leave a path out (export-ignore)
+// or rewrite it (export-subst, eol, ident, filters). So a tarball entry is
+// kept only when it hashes to the file's blob sha, and every file the
+// tarball did not deliver that way (missing, altered, over the size limit,
+// or all the rest when its download failed or passed its budget of
+// decompressed bytes: see Config.ArchiveSlack) is read with one blob
+// request by blob sha.
 func (s *Source) Contents(ctx context.Context, commit string, files []policy.File) (map[string][]byte, map[string]error, error) {
-	got := make(map[string][]byte)
-	failed := make(map[string]error)
-	want := make(map[string]policy.File, len(files))
-	var order []policy.File
-	for _, f := range files {
-		if _, dup := want[f.Path]; !dup {
-			want[f.Path] = f
-			order = append(order, f)
-		}
-	}
-	if len(order) == 0 {
-		return got, failed, nil
-	}
-	p := &progress{total: len(order), fn: s.progress}
-
-	if s.threshold < 0 || len(order) > s.threshold {
-		err := s.fromArchive(ctx, commit, want, got, p)
-		switch {
-		case err == nil:
-			if n := len(order) - len(got); n > 0 {
-				s.log.InfoContext(ctx, "archive lacks or alters files, reading blobs", logkey.Commit, commit, logkey.Files, n)
-			}
-		case fatal(ctx, err):
-			return got, failed, err
-		default:
-			s.log.WarnContext(ctx, "archive unavailable, reading blobs", logkey.Commit, commit, logkey.Files, len(order)-len(got), logkey.Error, redact.String(err.Error(), s.token))
-		}
-	}
-
-	var rest []policy.File
-	for _, f := range order {
-		if _, ok := got[f.Path]; !ok {
-			rest = append(rest, f)
-		}
-	}
-	err := s.fromBlobs(ctx, rest, got, failed, p)
+	got := make(map[string][]byte, len(files))
+	failed, err := s.read(ctx, commit, files, noLimit, func(path string, _ int64, data []byte) {
+		got[path] = bytes.Clone(data)
+	})
 	return got, failed, err
 }
 
-// progress reports files read; its callers hold the lock of the maps.
+// noLimit is the size limit of Contents: none (limit+1 must not overflow).
+const noLimit = math.MaxInt64 - 1
+
+// sink receives one file read: size is its exact size when known (the
+// tree, a Content-Length, a tar header), else limit+1; data holds its bytes
+// when size is at most the limit, else it is nil. data is valid only during
+// the call. Calls are never concurrent.
+type sink func(path string, size int64, data []byte)
+
+// read is the one streaming core of Titles and Contents: it hands every
+// file of files at commit to put once, or records why it could not, and
+// returns those failures and the error that aborts the whole read.
+func (s *Source) read(ctx context.Context, commit string, files []policy.File, limit int64, put sink) (map[string]error, error) {
+	r := &reading{limit: limit, put: put, done: map[string]bool{}, failed: map[string]error{}}
+	var todo []policy.File
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		if !seen[f.Path] {
+			seen[f.Path] = true
+			todo = append(todo, f)
+		}
+	}
+	r.progress = progress{total: len(todo), fn: s.progress}
+	todo = r.deliverOversized(todo)
+	if len(todo) == 0 {
+		return r.failed, nil
+	}
+	if s.threshold < 0 || len(todo) > s.threshold {
+		err := s.fromArchive(ctx, commit, todo, r)
+		switch {
+		case err == nil:
+			if n := len(r.pending(todo)); n > 0 {
+				s.log.InfoContext(ctx, "archive lacks or alters files, reading blobs", logkey.Commit, commit, logkey.Files, n)
+			}
+		case fatal(ctx, err):
+			return r.failed, err
+		default:
+			s.log.WarnContext(ctx, "archive unavailable, reading blobs", logkey.Commit, commit, logkey.Files, len(r.pending(todo)), logkey.Error, s.maskedText(err.Error()))
+		}
+	}
+	return r.failed, s.fromBlobs(ctx, r.pending(todo), r)
+}
+
+// reading is the state of one read, shared by the archive and the blob
+// requests.
+type reading struct {
+	limit int64
+	put   sink
+
+	mu       sync.Mutex
+	done     map[string]bool
+	failed   map[string]error
+	progress progress
+}
+
+// deliver hands a file to the sink once.
+func (r *reading) deliver(path string, size int64, data []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done[path] {
+		return
+	}
+	r.done[path] = true
+	if size > r.limit {
+		data = nil
+	}
+	r.put(path, size, data)
+	r.progress.add()
+}
+
+func (r *reading) fail(path string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed[path] = err
+}
+
+func (r *reading) isDone(path string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done[path]
+}
+
+// pending is the files not delivered yet.
+func (r *reading) pending(files []policy.File) []policy.File {
+	var rest []policy.File
+	for _, f := range files {
+		if !r.isDone(f.Path) {
+			rest = append(rest, f)
+		}
+	}
+	return rest
+}
+
+// deliverOversized delivers the files the tree says are over the limit,
+// without a request, and returns the others.
+func (r *reading) deliverOversized(files []policy.File) []policy.File {
+	var rest []policy.File
+	for _, f := range files {
+		if f.Size > r.limit {
+			r.deliver(f.Path, f.Size, nil)
+			continue
+		}
+		rest = append(rest, f)
+	}
+	return rest
+}
+
+// progress reports files read; its callers hold the reading's lock.
 type progress struct {
 	done, total int
 	fn          func(done, total int)
@@ -84,66 +179,7 @@ func (p *progress) add() {
 	}
 }
 
-func (s *Source) fromBlobs(ctx context.Context, files []policy.File, got map[string][]byte, failed map[string]error, p *progress) error {
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(blobConcurrency)
-	for _, f := range files {
-		if gctx.Err() != nil {
-			break
-		}
-		if !isSHA(f.SHA) {
-			mu.Lock()
-			failed[f.Path] = fmt.Errorf("github: get blob of %s: no blob sha %q: %w", f.Path, f.SHA, policy.ErrNotFound)
-			mu.Unlock()
-			continue
-		}
-		g.Go(func() error {
-			op := "get blob " + f.SHA
-			var data []byte
-			err := s.do(gctx, op, func(ctx context.Context) (*gh.Response, error) {
-				b, resp, err := s.client.Git.GetBlobRaw(ctx, s.owner, s.repo, f.SHA)
-				data = b
-				return resp, err
-			})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				err = s.translate(op, err)
-				if fatal(gctx, err) {
-					return err
-				}
-				failed[f.Path] = err
-				return nil
-			}
-			got[f.Path] = data
-			p.add()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
-}
-
 // fatal says whether an error must stop a whole run rather than one file.
 func fatal(ctx context.Context, err error) bool {
 	return errors.Is(err, policy.ErrRateLimited) || errors.Is(err, policy.ErrConfig) || ctx.Err() != nil
-}
-
-// Titles reads what a run keeps of each file at commit: its size and title
-// (policy.Title of its bytes, the policy name as fallback), by path, with
-// Contents' failures and errors.
-func (s *Source) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
-	contents, failed, err := s.Contents(ctx, commit, files)
-	out := make(map[string]policy.Content, len(contents))
-	for path, body := range contents {
-		c := policy.Content{Size: int64(len(body))}
-		if c.Size <= maxSize {
-			c.Title = policy.Title(body, policy.NameOf(path))
-		}
-		out[path] = c
-	}
-	return out, failed, err
 }

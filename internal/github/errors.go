@@ -11,7 +11,6 @@ import (
 	gh "github.com/google/go-github/v66/github"
 
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/retry"
 )
 
@@ -108,6 +107,19 @@ func rateLimitOf(err error, now time.Time) *policy.RateLimitError {
 	return nil
 }
 
+// headerOf is the headers of an error answer, none when there was none.
+func headerOf(err error) http.Header {
+	var er *gh.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.Header
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.header
+	}
+	return http.Header{}
+}
+
 func resetAt(h http.Header) time.Time {
 	if v, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil && v > 0 {
 		return time.Unix(v, 0).UTC()
@@ -119,17 +131,17 @@ func resetAt(h http.Header) time.Time {
 // wrapped "github: {op}: ...".
 func (s *Source) translate(op string, err error) error {
 	if rl := rateLimitOf(err, s.now()); rl != nil {
-		return redact.Error(fmt.Errorf("github: %s: %w", op, rl), s.token)
+		return s.masked(fmt.Errorf("github: %s: %w", op, rl))
 	}
 	switch statusOf(err) {
 	case http.StatusUnauthorized:
-		return redact.Error(fmt.Errorf("github: %s: bad credentials (check GITHUB_TOKEN): %w", op, policy.ErrConfig), s.token)
+		return s.masked(fmt.Errorf("github: %s: bad credentials (check GITHUB_TOKEN): %w", op, policy.ErrConfig))
 	case http.StatusForbidden:
-		return redact.Error(fmt.Errorf("github: %s: access forbidden: %w: %w", op, policy.ErrConfig, err), s.token)
+		return s.masked(fmt.Errorf("github: %s: access forbidden: %w: %w", op, policy.ErrConfig, err))
 	case http.StatusNotFound:
-		return redact.Error(fmt.Errorf("github: %s: %w: %w", op, policy.ErrNotFound, err), s.token)
+		return s.masked(fmt.Errorf("github: %s: %w: %w", op, policy.ErrNotFound, err))
 	}
-	return redact.Error(fmt.Errorf("github: %s: %w", op, concise(err)), s.token)
+	return s.masked(fmt.Errorf("github: %s: %w", op, concise(err)))
 }
 
 // httpError is a GitHub error answer told briefly: the operation already

@@ -24,6 +24,9 @@ const (
 	DefaultBranch           = "main"
 	DefaultArchiveThreshold = 10
 	DefaultTimeout          = 60 * time.Second
+	DefaultArchiveSlack     = 512 << 20
+	DefaultIdleTimeout      = 30 * time.Second
+	DefaultArchiveTimeout   = 5 * time.Minute
 )
 
 // Config says which repository and branch to read and how.
@@ -40,11 +43,26 @@ type Config struct {
 	// Backoff is the wait before each retry: len(Backoff) retries after the
 	// first attempt. nil means 1s, 2s, 4s; an empty non-nil slice disables retries.
 	Backoff []time.Duration
-	// ArchiveThreshold: Contents reads one tarball when more files than this
-	// are wanted, else one blob request per file. 0 means 10; negative means
-	// always the tarball.
+	// ArchiveThreshold: Titles and Contents read one tarball when more
+	// files than this are wanted, else one blob request per file. 0 means
+	// 10; negative means always the tarball.
 	ArchiveThreshold int
-	// Progress, if set, is called after each file Contents reads.
+	// ArchiveSlack is how many decompressed bytes a tarball may hold
+	// beyond the wanted files (other files, tar headers) before it is
+	// abandoned and the files it has not delivered are read as blobs: the
+	// bound on a gzip bomb. 0 means DefaultArchiveSlack (512 MiB).
+	ArchiveSlack int64
+	// IdleTimeout ends a blob or archive download that makes no progress
+	// for this long (before its first byte, or between reads): a blob is
+	// then retried, the archive left for blob reads. 0 means
+	// DefaultIdleTimeout (30s).
+	IdleTimeout time.Duration
+	// ArchiveTimeout bounds one archive download from its request to its
+	// last byte (it is not under the HTTPClient's Timeout, which a large
+	// archive may need longer than); past it the rest is read as blobs.
+	// 0 means DefaultArchiveTimeout (5 minutes).
+	ArchiveTimeout time.Duration
+	// Progress, if set, is called after each file Titles or Contents reads.
 	Progress func(done, total int)
 	Logger   *slog.Logger
 	// Now is the clock used to turn Retry-After into a time; default time.Now.
@@ -74,6 +92,15 @@ func (c Config) withDefaults() Config {
 	if c.ArchiveThreshold == 0 {
 		c.ArchiveThreshold = DefaultArchiveThreshold
 	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ArchiveTimeout <= 0 {
+		c.ArchiveTimeout = DefaultArchiveTimeout
+	}
+	if c.ArchiveSlack <= 0 {
+		c.ArchiveSlack = DefaultArchiveSlack
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -94,7 +121,11 @@ func (c Config) check() (*url.URL, error) {
 	}
 	base, err := url.Parse(c.BaseURL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("github: config BaseURL %q is not an http(s) URL: %w", c.BaseURL, policy.ErrConfig)
+		shown := "(unparsable)"
+		if err == nil {
+			shown = redact.URL(base)
+		}
+		return nil, fmt.Errorf("github: config BaseURL %q is not an http(s) URL: %w", shown, policy.ErrConfig)
 	}
 	return base, nil
 }
@@ -103,10 +134,16 @@ func (c Config) check() (*url.URL, error) {
 type Source struct {
 	owner, repo, branch string
 	token               string
+	secrets             []string // the token and credentials written into BaseURL: never shown
 	client              *gh.Client
 	http                *http.Client // counting, token only to the API host
+	downloads           *http.Client // http without its Timeout: archives are bounded by archiveTimeout
+	links               *http.Client // http not following redirects: the archive link is one
 	retries             retry.Policy // do adds the log line of each retry
 	threshold           int
+	slack               int64 // see Config.ArchiveSlack
+	idle                time.Duration
+	archiveTimeout      time.Duration
 	progress            func(done, total int)
 	log                 *slog.Logger
 	now                 func() time.Time
@@ -122,22 +159,37 @@ func New(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{
-		owner:     cfg.Owner,
-		repo:      cfg.Repo,
-		branch:    cfg.Branch,
-		token:     cfg.Token,
-		retries:   retryPolicy(cfg.Sleep, cfg.Backoff),
-		threshold: cfg.ArchiveThreshold,
-		progress:  cfg.Progress,
-		log:       cfg.Logger.With(logkey.Component, "github"),
-		now:       cfg.Now,
+		owner:          cfg.Owner,
+		repo:           cfg.Repo,
+		branch:         cfg.Branch,
+		token:          cfg.Token,
+		secrets:        append([]string{cfg.Token}, redact.URLSecrets(cfg.BaseURL)...),
+		threshold:      cfg.ArchiveThreshold,
+		slack:          cfg.ArchiveSlack,
+		idle:           cfg.IdleTimeout,
+		archiveTimeout: cfg.ArchiveTimeout,
+		progress:       cfg.Progress,
+		log:            cfg.Logger.With(logkey.Component, "github"),
+		now:            cfg.Now,
 	}
+	s.retries = s.retryPolicy(cfg.Sleep, cfg.Backoff)
 	s.http = newHTTPClient(cfg.HTTPClient, cfg.Token, base.Host, &s.requests)
+	s.downloads = &http.Client{Transport: s.http.Transport, Jar: s.http.Jar}
+	s.links = &http.Client{
+		Transport: s.http.Transport, Jar: s.http.Jar, Timeout: s.http.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	s.client = gh.NewClient(s.http)
 	s.client.BaseURL = base
 	s.client.UploadURL = base
 	return s, nil
 }
+
+// masked is err with the secrets masked in its text (see redact.Error).
+func (s *Source) masked(err error) error { return redact.Error(err, s.secrets...) }
+
+// maskedText is text with the secrets masked, for logs.
+func (s *Source) maskedText(text string) string { return redact.String(text, s.secrets...) }
 
 // Requests returns the number of HTTP requests sent to GitHub so far,
 // retries and archive downloads included.
@@ -158,16 +210,16 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 		switch statusOf(err) {
 		case http.StatusNotFound, http.StatusUnprocessableEntity:
 			if rateLimitOf(err, s.now()) == nil {
-				return "", redact.Error(fmt.Errorf("github: %s: repository or branch not found (or not visible to this token): %w", op, policy.ErrConfig), s.token)
+				return "", s.masked(fmt.Errorf("github: %s: repository or branch not found (or not visible to this token): %w", op, policy.ErrConfig))
 			}
 		case http.StatusConflict:
-			return "", redact.Error(fmt.Errorf("github: %s: repository is empty: %w", op, policy.ErrConfig), s.token)
+			return "", s.masked(fmt.Errorf("github: %s: repository is empty: %w", op, policy.ErrConfig))
 		}
 		return "", s.translate(op, err)
 	}
 	sha = strings.TrimSpace(sha)
 	if !isSHA(sha) {
-		return "", redact.Error(fmt.Errorf("github: %s: answer %.60q is not a commit sha", op, sha), s.token)
+		return "", s.masked(fmt.Errorf("github: %s: answer %.60q is not a commit sha", op, sha))
 	}
 	return sha, nil
 }

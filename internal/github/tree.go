@@ -9,7 +9,6 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/redact"
 )
 
 // Tree returns every regular file (mode 100644 or 100755; not symlinks, not
@@ -42,7 +41,7 @@ func (s *Source) walk(ctx context.Context, sha, prefix string, files []policy.Fi
 		return nil, err
 	}
 	if level.GetTruncated() {
-		return nil, redact.Error(fmt.Errorf("github: get tree %s: one folder level is truncated", sha), s.token)
+		return nil, s.masked(fmt.Errorf("github: get tree %s: one folder level is truncated", sha))
 	}
 	files = appendBlobs(files, prefix, level.Entries)
 	for _, e := range level.Entries {

@@ -263,6 +263,8 @@ type RunSummary struct {
 	CommitSHA         string           `json:"commitSHA"`
 	PreviousCommitSHA string           `json:"previousCommitSHA"`
 	RunID             string           `json:"runId"`
+	Repo              string           `json:"repo,omitempty"`   // owner/name the run synced from
+	Branch            string           `json:"branch,omitempty"` // its branch
 	Trigger           string           `json:"trigger"`
 	Delivery          string           `json:"delivery,omitempty"` // the GitHub delivery id of a webhook run
 	Mode              string           `json:"mode"`
@@ -293,6 +295,12 @@ type RunSummary struct {
 	// run on an unchanged head knows what to retry without listing the
 	// queue. nil (absent) means unknown: the next run lists the queue.
 	Pending []string `json:"pending"`
+	// Policies is how many policies the registry holds after this run, and
+	// LegacyV1 the titles of legacy v1 entries no policy has taken the
+	// fields of: what the next incremental run, which reads only the
+	// entries it touches, needs of the rest.
+	Policies int      `json:"policies"`
+	LegacyV1 []string `json:"legacyV1,omitempty"`
 	// Waiting counts the planned items the daily write budget left for
 	// another day: the run is partial and lastCommit stays, so the next
 	// run plans them again.

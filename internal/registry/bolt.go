@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,30 +20,105 @@ import (
 )
 
 // Bolt is a Store in one bbolt file: the embedded registry of a local run.
-// The file is single-process: bbolt holds an exclusive lock while it is open.
+//
+// One process writes it at a time, and readers work while it does. bbolt
+// locks the whole file for as long as it is open (a writer exclusively, a
+// reader shared), so Bolt opens the file only for the length of each
+// operation, and a writer keeps the single-writer guarantee with a lock
+// file of its own beside it, <path>.lock, which names the holder (pid, host,
+// since when). A reader (OpenBoltReadOnly) takes no lock file, creates
+// nothing and writes nothing: it works on a read-only file and beside a run.
 type Bolt struct {
-	db       *bolt.DB
 	path     string
 	now      func() time.Time
+	readOnly bool
+	lock     *writerLock // nil when read-only
 	requests atomic.Int64
 	closed   atomic.Bool
+
+	// db is the open file, shared by the operations in flight; the last
+	// one to finish closes it, letting another process's operation in.
+	mu    sync.Mutex
+	db    *bolt.DB
+	users int
 }
 
 var _ Store = (*Bolt)(nil)
 
 var bucketName = []byte("registry")
 
-// lockTimeout is how long OpenBolt waits for another process to let go of
-// the file: long enough for a run that is just closing, short enough to fail
-// fast when a run is in progress.
-const lockTimeout = time.Second
+// ErrInUse is matched by the *InUseError of a registry file another writer holds.
+var ErrInUse = errors.New("registry file in use")
 
-// OpenBolt opens the registry file at path, creating the file (not its
-// directory) when missing. now (time.Now when nil) decides which keys have
-// expired. A file held by another process fails after about a second with
-// an error saying so.
+// ErrReadOnly is the error of every write to a Bolt opened read-only.
+var ErrReadOnly = errors.New("registry file opened read-only")
+
+// BoltWriter is the writer that holds a registry file: what its lock file says.
+type BoltWriter struct {
+	PID   int    `json:"pid"`
+	Host  string `json:"host"`
+	Since string `json:"since"`
+}
+
+func (w BoltWriter) String() string {
+	return fmt.Sprintf("pid %d on %s since %s", w.PID, w.Host, w.Since)
+}
+
+// InUseError says that another writer holds the registry file, and who.
+type InUseError struct {
+	Path   string
+	Holder *BoltWriter // nil when the lock file could not be read
+	Waited time.Duration
+}
+
+func (e *InUseError) Error() string {
+	who := "another process"
+	if e.Holder != nil {
+		who += " (" + e.Holder.String() + ")"
+	}
+	return fmt.Sprintf("bolt: registry file %s is in use by %s; waited %s", e.Path, who, e.Waited)
+}
+
+// Is makes errors.Is(err, ErrInUse) true.
+func (e *InUseError) Is(target error) bool { return target == ErrInUse }
+
+const (
+	// lockTimeout is how long OpenBolt waits for another writer to let go:
+	// long enough for a run that is just closing, short enough to fail fast
+	// when a run is in progress.
+	lockTimeout = time.Second
+	// opTimeout is how long one operation waits for another process's
+	// operation on the file (a write transaction, a reader's listing).
+	opTimeout = 10 * time.Second
+)
+
+// OpenBolt opens the registry file at path for writing, creating the file
+// (not its directory) when missing. now (time.Now when nil) decides which
+// keys have expired. While another writer holds the file it fails after
+// about a second with an *InUseError naming the holder.
 func OpenBolt(path string, now func() time.Time) (*Bolt, error) {
 	return openBolt(path, now, lockTimeout)
+}
+
+// OpenBoltReadOnly opens an existing registry file for reading: it takes no
+// writer lock, so it works while a writer has the file, and it creates and
+// writes nothing (every write fails with ErrReadOnly). A missing file is an
+// error wrapping fs.ErrNotExist.
+func OpenBoltReadOnly(path string, now func() time.Time) (*Bolt, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("bolt: registry file %s does not exist: %w", path, err)
+		}
+		return nil, fmt.Errorf("bolt: open registry file %s: %w", path, err)
+	}
+	b := &Bolt{path: path, now: now, readOnly: true}
+	if err := b.use(context.Background(), func(*bolt.DB) error { return nil }); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func openBolt(path string, now func() time.Time, timeout time.Duration) (*Bolt, error) {
@@ -58,22 +134,95 @@ func openBolt(path string, now func() time.Time, timeout time.Duration) (*Bolt, 
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("bolt: open registry file %s: %s is not a directory", path, dir)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	lock, err := lockWriter(path, BoltWriter{PID: os.Getpid(), Host: hostname(), Since: now().UTC().Format(time.RFC3339)}, timeout)
 	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("bolt: registry file %s is in use by another process (waited %s): %w", path, timeout, err)
-		}
-		return nil, fmt.Errorf("bolt: open registry file %s: %w", path, err)
+		return nil, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketName)
-		return err
+	b := &Bolt{path: path, now: now, lock: lock}
+	err = b.use(context.Background(), func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error {
+			_, err := tx.CreateBucketIfNotExists(bucketName)
+			return err
+		})
 	})
 	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("bolt: open registry file %s: create bucket: %w", path, err)
+		_ = lock.release()
+		return nil, err
 	}
-	return &Bolt{db: db, path: path, now: now}, nil
+	return b, nil
+}
+
+// BoltHolder returns the writer holding the registry file at path, or nil
+// when none does. It changes nothing.
+func BoltHolder(path string) (*BoltWriter, error) {
+	return lockHolder(path)
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown host"
+	}
+	return h
+}
+
+// use runs fn on the open file, opening it first when no other operation
+// of this Bolt has it open.
+func (b *Bolt) use(ctx context.Context, fn func(db *bolt.DB) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.db == nil {
+		db, err := bolt.Open(b.path, 0o600, &bolt.Options{Timeout: opTimeout, ReadOnly: b.readOnly})
+		if err != nil {
+			b.mu.Unlock()
+			if errors.Is(err, berrors.ErrTimeout) {
+				return fmt.Errorf("bolt: registry file %s: another process kept it busy for %s: %w", b.path, opTimeout, err)
+			}
+			return fmt.Errorf("bolt: open registry file %s: %w", b.path, err)
+		}
+		b.db = db
+	}
+	b.users++
+	db := b.db
+	b.mu.Unlock()
+
+	err := fn(db)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.users--; b.users == 0 {
+		b.db = nil
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("bolt: close %s: %w", b.path, cerr)
+		}
+	}
+	return err
+}
+
+// view runs fn in a read transaction; a file without the bucket (never
+// written) reads as empty, bk nil.
+func (b *Bolt) view(ctx context.Context, fn func(bk *bolt.Bucket) error) error {
+	return b.use(ctx, func(db *bolt.DB) error {
+		return db.View(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketName)) })
+	})
+}
+
+// update runs fn in a write transaction.
+func (b *Bolt) update(ctx context.Context, fn func(bk *bolt.Bucket) error) error {
+	if b.readOnly {
+		return ErrReadOnly
+	}
+	return b.use(ctx, func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists(bucketName)
+			if err != nil {
+				return err
+			}
+			return fn(bk)
+		})
+	})
 }
 
 // Path returns the file the store was opened on.
@@ -89,8 +238,11 @@ func (b *Bolt) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	b.requests.Add(1)
 	var value []byte
-	err := b.db.View(func(tx *bolt.Tx) error {
-		raw := tx.Bucket(bucketName).Get([]byte(key))
+	err := b.view(ctx, func(bk *bolt.Bucket) error {
+		var raw []byte
+		if bk != nil {
+			raw = bk.Get([]byte(key))
+		}
 		if raw == nil {
 			return policy.ErrNotFound
 		}
@@ -120,10 +272,13 @@ func (b *Bolt) List(ctx context.Context, prefix string) ([]Item, error) {
 	}
 	b.requests.Add(1)
 	var items []Item
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.view(ctx, func(bk *bolt.Bucket) error {
+		if bk == nil {
+			return nil
+		}
 		now := b.now()
 		p := []byte(prefix)
-		c := tx.Bucket(bucketName).Cursor()
+		c := bk.Cursor()
 		for k, raw := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, raw = c.Next() {
 			env, err := decodeEnvelope(raw)
 			if err != nil {
@@ -158,8 +313,7 @@ func (b *Bolt) Put(ctx context.Context, pairs []Pair) map[string]error {
 		return FailAll(outcome, PairKeys(valid), fmt.Errorf("bolt: put: %w", err))
 	}
 	b.requests.Add(1)
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketName)
+	err := b.update(ctx, func(bk *bolt.Bucket) error {
 		now := b.now()
 		if err := purgeExpired(bk, now); err != nil {
 			return err
@@ -189,8 +343,7 @@ func (b *Bolt) Delete(ctx context.Context, keys []string) map[string]error {
 		return FailAll(outcome, valid, fmt.Errorf("bolt: delete: %w", err))
 	}
 	b.requests.Add(1)
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketName)
+	err := b.update(ctx, func(bk *bolt.Bucket) error {
 		if err := purgeExpired(bk, b.now()); err != nil {
 			return err
 		}
@@ -210,12 +363,12 @@ func (b *Bolt) Delete(ctx context.Context, keys []string) map[string]error {
 // Usage implements Store.
 func (b *Bolt) Usage() Usage { return Usage{API: APIRegistry, Requests: b.requests.Load()} }
 
-// Close implements Store.
+// Close implements Store. A writer lets go of the file for the next one.
 func (b *Bolt) Close() error {
-	if b.closed.Swap(true) {
+	if b.closed.Swap(true) || b.lock == nil {
 		return nil
 	}
-	if err := b.db.Close(); err != nil {
+	if err := b.lock.release(); err != nil {
 		return fmt.Errorf("bolt: close %s: %w", b.path, err)
 	}
 	return nil

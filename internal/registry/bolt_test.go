@@ -1,7 +1,9 @@
 package registry_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -124,5 +126,170 @@ func TestBolt_CorruptValue_ErrorNotPanic(t *testing.T) {
 		}
 		// A write still works around a value it cannot read.
 		registrytest.MustPut(t, b, registry.Pair{Key: "policy:good", Value: []byte("g")})
+	}
+}
+
+func TestBolt_ReaderWhileWriterOpen_SeesItsWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	w := mustOpenBolt(t, path, nil)
+	registrytest.MustPut(t, w, registry.Pair{Key: "policy:학칙", Value: []byte("v1")})
+
+	r, err := registry.OpenBoltReadOnly(path, nil)
+	if err != nil {
+		t.Fatalf("OpenBoltReadOnly while a writer has the file: %v", err)
+	}
+	defer r.Close()
+	if got, err := r.Get(t.Context(), "policy:학칙"); err != nil || string(got) != "v1" {
+		t.Fatalf("reader Get = %q, %v; want v1", got, err)
+	}
+	// The writer goes on writing while the reader is open, and the reader
+	// sees each write.
+	registrytest.MustPut(t, w, registry.Pair{Key: "policy:학칙", Value: []byte("v2")}, registry.Pair{Key: "policy:새 규정", Value: []byte("n")})
+	if items := registrytest.MustList(t, r, "policy:"); len(items) != 2 || string(items[1].Value) != "v2" {
+		t.Errorf("reader List after the writer's put = %+v, want 새 규정 and 학칙=v2", items)
+	}
+	out := r.Put(t.Context(), []registry.Pair{{Key: "policy:x", Value: []byte("x")}})
+	if !errors.Is(out["policy:x"], registry.ErrReadOnly) {
+		t.Errorf("a read-only Put: %v, want ErrReadOnly", out)
+	}
+	if out := r.Delete(t.Context(), []string{"policy:학칙"}); !errors.Is(out["policy:학칙"], registry.ErrReadOnly) {
+		t.Errorf("a read-only Delete: %v, want ErrReadOnly", out)
+	}
+}
+
+func TestBolt_SecondWriter_RefusedNamingTheHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	first := mustOpenBolt(t, path, nil)
+	_, err := registry.OpenBoltTimeout(path, nil, 100*time.Millisecond)
+	var inUse *registry.InUseError
+	if !errors.As(err, &inUse) || !errors.Is(err, registry.ErrInUse) {
+		t.Fatalf("second writer: err = %v, want an *InUseError", err)
+	}
+	host, _ := os.Hostname()
+	if inUse.Holder == nil || inUse.Holder.PID != os.Getpid() || inUse.Holder.Host != host {
+		t.Errorf("holder = %+v, want pid %d on %s", inUse.Holder, os.Getpid(), host)
+	}
+	if want := fmt.Sprintf("pid %d on %s", os.Getpid(), host); !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %q, want it to name the holder (%s)", err, want)
+	}
+	if h, err := registry.BoltHolder(path); err != nil || h == nil || h.PID != os.Getpid() {
+		t.Errorf("BoltHolder while held = %+v, %v", h, err)
+	}
+	// Once the first lets go, the next writer gets in, and nobody is named.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := registry.BoltHolder(path); err != nil || h != nil {
+		t.Errorf("BoltHolder after close = %+v, %v; want none", h, err)
+	}
+	mustOpenBolt(t, path, nil)
+}
+
+func TestBolt_ReadOnlyFile_CanBeListedAndIsNotChanged(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "registry.db")
+	w := mustOpenBolt(t, path, nil)
+	registrytest.MustPut(t, w, registry.Pair{Key: "policy:학칙", Value: []byte("v")})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+
+	r, err := registry.OpenBoltReadOnly(path, nil)
+	if err != nil {
+		t.Fatalf("OpenBoltReadOnly on a read-only file: %v", err)
+	}
+	if items := registrytest.MustList(t, r, ""); len(items) != 1 || items[0].Key != "policy:학칙" {
+		t.Errorf("List = %+v", items)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("reading changed the registry file")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("reading left files beside the registry: %v", entries)
+	}
+}
+
+func TestBolt_ReadOnlyMissingFile_ErrorCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "registry.db")
+	_, err := registry.OpenBoltReadOnly(path, nil)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("OpenBoltReadOnly on a missing file: %v, want not-exist naming %s", err, path)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a read-only open created %v", entries)
+	}
+}
+
+func TestBolt_WriterCloses_LockFileGone(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "registry.db")
+	b := mustOpenBolt(t, path, nil)
+	if _, err := os.Stat(path + ".lock"); err != nil {
+		t.Fatalf("no lock file while writing: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("lock file left after close: %v", err)
+	}
+}
+
+// BenchmarkBolt_Get measures one read, which opens the file for itself (so
+// that a reader in another process can work between two operations):
+//
+//	go test -run '^$' -bench Bolt_ ./internal/registry
+func BenchmarkBolt_Get(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "registry.db")
+	s, err := registry.OpenBolt(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if out := s.Put(b.Context(), []registry.Pair{{Key: "policy:학칙", Value: []byte(`{"sha":"a"}`)}}); out != nil {
+		b.Fatal(out)
+	}
+	for b.Loop() {
+		if _, err := s.Get(b.Context(), "policy:학칙"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBolt_Put50 measures a batch of 50 writes, one transaction.
+func BenchmarkBolt_Put50(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "registry.db")
+	s, err := registry.OpenBolt(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	pairs := make([]registry.Pair, 50)
+	for i := range pairs {
+		pairs[i] = registry.Pair{Key: fmt.Sprintf("policy:규정 %02d", i), Value: []byte(`{"sha":"a"}`)}
+	}
+	for b.Loop() {
+		if out := s.Put(b.Context(), pairs); out != nil {
+			b.Fatal(out)
+		}
 	}
 }

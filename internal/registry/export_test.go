@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -14,8 +15,8 @@ func OpenBoltTimeout(path string, now func() time.Time, timeout time.Duration) (
 // RawKeys returns every key stored in the file, expired or not.
 func (b *Bolt) RawKeys() ([]string, error) {
 	var keys []string
-	err := b.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketName).ForEach(func(k, _ []byte) error {
+	err := b.view(context.Background(), func(bk *bolt.Bucket) error {
+		return bk.ForEach(func(k, _ []byte) error {
 			keys = append(keys, string(k))
 			return nil
 		})
@@ -25,7 +26,7 @@ func (b *Bolt) RawKeys() ([]string, error) {
 
 // PutRaw stores raw bytes under key, bypassing the envelope.
 func (b *Bolt) PutRaw(key string, raw []byte) error {
-	return b.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketName).Put([]byte(key), raw)
+	return b.update(context.Background(), func(bk *bolt.Bucket) error {
+		return bk.Put([]byte(key), raw)
 	})
 }

@@ -113,9 +113,12 @@ func (b *Bolt) GetMany(ctx context.Context, keys []string) (map[string][]byte, e
 	}
 	b.requests.Add(1)
 	out := make(map[string][]byte, len(keys))
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.view(ctx, func(bk *bolt.Bucket) error {
 		for _, k := range keys {
-			raw := tx.Bucket(bucketName).Get([]byte(k))
+			var raw []byte
+			if bk != nil {
+				raw = bk.Get([]byte(k))
+			}
 			if raw == nil {
 				continue
 			}

@@ -176,3 +176,38 @@ func (r *Registry) RequestRetry(ctx context.Context, names ...string) error {
 	}
 	return nil
 }
+
+// Entries reads the policy entries of names (policy:{name}) in as few
+// requests as the store allows (ManyGetter: 100 keys a request): what an
+// incremental run needs of the registry, instead of listing all of it.
+// Absent names are absent from entries; values that do not decode are in
+// problems, by key.
+func (r *Registry) Entries(ctx context.Context, names []string) (entries map[string]policy.Entry, problems map[string]error, err error) {
+	entries = make(map[string]policy.Entry, len(names))
+	for chunk := range slices.Chunk(names, maxManyKeys) {
+		keys := make([]string, len(chunk))
+		for i, n := range chunk {
+			keys[i] = PolicyKey(n)
+		}
+		got, err := r.getMany(ctx, keys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("registry: read %d policies: %w", len(keys), err)
+		}
+		for _, n := range chunk {
+			raw, ok := got[PolicyKey(n)]
+			if !ok {
+				continue
+			}
+			var e policy.Entry
+			if err := decodeObject(raw, &e); err != nil {
+				if problems == nil {
+					problems = map[string]error{}
+				}
+				problems[PolicyKey(n)] = fmt.Errorf("registry: decode %s: %w", PolicyKey(n), err)
+				continue
+			}
+			entries[n] = e
+		}
+	}
+	return entries, problems, nil
+}

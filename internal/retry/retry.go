@@ -46,9 +46,13 @@ type Retry struct {
 }
 
 // Do calls try until it succeeds, and returns its value. It returns the
-// error of the last try when the classifier says it is final or after
-// MaxRetries retries; ctx.Err() as soon as ctx is done (before a try, or
-// when a try fails meanwhile); the error of Sleep when a wait is cut short.
+// error of the last try when the classifier says it is final, after
+// MaxRetries retries, or when the wait before the next try would pass ctx's
+// deadline (such a wait is not started: the caller gets the failure itself,
+// e.g. a rate limit saying when to retry, while it still has time to record
+// it, not a deadline error after sleeping in vain); ctx.Err() as soon as
+// ctx is done (before a try, or when a try fails meanwhile); the error of
+// Sleep when a wait is cut short.
 func Do[T any](ctx context.Context, p Policy, try func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
 	sleep := p.Sleep
@@ -71,6 +75,9 @@ func Do[T any](ctx context.Context, p Policy, try func(ctx context.Context) (T, 
 			return zero, err
 		}
 		wait := p.Wait(n, d.After)
+		if pastDeadline(ctx, wait) {
+			return zero, err
+		}
 		if p.OnRetry != nil {
 			p.OnRetry(ctx, Retry{N: n + 1, Wait: wait, Err: err, Decision: d})
 		}
@@ -78,6 +85,12 @@ func Do[T any](ctx context.Context, p Policy, try func(ctx context.Context) (T, 
 			return zero, err
 		}
 	}
+}
+
+// pastDeadline says whether waiting d would end after ctx's deadline.
+func pastDeadline(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && d > time.Until(deadline)
 }
 
 // Fixed is a schedule of the given waits, retry n waiting waits[n]; a

@@ -284,3 +284,34 @@ func TestAfter_FutureOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestDo_WaitPastDeadline_LastErrorAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	var s sleeps
+	var heard []retry.Retry
+	p := fixedPolicy(&s, 2*time.Hour)
+	p.OnRetry = func(_ context.Context, r retry.Retry) { heard = append(heard, r) }
+	calls := 0
+	sw := &serverWait{d: 2 * time.Hour}
+	_, err := retry.Do(ctx, p, failing(&calls, sw))
+	if err != sw {
+		t.Fatalf("Do = %v, want the try's own error, not the context's", err)
+	}
+	if calls != 1 || len(s) != 0 || len(heard) != 0 {
+		t.Errorf("tries = %d, waits = %v, retries heard = %d; want 1 try, no wait, none heard", calls, s, len(heard))
+	}
+}
+
+func TestDo_WaitWithinDeadline_Waits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	var s sleeps
+	calls := 0
+	if _, err := retry.Do(ctx, fixedPolicy(&s, time.Minute), failing(&calls, errTransient)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sleeps{time.Minute}, s); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
+	}
+}

@@ -365,3 +365,24 @@ func lastLine(t *testing.T, logs *bytes.Buffer, msg string) map[string]any {
 	}
 	return found
 }
+
+func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	start := len(r.store.Log())
+	res := r.mustRun()
+	if res.Summary.Mode != syncer.ModeIncremental || res.Summary.Policies != 3 {
+		t.Fatalf("summary %+v", res.Summary)
+	}
+	for _, c := range r.store.Log()[start:] {
+		if c.Method == registrytest.List && c.Prefix != policy.DeadLetterPrefix {
+			t.Errorf("an incremental run after a clean one listed %q", c.Prefix)
+		}
+	}
+	if p := r.policies(); p["가"].Title != "가 개정" || len(p) != 3 {
+		t.Errorf("policies %v", p)
+	}
+}

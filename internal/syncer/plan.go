@@ -3,6 +3,8 @@ package syncer
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
@@ -13,57 +15,88 @@ import (
 type planned struct {
 	mode, reason string // the mode the run took (an untrusted compare makes it full)
 	plan         policy.Plan
+	desired      map[string]policy.Desired // what the head wants, with the tree's sizes
 	work         differ.QueueWork
 	// renames are the policy names git reports renamed by the compare, old
 	// name → new name, for the mass-delete guard.
 	renames map[string]string
 }
 
-// plan decides what the run writes: in a full run from the head tree; in an
-// incremental one from the compare last...head, reading the head tree when
-// the compare cannot say enough (removals, new paths, retries, names skipped
-// or in conflict). The differ then fits the plan to the queue.
-func (r *run) plan(ctx context.Context, st state, mode, reason string, reg registryState) (planned, error) {
+// plan decides what the run writes and reads what it needs of the registry
+// to decide: in a full run, the head tree against every entry; in an
+// incremental one, the compare last...head against the entries of the names
+// it touches (after a run that recorded what the registry holds; else every
+// entry), reading the head tree when the compare cannot say enough
+// (removals, new paths, retries, names skipped or in conflict). The differ
+// then fits the plan to the queue. An untrusted compare makes the run full.
+func (r *run) plan(ctx context.Context, st state, mode, reason string) (planned, registryState, error) {
 	p := planned{mode: mode, reason: reason}
-	known := reg.known()
-	var (
-		desired map[string]policy.Desired
-		err     error
-	)
+	var cs *policy.Changeset
 	if mode == ModeIncremental {
-		desired, p.plan, p.renames, err = r.planIncremental(ctx, st, known)
-		if errors.Is(err, policy.ErrCompareUntrusted) {
-			p.mode, p.reason, err = ModeFull, err.Error(), nil
-		}
-		if err != nil {
-			return p, err
+		c, err := r.compare(ctx, st)
+		switch {
+		case errors.Is(err, policy.ErrCompareUntrusted):
+			p.mode, p.reason = ModeFull, err.Error()
+		case err != nil:
+			return p, registryState{}, err
+		default:
+			cs = &c
 		}
 	}
-	if p.mode == ModeFull {
-		tree, err := r.Source.Tree(ctx, st.head)
-		if err != nil {
-			return p, err
-		}
-		var skipped []policy.Skip
-		var conflicts []policy.Conflict
-		desired, skipped, conflicts = differ.FromTree(tree, r.opt.differ())
-		p.plan = differ.Plan(desired, known, nil, skipped, conflicts)
+	reg, err := r.readRegistry(ctx, st, readScope(st, cs))
+	if err != nil {
+		return p, reg, err
+	}
+	if cs != nil {
+		p.desired, p.plan, err = r.planIncremental(ctx, st, *cs, reg.known())
+		p.renames = differ.Renames(*cs)
+	} else {
+		p.desired, p.plan, err = r.planFull(ctx, st, reg.known())
+	}
+	if err != nil {
+		return p, reg, err
 	}
 	r.log.Info("mode chosen", logkey.Mode, p.mode, logkey.Reason, p.reason, logkey.Commit, st.head, logkey.Previous, st.last, logkey.Retries, len(st.pending))
-	p.plan, p.work = differ.SettleQueue(p.plan, desired, reg.entries, st.pending, reg.dead, r.start)
-	return p, nil
+	p.plan, p.work = differ.SettleQueue(p.plan, p.desired, reg.entries, st.pending, reg.dead, r.start)
+	return p, reg, nil
 }
 
-// planIncremental plans from the compare last...head; an error wrapping
-// policy.ErrCompareUntrusted means a full run must plan instead.
-func (r *run) planIncremental(ctx context.Context, st state, known map[string]policy.Known) (map[string]policy.Desired, policy.Plan, map[string]string, error) {
-	var cs policy.Changeset
-	if st.last != st.head {
-		var err error
-		if cs, err = r.Source.Compare(ctx, st.last, st.head); err != nil {
-			return nil, policy.Plan{}, nil, err
-		}
+// compare returns the changes last...head (none when they are the same
+// commit: a run that only retries).
+func (r *run) compare(ctx context.Context, st state) (policy.Changeset, error) {
+	if st.last == st.head {
+		return policy.Changeset{Base: st.last, Head: st.head}, nil
 	}
+	return r.Source.Compare(ctx, st.last, st.head)
+}
+
+// readScope returns the names an incremental run reads of the registry —
+// those the changeset touches and those waiting for retry — or nil for
+// every entry: a full run, or a run after one that did not record the
+// registry's size (an older syncjob, an unclean run).
+func readScope(st state, cs *policy.Changeset) []string {
+	if cs == nil || st.prev == nil || st.prev.Pending == nil || st.unclean != "" {
+		return nil
+	}
+	names := differ.Touched(*cs)
+	for name := range st.pending {
+		names[name] = true
+	}
+	return slices.Sorted(maps.Keys(names))
+}
+
+// planFull plans from the head tree against every entry.
+func (r *run) planFull(ctx context.Context, st state, known map[string]policy.Known) (map[string]policy.Desired, policy.Plan, error) {
+	tree, err := r.Source.Tree(ctx, st.head)
+	if err != nil {
+		return nil, policy.Plan{}, err
+	}
+	desired, skipped, conflicts := differ.FromTree(tree, r.opt.differ())
+	return desired, differ.Plan(desired, known, nil, skipped, conflicts), nil
+}
+
+// planIncremental plans from the changeset.
+func (r *run) planIncremental(ctx context.Context, st state, cs policy.Changeset, known map[string]policy.Known) (map[string]policy.Desired, policy.Plan, error) {
 	dopt := r.opt.differ()
 	desired, scope, skipped, conflicts := differ.FromChanges(cs, known, nil, dopt)
 	var prevSkipped []policy.Skip
@@ -76,7 +109,7 @@ func (r *run) planIncremental(ctx context.Context, st state, known map[string]po
 	if differ.NeedsTree(cs) || differ.AddsPaths(cs) || differ.Touches(scope, prevSkipped, prevConflicts) || len(st.pending) > 0 {
 		tree, err := r.Source.Tree(ctx, st.head)
 		if err != nil {
-			return nil, policy.Plan{}, nil, err
+			return nil, policy.Plan{}, err
 		}
 		for name := range st.pending {
 			scope[name] = true
@@ -85,5 +118,5 @@ func (r *run) planIncremental(ctx context.Context, st state, known map[string]po
 		skipped, conflicts = differ.InScope(scope, skipped, conflicts)
 	}
 	skipped, conflicts = differ.CarryOver(scope, skipped, conflicts, prevSkipped, prevConflicts)
-	return desired, differ.Plan(desired, known, scope, skipped, conflicts), differ.Renames(cs), nil
+	return desired, differ.Plan(desired, known, scope, skipped, conflicts), nil
 }

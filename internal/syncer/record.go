@@ -64,6 +64,8 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 	sum := policy.RunSummary{
 		Timestamp:         r.start.Format(policy.TimeLayout),
 		RunID:             r.id,
+		Repo:              r.Repo,
+		Branch:            r.Branch,
 		Trigger:           r.opt.Trigger,
 		Delivery:          r.opt.Delivery,
 		DryRun:            r.opt.DryRun,
@@ -88,6 +90,7 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 	sum.ErrorCount = len(sum.Failures)
 	sum.Waiting = out.waiting
 	sum.Pending = owed(out)
+	sum.Policies, sum.LegacyV1 = registryAfter(out)
 	setStatus(&sum, out)
 	// A failed run that began writing, or that started from a registry a
 	// compare cannot trust, leaves the next run to plan from the head tree.
@@ -155,6 +158,24 @@ func owed(out outcome) []string {
 		names = []string{}
 	}
 	return names
+}
+
+// registryAfter is how many policies the registry holds after the run and
+// which legacy v1 titles are still unmatched: from what the run planned and
+// applied, or what the last run said when this one did not plan.
+func registryAfter(out outcome) (int, []string) {
+	if out.planned == nil {
+		if prev := out.state.prev; prev != nil {
+			return prev.Policies, prev.LegacyV1
+		}
+		return 0, nil
+	}
+	n := out.size
+	if out.applied != nil {
+		c := out.applied.Counts()
+		n += c.Added - c.Deleted
+	}
+	return n, out.legacy
 }
 
 // count sets the summary's counts from what the run applied.

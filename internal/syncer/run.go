@@ -61,7 +61,11 @@ type outcome struct {
 	// owed are the names whose failures this run queued for retry; nil
 	// when it did not get that far.
 	owed    []string
-	waiting int   // items left for another day by the daily write budget
+	waiting int // items left for another day by the daily write budget
+	size    int // policies in the registry when the run planned
+	// legacy are the v1 keys (titles) no policy took the fields of, after
+	// the run; nil when it did not plan.
+	legacy  []string
 	wrote   bool  // the run began writing policies and queue entries
 	fullRun bool  // a full run that applied everything
 	err     error // why the run stopped
@@ -71,6 +75,10 @@ type outcome struct {
 type registryState struct {
 	entries map[string]policy.Entry // current entries by policyName
 	v1      map[string]policy.Entry // legacy v1 entries by title
+	// partial is set when only the names an incremental run touches were
+	// read; size is how many policies the registry holds.
+	partial bool
+	size    int
 	dead    map[string]policy.DeadLetter
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
@@ -51,26 +52,40 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	return st, err
 }
 
-// readRegistry reads the policies (current and legacy v1) and the dead
-// letters. Unreadable entries are logged, not fatal; an unreadable dead
-// letter holds nothing back (a person can drop it).
-func (r *run) readRegistry(ctx context.Context) (registryState, error) {
-	all, problems, err := r.Registry.Policies(ctx)
+// readRegistry reads the policies (current and legacy v1) — every one, or
+// when names is not nil only those — and the dead letters. Unreadable
+// entries are logged, not fatal; an unreadable dead letter holds nothing
+// back (a person can drop it).
+func (r *run) readRegistry(ctx context.Context, st state, names []string) (registryState, error) {
+	var (
+		all      map[string]policy.Entry
+		problems map[string]error
+		err      error
+		reg      registryState
+	)
+	if names == nil {
+		all, problems, err = r.Registry.Policies(ctx)
+	} else {
+		all, problems, err = r.Registry.Entries(ctx, names)
+		reg.partial, reg.size = true, st.prev.Policies
+	}
 	if err != nil {
-		return registryState{}, fmt.Errorf("registry: read policies: %w", err)
+		return reg, fmt.Errorf("registry: read policies: %w", err)
 	}
 	for key, perr := range problems {
 		r.log.Warn("registry entry unreadable", logkey.Key, key, logkey.Error, perr)
 	}
-	var st registryState
-	st.entries, st.v1 = differ.SplitV1(all)
+	reg.entries, reg.v1 = differ.SplitV1(all)
+	if !reg.partial {
+		reg.size = len(reg.entries)
+	}
 	var bad *registry.DecodeError
-	if st.dead, err = r.Registry.DeadLetters(ctx); errors.As(err, &bad) {
+	if reg.dead, err = r.Registry.DeadLetters(ctx); errors.As(err, &bad) {
 		r.log.Warn("dead letters unreadable", logkey.Error, err)
 	} else if err != nil {
-		return registryState{}, fmt.Errorf("registry: read dead letters: %w", err)
+		return reg, fmt.Errorf("registry: read dead letters: %w", err)
 	}
-	return st, nil
+	return reg, nil
 }
 
 // known is what the registry knows of each policy: enough to plan.
@@ -80,4 +95,45 @@ func (st registryState) known() map[string]policy.Known {
 		known[name] = policy.Known{PolicyName: name, SHA: e.SHA, Path: e.Path}
 	}
 	return known
+}
+
+// readV1 reads, for a run that read only the entries it touches, the legacy
+// v1 entries (keyed by title) whose fields a policy this run writes takes:
+// those of the titles the last full run found unmatched (legacy) that a put
+// of the plan now has.
+func (r *run) readV1(ctx context.Context, plan policy.Plan, legacy []string) (map[string]policy.Entry, error) {
+	var titles []string
+	for _, it := range plan.Items {
+		if it.Action != policy.ActDelete && slices.Contains(legacy, it.Title) {
+			titles = append(titles, it.Title)
+		}
+	}
+	if len(titles) == 0 {
+		return nil, nil
+	}
+	all, problems, err := r.Registry.Entries(ctx, titles)
+	if err != nil {
+		return nil, fmt.Errorf("registry: read legacy entries: %w", err)
+	}
+	for key, perr := range problems {
+		r.log.Warn("registry entry unreadable", logkey.Key, key, logkey.Error, perr)
+	}
+	_, v1 := differ.SplitV1(all)
+	return v1, nil
+}
+
+// legacyLeft are the v1 keys no policy has taken the fields of after this
+// run: what Migrate found unmatched on a run that read every entry; on one
+// that read only what it touched, the last run's less those matched now.
+func legacyLeft(out outcome, reg registryState, mig differ.Migration) []string {
+	if !reg.partial {
+		return append([]string{}, mig.Unmatched...)
+	}
+	var left []string
+	for _, key := range out.state.prev.LegacyV1 {
+		if _, matched := reg.v1[key]; !matched || slices.Contains(mig.Unmatched, key) {
+			left = append(left, key)
+		}
+	}
+	return left
 }

@@ -159,16 +159,12 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 	}
 	ctx, stop := r.keepLease(ctx, out.lease)
 	defer stop()
-	reg, err := r.readRegistry(ctx)
-	if err != nil {
-		out.err = err
-		return out
-	}
-	p, err := r.plan(ctx, out.state, mode, reason, reg)
+	p, reg, err := r.plan(ctx, out.state, mode, reason)
 	if err != nil {
 		out.err = stopped(ctx, err)
 		return out
 	}
+	out.size = reg.size
 	out.mode, out.reason = p.mode, p.reason // an untrusted compare makes the run full
 	out = r.write(ctx, out, p, reg)
 	out.err = stopped(ctx, out.err)
@@ -180,18 +176,25 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 func (r *run) write(ctx context.Context, out outcome, p planned, reg registryState) outcome {
 	out.plan = p.plan
 	r.phases.enter("fetch")
-	plan, failures, err := r.readTitles(ctx, out.state.head, p.plan, reg.entries)
+	plan, failures, err := r.readTitles(ctx, out.state.head, p.plan, reg.entries, p.desired)
 	out.plan = plan
 	if err != nil {
 		out.err = err
 		return out
 	}
+	if reg.partial {
+		if reg.v1, err = r.readV1(ctx, plan, out.state.prev.LegacyV1); err != nil {
+			out.err = err
+			return out
+		}
+	}
 	plan, mig := differ.Migrate(plan, reg.entries, reg.v1, out.mode == ModeFull, r.start)
+	out.legacy = legacyLeft(out, reg, mig)
 	r.logPlan(plan, mig)
 	planned := plan
 	out.plan, out.planned = plan, &planned
 	if !r.opt.AllowMassDelete {
-		if out.err = differ.Guard(plan, reg.entries, p.renames); out.err != nil {
+		if out.err = differ.Guard(plan, reg.entries, p.renames, reg.size); out.err != nil {
 			return out
 		}
 	}
@@ -199,7 +202,7 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 		out.failures = failures
 		return out
 	}
-	if out.err = outage(differ.Unread(p.plan), failures); out.err != nil {
+	if out.err = outage(differ.Unread(p.plan, nil), failures); out.err != nil {
 		return out
 	}
 	if plan, out.waiting, out.err = r.fitBudget(ctx, plan, p.work); out.err != nil {

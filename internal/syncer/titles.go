@@ -13,8 +13,8 @@ import (
 // the differ turns empty and oversized content into skips and unreadable
 // files into failures (never deletes). An error aborts the run (a rate
 // limit, a configuration error, the context).
-func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry) (policy.Plan, []policy.Failure, error) {
-	files := differ.Unread(plan)
+func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired map[string]policy.Desired) (policy.Plan, []policy.Failure, error) {
+	files := differ.Unread(plan, desired)
 	var (
 		read     map[string]policy.Content
 		readErrs map[string]error

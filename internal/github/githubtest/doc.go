@@ -21,10 +21,15 @@
 //	GET /repos/{o}/{r}/tarball/{ref}           ("archive-link"; 302 to the download below)
 //	GET /_codeload/{o}/{r}/tar.gz/{sha}        ("archive"; git archive --prefix={o}-{r}-{sha7}/)
 //
+// Raw blobs and tarballs are streamed, never held whole, so a test can serve
+// a file larger than it would keep in memory (Repo.WriteFrom with Fill), and
+// Server.ArchiveExtra adds generated entries to the tarball (a gzip bomb).
+//
 // Faults are injected per endpoint kind with FailNext (the next n requests)
 // or FailRandom (seeded, deterministic), using the constructors
-// PrimaryRateLimit, SecondaryRateLimit, ServerError, StatusError and Hang.
-// Every request is counted (Requests) and logged (Log).
+// PrimaryRateLimit, SecondaryRateLimit, ServerError, StatusError, Hang and
+// Stall. Every request is counted (Requests), its body bytes too
+// (BytesSent), and logged (Log).
 //
 // When Server.Token is set, API requests must carry "Authorization: Bearer
 // {token}" (or "token {token}"): a missing header answers 404 as GitHub does

@@ -1,12 +1,15 @@
 package githubtest_test
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,5 +260,84 @@ func TestServer_Token(t *testing.T) {
 	log := s.Log()
 	if len(log) != 2 || log[1].Status != http.StatusOK || log[0].Status != http.StatusUnauthorized {
 		t.Errorf("log = %+v", log)
+	}
+}
+
+func TestServer_LargeBlobAndArchive_Streamed(t *testing.T) {
+	repo := githubtest.NewRepo(t)
+	const size = 64 << 20
+	repo.WriteFrom("big.md", githubtest.Fill('a', size))
+	repo.Write("small.md", "# small\n")
+	head := repo.Commit("big")
+	s := githubtest.NewServer(t, "o", "r", repo)
+	s.ArchiveExtra = []githubtest.Generated{{Path: "bomb.bin", Size: 1 << 30}}
+	c := mustClient(t, s)
+	ctx := context.Background()
+
+	// A raw blob carries its exact length; a client that stops reading
+	// stops the server, give or take the socket's buffers.
+	req, _ := c.NewRequest("GET", "repos/o/r/git/blobs/"+repo.BlobSHA(head, "big.md"), nil)
+	req.Header.Set("Accept", "application/vnd.github.v3.raw")
+	resp, err := c.BareDo(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ContentLength != size {
+		t.Errorf("Content-Length = %d, want %d", resp.ContentLength, size)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	// The tarball starts with the generated entry, then the repository's.
+	link, _, err := c.Repositories.GetArchiveLink(ctx, "o", "r", github.Tarball, &github.RepositoryContentGetOptions{Ref: head}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aresp, err := http.Get(link.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(aresp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := tar.NewReader(zr).Next()
+	if err != nil || h.Name != "o-r-"+head[:7]+"/bomb.bin" || h.Size != 1<<30 {
+		t.Fatalf("first entry = %+v, %v; want the generated bomb.bin of 1 GiB", h, err)
+	}
+	aresp.Body.Close()
+
+	// Wait for both handlers to record what they wrote.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.Log()) < 3 || s.Log()[1].Status == 0 || s.Log()[2].Status == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("handlers did not end")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sent := s.BytesSent()
+	if sent[githubtest.KindBlob] >= size/2 {
+		t.Errorf("bytes sent = %v: the blob kept streaming after the client stopped reading", sent)
+	}
+}
+
+func TestServer_Stall_SendsThenHangs(t *testing.T) {
+	repo := githubtest.NewRepo(t)
+	repo.Write("a.md", strings.Repeat("x", 4096))
+	head := repo.Commit("a")
+	s := githubtest.NewServer(t, "o", "r", repo)
+	s.FailNext(githubtest.KindBlob, 1, githubtest.Stall(100))
+	req, _ := http.NewRequest("GET", s.URL()+"repos/o/r/git/blobs/"+repo.BlobSHA(head, "a.md"), nil)
+	req.Header.Set("Accept", "application/vnd.github.v3.raw")
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil || len(b) != 100 {
+		t.Errorf("read %d bytes, err %v; want 100 then a timeout", len(b), err)
 	}
 }

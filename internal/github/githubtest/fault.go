@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -16,6 +17,11 @@ type Fault struct {
 	// Hang holds the request open until the client gives up (its context or
 	// timeout) or the server closes; nothing is answered.
 	Hang bool
+	// Stall answers for real but stops after StallAfter bytes of the body
+	// and holds the request open, as Hang does: a download that stalls.
+	// Status, Header and Body are not used.
+	Stall      bool
+	StallAfter int64
 }
 
 // Documentation URLs GitHub sends with rate-limit answers; go-github types a
@@ -65,6 +71,42 @@ func StatusError(status int, message string) Fault {
 
 // Hang never answers; the client's timeout or context ends the request.
 func Hang() Fault { return Fault{Hang: true} }
+
+// Stall sends the real answer's status, headers and first after bytes of
+// body, then nothing until the client gives up.
+func Stall(after int64) Fault { return Fault{Stall: true, StallAfter: after} }
+
+// stallWriter passes the first left bytes of a body, flushes them, and
+// then waits (see Stall) and fails the handler's writes.
+type stallWriter struct {
+	*statusWriter
+	left int64
+	wait func()
+}
+
+func (w *stallWriter) Write(b []byte) (int, error) {
+	if w.left <= 0 {
+		return 0, w.stall()
+	}
+	n, err := w.statusWriter.Write(b[:min(int64(len(b)), w.left)])
+	w.left -= int64(n)
+	if err != nil || n == len(b) {
+		return n, err
+	}
+	return n, w.stall()
+}
+
+// stall sends what was written and waits; the handler's writes then fail.
+func (w *stallWriter) stall() error {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	w.Flush()
+	w.wait()
+	return errStalled
+}
+
+var errStalled = errors.New("githubtest: stalled")
 
 // AnyKind matches every endpoint kind in FailNext and FailRandom.
 const AnyKind = ""

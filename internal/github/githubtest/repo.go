@@ -3,6 +3,7 @@ package githubtest
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,8 +64,9 @@ func (r *Repo) env(date string) []string {
 	return env
 }
 
-// git runs git with quoting and unicode folding disabled; it returns stdout.
-func (r *Repo) git(stdin []byte, args ...string) ([]byte, error) {
+// command is git with quoting and unicode folding disabled, in the
+// repository, with the isolated environment.
+func (r *Repo) command(args ...string) *exec.Cmd {
 	r.mu.Lock()
 	date := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.commits) * time.Second).Format(time.RFC3339)
 	r.mu.Unlock()
@@ -79,6 +81,12 @@ func (r *Repo) git(stdin []byte, args ...string) ([]byte, error) {
 	cmd := exec.Command("git", full...)
 	cmd.Dir = r.dir
 	cmd.Env = r.env(date)
+	return cmd
+}
+
+// git runs git (see command); it returns stdout.
+func (r *Repo) git(stdin []byte, args ...string) ([]byte, error) {
+	cmd := r.command(args...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -89,6 +97,19 @@ func (r *Repo) git(stdin []byte, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
+}
+
+// gitTo runs git (see command) with its stdout streamed to w, never held
+// whole; a failing w (a client that hung up) ends git.
+func (r *Repo) gitTo(w io.Writer, args ...string) error {
+	cmd := r.command(args...)
+	var stderr bytes.Buffer
+	cmd.Stdout = w
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
 }
 
 // Git runs any git command in the repository and returns its trimmed stdout.
@@ -118,6 +139,27 @@ func (r *Repo) Write(path, content string) {
 		r.t.Fatalf("githubtest: write %s: %v", path, err)
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		r.t.Fatalf("githubtest: write %s: %v", path, err)
+	}
+}
+
+// WriteFrom creates or replaces a file with what content yields, streamed
+// to disk: a file larger than a test would hold in memory (see Fill).
+func (r *Repo) WriteFrom(path string, content io.Reader) {
+	r.t.Helper()
+	p := r.abs(path)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		r.t.Fatalf("githubtest: write %s: %v", path, err)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		r.t.Fatalf("githubtest: write %s: %v", path, err)
+	}
+	_, err = io.Copy(f, content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		r.t.Fatalf("githubtest: write %s: %v", path, err)
 	}
 }

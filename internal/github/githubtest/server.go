@@ -1,10 +1,6 @@
 package githubtest
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +39,9 @@ type Server struct {
 	TruncateTreesOver int
 	// Token, when set, is the token API requests must carry.
 	Token string
+	// ArchiveExtra are entries added to every tarball before the
+	// repository's own (see Generated).
+	ArchiveExtra []Generated
 
 	owner, name string
 	repo        *Repo
@@ -51,6 +50,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	counts Counts
+	sent   Counts // body bytes written, by endpoint kind
 	log    []Request
 	faults []*faultRule
 }
@@ -80,7 +80,7 @@ func (c Counts) Total() int {
 // NewServer serves repo as {owner}/{name} until the test ends.
 func NewServer(t testing.TB, owner, name string, repo *Repo) *Server {
 	t.Helper()
-	s := &Server{owner: owner, name: name, repo: repo, done: make(chan struct{}), counts: Counts{}}
+	s := &Server{owner: owner, name: name, repo: repo, done: make(chan struct{}), counts: Counts{}, sent: Counts{}}
 	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.ts.Close)
 	// Registered last so it runs first: releases hanging handlers before Close waits for them.
@@ -102,6 +102,16 @@ func (s *Server) Requests() Counts {
 	return maps.Clone(s.counts)
 }
 
+// BytesSent returns the body bytes written per endpoint kind since the
+// start or the last ResetRequests: what a client made the server produce
+// (a client that stops reading early stops it, give or take the socket's
+// buffers).
+func (s *Server) BytesSent() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.sent)
+}
+
 // Log returns the requests received since the start or the last ResetRequests.
 func (s *Server) Log() []Request {
 	s.mu.Lock()
@@ -114,12 +124,14 @@ func (s *Server) ResetRequests() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts = Counts{}
+	s.sent = Counts{}
 	s.log = nil
 }
 
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	bytes  int
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -133,8 +145,13 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
 }
+
+// Flush lets a streamed answer reach the client (see stallWriter).
+func (w *statusWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
 
 // route is a parsed request path.
 type route struct {
@@ -193,10 +210,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rt := parseRoute(r)
 	sw := &statusWriter{ResponseWriter: w}
 	total, fault, answered := s.record(r, rt)
-	defer func() { answered(sw.status) }()
+	defer func() { answered(sw.status, sw.bytes) }()
 	setRateLimitHeaders(sw.Header(), total)
 
-	if fault != nil {
+	var w2 http.ResponseWriter = sw
+	switch {
+	case fault != nil && fault.Stall:
+		w2 = &stallWriter{statusWriter: sw, left: fault.StallAfter, wait: func() { s.hang(r) }}
+	case fault != nil:
 		s.fail(sw, r, fault)
 		return
 	}
@@ -204,28 +225,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(sw, http.StatusNotFound, "Not Found")
 		return
 	}
-	if !s.authorized(sw, r, rt) {
+	if !s.authorized(w2, r, rt) {
 		return
 	}
 	if rt.kind == KindUnknown || !strings.EqualFold(rt.owner, s.owner) || !strings.EqualFold(rt.name, s.name) {
-		writeError(sw, http.StatusNotFound, "Not Found")
+		writeError(w2, http.StatusNotFound, "Not Found")
 		return
 	}
-	s.dispatch(sw, r, rt)
+	s.dispatch(w2, r, rt)
 }
 
 // record counts and logs a request and draws its fault, under the lock. It
 // returns the number of requests so far, the fault (nil for none) and
-// answered, which records the status the request was answered with.
-func (s *Server) record(r *http.Request, rt route) (total int, fault *Fault, answered func(status int)) {
+// answered, which records the status the request was answered with and the
+// body bytes written.
+func (s *Server) record(r *http.Request, rt route) (total int, fault *Fault, answered func(status, bytes int)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[rt.kind]++
 	idx := len(s.log)
 	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Kind: rt.kind, Header: r.Header.Clone()})
-	answered = func(status int) {
+	answered = func(status, bytes int) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.sent[rt.kind] += bytes
 		if idx < len(s.log) && s.log[idx].Kind == rt.kind {
 			s.log[idx].Status = status
 		}
@@ -248,17 +271,22 @@ func setRateLimitHeaders(h http.Header, total int) {
 // until the client gives up (or the server closes, or a minute passes).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, fault *Fault) {
 	if fault.Hang {
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		case <-time.After(time.Minute):
-		}
+		s.hang(r)
 		return
 	}
 	for k, v := range fault.Header {
 		w.Header()[k] = v
 	}
 	writeJSONRaw(w, fault.Status, fault.Body)
+}
+
+// hang waits until the client gives up (or the server closes, or a minute passes).
+func (s *Server) hang(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+	case <-time.After(time.Minute):
+	}
 }
 
 // authorized checks the token of an API request when Server.Token is set:
@@ -649,97 +677,4 @@ func (s *Server) diffFiles(base, head string) ([]compareFileJSON, error) {
 		}
 	}
 	return files, nil
-}
-
-func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, sha string) {
-	id, ok := s.repo.resolve(sha, "blob")
-	if !ok || len(sha) < 40 {
-		writeError(w, http.StatusNotFound, "Not Found")
-		return
-	}
-	content, err := s.repo.git(nil, "cat-file", "blob", id)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if strings.Contains(r.Header.Get("Accept"), "raw") {
-		w.Header().Set("Content-Type", "application/vnd.github.raw")
-		w.Header().Set("Content-Length", strconv.Itoa(len(content)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(content)
-		return
-	}
-	enc := base64.StdEncoding.EncodeToString(content)
-	var b strings.Builder
-	for len(enc) > 60 {
-		b.WriteString(enc[:60])
-		b.WriteByte('\n')
-		enc = enc[60:]
-	}
-	b.WriteString(enc)
-	writeJSON(w, map[string]any{"sha": id, "size": len(content), "url": s.api("git/blobs/%s", id), "content": b.String(), "encoding": "base64"})
-}
-
-func (s *Server) serveArchiveLink(w http.ResponseWriter, ref string) {
-	if ref == "" {
-		ref = "HEAD"
-	}
-	sha, ok := s.repo.resolve(ref, "commit")
-	if !ok {
-		writeError(w, http.StatusNotFound, "Not Found")
-		return
-	}
-	w.Header().Set("Location", s.ts.URL+"/_codeload/"+s.owner+"/"+s.name+"/tar.gz/"+sha)
-	w.WriteHeader(http.StatusFound)
-}
-
-func (s *Server) serveArchive(w http.ResponseWriter, sha string) {
-	id, ok := s.repo.resolve(sha, "commit")
-	if !ok || id != sha {
-		writeError(w, http.StatusNotFound, "Not Found")
-		return
-	}
-	prefix := s.owner + "-" + s.name + "-" + sha[:7] + "/"
-	tarball, err := s.repo.git(nil, "archive", "--format=tar", "--prefix="+prefix, sha)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(tarball)
-	if err := zw.Close(); err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-gzip")
-	w.Header().Set("Content-Disposition", "attachment; filename="+s.owner+"-"+s.name+"-"+sha[:7]+".tar.gz")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(http.StatusOK)
-	w.Write(buf.Bytes())
-}
-
-// ArchiveEntries lists the regular-file paths (without the prefix folder) of
-// a tar.gz archive; a helper for tests of the archive itself.
-func ArchiveEntries(r io.Reader) ([]string, error) {
-	zr, err := gzip.NewReader(r)
-	if err != nil {
-		return nil, err
-	}
-	tr := tar.NewReader(zr)
-	var paths []string
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return paths, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		_, p, _ := strings.Cut(h.Name, "/")
-		paths = append(paths, p)
-	}
 }

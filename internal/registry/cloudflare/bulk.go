@@ -1,16 +1,20 @@
 package cloudflare
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/retry"
 )
 
 // Cloudflare's bulk limits: pairs (or keys) per request and bytes per body.
@@ -51,37 +55,56 @@ func encodePair(p registry.Pair) []byte {
 	return registry.MustJSON(bp)
 }
 
-// bulkBody is one request's body and the keys it carries.
+// bulkBody is one request's worth of encoded elements and their keys.
 type bulkBody struct {
-	keys []string
-	body []byte
+	keys  []string
+	elems [][]byte
 }
 
-// chunk groups encoded elements into JSON arrays of at most MaxBulkPairs
+// json is the request body: the elements as a JSON array.
+func (b bulkBody) json() []byte {
+	return append(append([]byte{'['}, bytes.Join(b.elems, []byte{','})...), ']')
+}
+
+// only is b with only the given keys, in b's order.
+func (b bulkBody) only(keys []string) bulkBody {
+	keep := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		keep[k] = true
+	}
+	var out bulkBody
+	for i, k := range b.keys {
+		if keep[k] {
+			out.keys = append(out.keys, k)
+			out.elems = append(out.elems, b.elems[i])
+		}
+	}
+	return out
+}
+
+// chunk groups encoded elements into bodies of at most MaxBulkPairs
 // elements and MaxBulkBytes bytes.
 func chunk(keys []string, elems [][]byte) []bulkBody {
 	var out []bulkBody
 	var cur bulkBody
-	flush := func() {
-		if len(cur.keys) > 0 {
-			cur.body = append(cur.body, ']')
-			out = append(out, cur)
-		}
-		cur = bulkBody{}
-	}
+	size := 0 // of cur's JSON array
 	for i, e := range elems {
-		if len(cur.keys) == MaxBulkPairs || (len(cur.keys) > 0 && len(cur.body)+1+len(e)+1 > MaxBulkBytes) {
-			flush()
+		if len(cur.keys) == MaxBulkPairs || (len(cur.keys) > 0 && size+1+len(e) > MaxBulkBytes) {
+			out = append(out, cur)
+			cur, size = bulkBody{}, 0
 		}
 		if len(cur.keys) == 0 {
-			cur.body = append(cur.body, '[')
+			size = 2 // [ ]
 		} else {
-			cur.body = append(cur.body, ',')
+			size++ // ,
 		}
-		cur.body = append(cur.body, e...)
+		size += len(e)
 		cur.keys = append(cur.keys, keys[i])
+		cur.elems = append(cur.elems, e)
 	}
-	flush()
+	if len(cur.keys) > 0 {
+		out = append(out, cur)
+	}
 	return out
 }
 
@@ -104,8 +127,9 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 	for i, p := range valid {
 		elems[i] = encodePair(p)
 	}
+	op := bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
 	for _, b := range chunk(keys, elems) {
-		outcome = s.bulk(ctx, "write", http.MethodPut, s.namespacePath("bulk"), b, outcome, &s.writes)
+		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome
 }
@@ -127,17 +151,85 @@ func (s *Store) Delete(ctx context.Context, keys []string) map[string]error {
 	for i, k := range valid {
 		elems[i] = registry.MustJSON(k)
 	}
+	op := bulkOp{verb: "delete", method: http.MethodPost, path: s.namespacePath("bulk/delete"), billed: &s.deletes}
 	for _, b := range chunk(valid, elems) {
-		outcome = s.bulk(ctx, "delete", http.MethodPost, s.namespacePath("bulk/delete"), b, outcome, &s.deletes)
+		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome
 }
 
-// bulk sends one bulk request and records the outcome of its keys: all of
-// them failing when the request fails, those in unsuccessful_keys otherwise.
-func (s *Store) bulk(ctx context.Context, verb, method, path string, b bulkBody, outcome map[string]error, billed *atomic.Int64) map[string]error {
+// bulkOp is a bulk endpoint: what it does (for errors), how it is called,
+// and what a key it applies is billed as.
+type bulkOp struct {
+	verb, method, path string
+	billed             *atomic.Int64
+}
+
+// keyRetryWaits are the waits before each re-send of the keys a bulk answer
+// listed in unsuccessful_keys: a second at least, since KV applies one
+// write per key per second, then doubling. Cloudflare asks for such keys to
+// be retried; 5xx, 429s and timeouts are retried by the transport instead.
+var keyRetryWaits = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+
+// errSomeUnsuccessful: a bulk answer listed keys in unsuccessful_keys.
+var errSomeUnsuccessful = errors.New("some keys unsuccessful")
+
+// requestFailed is a bulk request that got no usable answer, after the
+// transport's retries: its keys fail with it, and are not re-sent.
+type requestFailed struct{ err error }
+
+func (e *requestFailed) Error() string { return e.err.Error() }
+
+// bulk sends one bulk request, re-sends the keys Cloudflare lists in
+// unsuccessful_keys after each wait of keyRetryWaits (only while the
+// context's deadline allows), and records the outcome of the keys: those
+// still unsuccessful fail with ErrUnsuccessful, all that a failed request
+// carried fail with its error.
+func (s *Store) bulk(ctx context.Context, op bulkOp, b bulkBody, outcome map[string]error) map[string]error {
 	n := len(b.keys)
-	r, err := s.api.Raw(ctx, method, path, b.body, http.Header{"Content-Type": {"application/json"}})
+	pending, tries := b, 0
+	p := retry.Policy{
+		MaxRetries: len(keyRetryWaits),
+		Wait:       retry.Fixed(keyRetryWaits),
+		Classify:   func(err error) retry.Decision { return retry.Decision{Retry: err == errSomeUnsuccessful} },
+		Sleep:      s.cfg.Sleep,
+		OnRetry: func(ctx context.Context, r retry.Retry) {
+			s.log.WarnContext(ctx, "re-sending keys cloudflare reported unsuccessful", logkey.Op, "bulk "+op.verb, logkey.Entries, len(pending.keys), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
+		},
+	}
+	_, err := retry.Do(ctx, p, func(ctx context.Context) (struct{}, error) {
+		tries++
+		failed, err := s.send(ctx, op, pending)
+		if err != nil {
+			return struct{}{}, &requestFailed{err: err}
+		}
+		if pending = pending.only(failed); len(failed) > 0 {
+			return struct{}{}, errSomeUnsuccessful
+		}
+		return struct{}{}, nil
+	})
+	var rf *requestFailed
+	switch {
+	case err == nil:
+		return outcome
+	case errors.As(err, &rf):
+		return registry.FailAll(outcome, pending.keys, fmt.Errorf("cloudflare: bulk %s %d keys: %w", op.verb, n, s.edge(ctx, rf.err)))
+	}
+	for _, k := range pending.keys {
+		kerr := fmt.Errorf("cloudflare: bulk %s %d keys: %q: %w (%d tries)", op.verb, n, k, ErrUnsuccessful, tries)
+		if err != errSomeUnsuccessful { // the context ended before a re-send
+			kerr = fmt.Errorf("%w: %w", kerr, err)
+		}
+		outcome = registry.FailAll(outcome, []string{k}, kerr)
+	}
+	return outcome
+}
+
+// send makes one bulk request (the transport retries it on 429, 5xx and
+// timeouts) and returns the keys of b that the answer lists in
+// unsuccessful_keys; the others are billed.
+func (s *Store) send(ctx context.Context, op bulkOp, b bulkBody) ([]string, error) {
+	r, err := s.api.Raw(ctx, op.method, op.path, b.json(), http.Header{"Content-Type": {"application/json"}})
 	if err == nil && !r.Success {
 		err = fmt.Errorf("answer not successful: %v", r.Errors)
 	}
@@ -148,21 +240,19 @@ func (s *Store) bulk(ctx context.Context, verb, method, path string, b bulkBody,
 		}
 	}
 	if err != nil {
-		return registry.FailAll(outcome, b.keys, fmt.Errorf("cloudflare: bulk %s %d keys: %w", verb, n, s.edge(ctx, err)))
+		return nil, err
 	}
-	inBatch := make(map[string]bool, n)
+	inBatch := make(map[string]bool, len(b.keys))
 	for _, k := range b.keys {
 		inBatch[k] = true
 	}
-	failed := 0
+	var failed []string
 	for _, k := range res.UnsuccessfulKeys {
-		if !inBatch[k] {
-			continue
+		if inBatch[k] {
+			inBatch[k] = false
+			failed = append(failed, k)
 		}
-		inBatch[k] = false
-		failed++
-		outcome = registry.FailAll(outcome, []string{k}, fmt.Errorf("cloudflare: bulk %s %d keys: %q: %w", verb, n, k, ErrUnsuccessful))
 	}
-	billed.Add(int64(n - failed))
-	return outcome
+	op.billed.Add(int64(len(b.keys) - len(failed)))
+	return failed, nil
 }

@@ -15,6 +15,14 @@
 // jittered exponential backoff that honour Retry-After, on 429, 5xx, network
 // errors and timeouts. The retry loop is internal/retry's, shared with the
 // GitHub adapter; what is retried, and how long to wait, is decided here.
+// A 429 blocks the whole token (Cloudflare: for five minutes, Retry-After
+// says how long; five minutes when it does not): every caller is held back
+// until then, and a wait that would pass the context's deadline is not
+// started, the request failing at once with a *policy.RateLimitError whose
+// RetryAt says when, so the run can still record its failure.
+// Keys a bulk answer lists in unsuccessful_keys are re-sent, alone, after
+// 1 s, 2 s and 4 s (KV writes one key at most once a second) before they
+// count as failed.
 // Errors are typed at this edge (see Store).
 //
 // Values are sent as JSON strings when they are valid UTF-8 (exact, and a

@@ -12,18 +12,20 @@ import (
 )
 
 // ErrUnsuccessful fails a key that Cloudflare listed in a bulk answer's
-// unsuccessful_keys: it was not written (or deleted) everywhere and should
-// be retried.
+// unsuccessful_keys every time it was sent (the first request and the
+// re-sends): it was not written (or deleted) everywhere and should be
+// retried by a later run.
 var ErrUnsuccessful = errors.New("cloudflare reported the key unsuccessful")
 
 // codeKeyNotFound is Cloudflare's error code for a missing key (404).
 const codeKeyNotFound = 10009
 
 // edge translates an error of cloudflare-go (and of the transport under it)
-// into the sentinels of package policy, with the API token scrubbed from its
-// text: Cloudflare's answers can echo what they were sent.
+// into the sentinels of package policy, with the API token and any
+// credentials written into BaseURL scrubbed from its text: Cloudflare's
+// answers can echo what they were sent, and transport errors the URL.
 func (s *Store) edge(ctx context.Context, err error) error {
-	return redact.Error(s.translate(ctx, err), s.cfg.APIToken)
+	return redact.Error(s.translate(ctx, err), s.rt.secrets...)
 }
 
 func (s *Store) translate(ctx context.Context, err error) error {
@@ -33,6 +35,10 @@ func (s *Store) translate(ctx context.Context, err error) error {
 	var tries *attemptsError
 	if errors.As(err, &tries) {
 		return tries
+	}
+	var limited *policy.RateLimitError // not sent: the rate window or a 429's block
+	if errors.As(err, &limited) {
+		return limited
 	}
 	var unauthorized *cf.AuthorizationError // 401
 	var forbidden *cf.AuthenticationError   // 403

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
 )
 
 // slidingWindow is the rate limiter every request waits for: at most n
@@ -25,7 +26,10 @@ type slidingWindow struct {
 	until  time.Time   // no request before this (a 429's Retry-After)
 }
 
-// wait blocks until a request may start and records it.
+// wait blocks until a request may start and records it. A wait that
+// would pass ctx's deadline is not started: it fails at once with a
+// *policy.RateLimitError saying when a request may start, so that the run
+// can still record why it stopped.
 func (l *slidingWindow) wait(ctx context.Context) error {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -34,6 +38,9 @@ func (l *slidingWindow) wait(ctx context.Context) error {
 		d, used, ok := l.take()
 		if ok {
 			return nil
+		}
+		if deadline, has := ctx.Deadline(); has && d > time.Until(deadline) {
+			return &policy.RateLimitError{API: "cloudflare", Kind: "api", RetryAt: l.now().Add(d)}
 		}
 		l.log.Info("waiting for the cloudflare rate window", logkey.Wait, d.String(), logkey.Requests, used, logkey.Window, l.w.String())
 		if err := l.sleep(ctx, d); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/retry"
 )
 
@@ -19,6 +20,11 @@ const (
 	backoffBase = time.Second
 	backoffMax  = 30 * time.Second
 )
+
+// blockedFor is how long Cloudflare blocks a token that passed its API
+// limit (1,200 requests per 5 minutes): the wait a 429 without
+// Retry-After stands for.
+const blockedFor = 5 * time.Minute
 
 // retryPolicy retries a failed try (see failure) up to maxRetries times:
 // after a 429's Retry-After plus up to a tenth, else after jittered
@@ -53,7 +59,7 @@ func (t *transport) beforeRetry(method string, r retry.Retry) {
 	if errors.As(r.Err, &f) {
 		status = f.status
 	}
-	t.log.Warn("retrying cloudflare request", logkey.Method, method, logkey.Status, status, logkey.Error, r.Err.Error(), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
+	t.log.Warn("retrying cloudflare request", logkey.Method, method, logkey.Status, status, logkey.Error, redact.String(r.Err.Error(), t.secrets...), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
 }
 
 // failure is a try that may be retried: no answer (a network error, a
@@ -68,16 +74,19 @@ func (f *failure) Error() string { return f.err.Error() }
 func (f *failure) Unwrap() error { return f.err }
 
 // failed reads a 429 or a 5xx answer as a failure, its body read and
-// closed; nil for any other answer.
+// closed; nil for any other answer. A 429 blocks the token (for its
+// Retry-After, else blockedFor): every caller is held back until then,
+// whether or not this request is retried.
 func (t *transport) failed(resp *http.Response) *failure {
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		after := retry.After(resp.Header.Get("Retry-After"), t.now())
-		discard(resp)
-		rl := &policy.RateLimitError{API: "cloudflare", Kind: "api"}
-		if after > 0 {
-			rl.RetryAt = t.now().Add(after)
+		after := blockedFor
+		if v := resp.Header.Get("Retry-After"); v != "" {
+			after = retry.After(v, t.now())
 		}
+		discard(resp)
+		rl := &policy.RateLimitError{API: "cloudflare", Kind: "api", RetryAt: t.now().Add(after)}
+		t.limiter.pause(rl.RetryAt)
 		return &failure{err: rl, status: resp.StatusCode, retryAfter: after}
 	case resp.StatusCode >= http.StatusInternalServerError:
 		discard(resp)

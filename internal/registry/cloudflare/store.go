@@ -16,6 +16,7 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/retry"
 )
@@ -64,7 +65,11 @@ func (c Config) Validate() error {
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("cloudflare: BaseURL %q is not an http(s) URL: %w", c.BaseURL, policy.ErrConfig)
+			shown := "(unparsable)"
+			if err == nil {
+				shown = redact.URL(u)
+			}
+			return fmt.Errorf("cloudflare: BaseURL %q is not an http(s) URL: %w", shown, policy.ErrConfig)
 		}
 	}
 	if c.MaxRetries < 0 || c.RequestsPerWindow < 0 || c.Window < 0 || c.RequestTimeout < 0 {
@@ -77,10 +82,12 @@ func (c Config) Validate() error {
 // concurrent use.
 //
 // Errors: a key Cloudflare does not have wraps policy.ErrNotFound; a 429
-// still answered after the retries is a *policy.RateLimitError (errors.Is
-// policy.ErrRateLimited); a token refused (401, 403) or a namespace that does
-// not exist (404 on the namespace) wraps policy.ErrConfig; a key listed in
-// unsuccessful_keys wraps ErrUnsuccessful; anything else is wrapped as
+// still answered after the retries, or whose wait would pass the context's
+// deadline (as would the rate window's), is a *policy.RateLimitError
+// (errors.Is policy.ErrRateLimited) saying when to retry; a token refused (401, 403) or a namespace that does
+// not exist (404 on the namespace) wraps policy.ErrConfig; a key still
+// listed in unsuccessful_keys after three re-sends (1 s, 2 s, 4 s apart)
+// wraps ErrUnsuccessful; anything else is wrapped as
 // "cloudflare: bulk write 50 keys: ...".
 type Store struct {
 	cfg    Config

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/retry"
 )
 
@@ -23,6 +24,7 @@ type transport struct {
 	timeout time.Duration
 	now     func() time.Time
 	log     *slog.Logger
+	secrets []string // the token and BaseURL's credentials: masked in logs and errors
 
 	requests atomic.Int64
 }
@@ -41,6 +43,7 @@ func newTransport(base http.RoundTripper, cfg Config, log *slog.Logger) *transpo
 		timeout: cfg.RequestTimeout,
 		now:     cfg.Now,
 		log:     log,
+		secrets: append([]string{cfg.APIToken}, redact.URLSecrets(cfg.BaseURL)...),
 	}
 }
 

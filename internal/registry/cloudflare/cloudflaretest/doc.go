@@ -1,6 +1,7 @@
 // Package cloudflaretest is an httptest server that speaks the Cloudflare v4
 // Workers KV endpoints syncjob and cloudflare-go v0 use (list keys, get value,
-// get metadata, put value, bulk write, bulk delete) with the v4 envelope, and
+// get metadata, put value, bulk write, bulk delete, bulk get) with the v4
+// envelope, and
 // enforces Cloudflare's limits (key bytes, metadata bytes, bulk size, TTL, the
 // bearer token) so that a test meets the same refusals as production.
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -325,3 +326,77 @@ func TestFake_Expiry_FollowsClock(t *testing.T) {
 		t.Errorf("Get at 60s: found, want expired")
 	}
 }
+
+// postJSON sends body to a namespace path of the fake and decodes the
+// envelope's result into result.
+func postJSON(t *testing.T, f *cloudflaretest.Fake, path, body string, result any) (status int) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, f.BaseURL()+"/accounts/acc/storage/kv/namespaces/ns/"+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	env := struct {
+		Success bool            `json:"success"`
+		Result  json.RawMessage `json:"result"`
+	}{}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		t.Fatal(err)
+	}
+	if result != nil && env.Success {
+		if err := json.Unmarshal(env.Result, result); err != nil {
+			t.Fatalf("result %s: %v", env.Result, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestFake_BulkGet_ValuesByKeyNullWhenAbsent(t *testing.T) {
+	f, _, _ := mustClient(t, "tok")
+	f.Set("metadata:sync:lastCommit", []byte("0123abcd"), nil, 0)
+	f.Set("metadata:sync:lastRun", []byte(`{"status":"success","note":"학칙"}`), json.RawMessage(`{"v":1}`), time.Hour)
+
+	var text struct{ Values map[string]*string }
+	body := `{"keys":["metadata:sync:lastCommit","metadata:sync:lastRun","metadata:sync:lease"],"type":"text"}`
+	if st := postJSON(t, f, "bulk/get", body, &text); st != http.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	lastRun := `{"status":"success","note":"학칙"}`
+	want := map[string]*string{"metadata:sync:lastCommit": ptr("0123abcd"), "metadata:sync:lastRun": &lastRun, "metadata:sync:lease": nil}
+	if diff := cmp.Diff(want, text.Values); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
+	}
+	if got := f.Requests(cloudflaretest.BulkGet); got != 1 {
+		t.Errorf("bulk get requests = %d, want 1", got)
+	}
+
+	var parsed struct {
+		Values map[string]struct {
+			Value      map[string]string
+			Metadata   map[string]int
+			Expiration int64
+		}
+	}
+	body = `{"keys":["metadata:sync:lastRun"],"type":"json","withMetadata":true}`
+	if st := postJSON(t, f, "bulk/get", body, &parsed); st != http.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	got := parsed.Values["metadata:sync:lastRun"]
+	if got.Value["note"] != "학칙" || got.Metadata["v"] != 1 || got.Expiration == 0 {
+		t.Errorf("with metadata = %+v", got)
+	}
+
+	keys := make([]string, cloudflaretest.MaxBulkGetKeys+1)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	b, _ := json.Marshal(map[string]any{"keys": keys})
+	if st := postJSON(t, f, "bulk/get", string(b), nil); st != http.StatusBadRequest {
+		t.Errorf("101 keys: status %d, want 400", st)
+	}
+}
+
+func ptr(s string) *string { return &s }

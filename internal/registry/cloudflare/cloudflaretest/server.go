@@ -30,6 +30,7 @@ const (
 	MinTTLSeconds    = 60
 	MinListLimit     = 10
 	MaxListLimit     = 1000
+	MaxBulkGetKeys   = 100
 )
 
 // BasePath is where the fake serves the v4 API, as api.cloudflare.com does.
@@ -47,6 +48,7 @@ const (
 	Delete     Endpoint = "delete"      // DELETE .../values/{key}
 	BulkPut    Endpoint = "bulk-put"    // PUT    .../bulk
 	BulkDelete Endpoint = "bulk-delete" // POST   .../bulk/delete (current API) or DELETE .../bulk (cloudflare-go v0)
+	BulkGet    Endpoint = "bulk-get"    // POST   .../bulk/get
 	Unknown    Endpoint = "unknown"     // anything else (404, code 7003)
 )
 
@@ -304,6 +306,8 @@ func parse(r *http.Request) route {
 		rt.endpoint = BulkDelete
 	case len(rest) == 2 && rest[0] == "bulk" && rest[1] == "delete" && r.Method == http.MethodPost:
 		rt.endpoint = BulkDelete
+	case len(rest) == 2 && rest[0] == "bulk" && rest[1] == "get" && r.Method == http.MethodPost:
+		rt.endpoint = BulkGet
 	case len(rest) >= 2 && rest[0] == "values":
 		rt.key = unescapeKey(rest[1:])
 		switch r.Method {
@@ -384,6 +388,8 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.bulkPut(w, r)
 	case BulkDelete:
 		f.bulkDelete(w, r)
+	case BulkGet:
+		f.bulkGet(w, r)
 	}
 }
 

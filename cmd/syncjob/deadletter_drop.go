@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/knue/syncjob/internal/queue"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// deadLetterDropCommand is "syncjob deadletter drop NAME": forget a dead
+// letter, after asking.
+type deadLetterDropCommand struct{ p *program }
+
+var deadLetterDropHelp = help{
+	name:  "deadletter drop",
+	usage: "deadletter drop NAME [--yes] [settings]",
+	about: `Forgets the dead letter of NAME, after asking on a terminal (elsewhere --yes is
+needed). The version it held back is not written: the registry keeps the policy
+as it is until a newer commit changes the file, or a full run (syncjob sync
+--full, or the scheduled reconcile) tries the head's version again.`,
+	groups: groupRegistry | groupLogging,
+	args:   1,
+}
+
+func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
+	name, args := nameArg(args)
+	fs := c.p.flagSet("deadletter drop")
+	yes := fs.Bool("yes", false, "drop without asking (needed when stdin is not a terminal)")
+	cfg, rest, err := c.p.parse(fs, deadLetterDropHelp, args)
+	if err != nil {
+		return err
+	}
+	if name == "" && len(rest) > 0 {
+		name = rest[0]
+	}
+	if name == "" {
+		return usageError("deadletter drop", "needs the NAME of a dead letter (syncjob deadletter list)")
+	}
+	if !*yes && !c.p.canAsk() {
+		return usageError("deadletter drop", "stdin is not a terminal to ask on: add --yes to drop without asking")
+	}
+	_, reg, closeReg, err := c.p.open(cfg, changeAccess)
+	if err != nil {
+		return err
+	}
+	defer closeReg()
+	return cfg.redact(c.drop(ctx, reg, name, *yes))
+}
+
+func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry, name string, confirmed bool) error {
+	d, err := deadLetter(ctx, reg, name)
+	if err != nil && !queue.IsUnreadable(err) { // an unreadable one can still be dropped
+		return fmt.Errorf("deadletter drop: %w", err)
+	}
+	stays, err := whatStays(ctx, reg, name)
+	if err != nil {
+		return fmt.Errorf("deadletter drop: %w", err)
+	}
+	if !confirmed {
+		question := fmt.Sprintf("drop the dead letter of %s (%s of %s, %d tries: %s)?\n%s.",
+			name, d.Operation, orDash(short(d.SHA)), d.RetryCount, d.Reason, stays)
+		if !c.p.confirm(question) {
+			fmt.Fprintln(c.p.stderr, "kept")
+			return &exitError{code: exitFailed}
+		}
+	}
+	if err := queue.DropDeadLetter(ctx, reg, name); err != nil {
+		return fmt.Errorf("deadletter drop %s: %w", name, err)
+	}
+	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", name, stays)
+	return nil
+}
+
+// whatStays says what the registry keeps of name once its dead letter is
+// gone: the held-back version is never written by an incremental run.
+func whatStays(ctx context.Context, reg *registry.Registry, name string) (string, error) {
+	const until = "until a newer commit changes the file or a full run (syncjob sync --full) tries the head's version again"
+	e, present, err := reg.Policy(ctx, name)
+	if err != nil && !queue.IsUnreadable(err) {
+		return "", err
+	}
+	if !present {
+		return fmt.Sprintf("%s is not in the registry and stays out %s", name, until), nil
+	}
+	return fmt.Sprintf("the registry keeps %s at its current version (%s, %s) %s", name, orDash(short(e.SHA)), orDash(e.Path), until), nil
+}
+
+// canAsk reports whether a question can be put to a person on stdin.
+func (p *program) canAsk() bool { return p.stdin != nil && p.stdinTerminal }
+
+// confirm puts a yes/no question on stderr and reads the answer; only y or
+// yes is a yes.
+func (p *program) confirm(question string) bool {
+	fmt.Fprintf(p.stderr, "%s [y/N] ", question)
+	answer, err := bufio.NewReader(p.stdin).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return false
+	}
+	a := strings.ToLower(strings.TrimSpace(answer))
+	return a == "y" || a == "yes"
+}

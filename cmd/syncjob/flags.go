@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// help is what "syncjob CMD --help" says of a command, and which settings
+// the command reads.
+type help struct {
+	name   string // "deadletter retry"
+	usage  string // after "Usage: syncjob ", e.g. "deadletter retry NAME | --all"
+	about  string
+	groups group
+	args   int // how many arguments besides flags it takes
+}
+
+// flagSet returns the flag set of "syncjob NAME"; it prints nothing itself
+// (parse says what went wrong).
+func (p *program) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("syncjob "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parse binds the settings that h's command reads to fs (its own flags
+// bound already), parses args and returns the configuration and the
+// arguments left. --help prints h and returns flag.ErrHelp; a wrong flag
+// or argument is one line of usage error.
+func (p *program) parse(fs *flag.FlagSet, h help, args []string) (Config, []string, error) {
+	var own []string
+	fs.VisitAll(func(f *flag.Flag) { own = append(own, f.Name) })
+	load := bindConfig(fs, p.getenv, h.groups)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(p.stderr, h, fs, own)
+			return Config{}, nil, err
+		}
+		return Config{}, nil, usageError(h.name, flagProblem(fs, err))
+	}
+	if fs.NArg() > h.args {
+		return Config{}, nil, usageError(h.name, fmt.Sprintf("unexpected argument %q", fs.Arg(h.args)))
+	}
+	cfg, err := load()
+	return cfg, fs.Args(), err
+}
+
+// usageError is a mistake in how a command was called: one line, and where
+// to read how to call it. Exit code 2.
+func usageError(cmd, problem string) error {
+	see := "syncjob --help"
+	if cmd != "" {
+		see = "syncjob " + cmd + " --help"
+		problem = cmd + ": " + problem
+	}
+	return &exitError{exitUsage, fmt.Errorf("%s; see %s", problem, see)}
+}
+
+var invalidFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]+): `)
+
+// flagProblem says in a few words what the flag package refused.
+func flagProblem(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "unknown flag " + name
+	}
+	if m := invalidFlagValue.FindStringSubmatch(msg); m != nil {
+		want := "valid value"
+		if f := fs.Lookup(m[2]); f != nil {
+			switch kind, _ := flag.UnquoteUsage(f); kind {
+			case "":
+				want = "true or false"
+			case "int", "uint":
+				want = "whole number"
+			case "duration":
+				want = "duration such as 24h or 30m"
+			}
+		}
+		return fmt.Sprintf("-%s: %s is not a %s", m[2], m[1], want)
+	}
+	return msg
+}
+
+// printHelp prints the usage of a command: its own flags, then the settings
+// it reads, each with the kind of value it takes.
+func printHelp(w io.Writer, h help, fs *flag.FlagSet, own []string) {
+	fmt.Fprintf(w, "Usage: syncjob %s\n\n%s\n", h.usage, h.about)
+	isOwn := map[string]bool{}
+	for _, name := range own {
+		isOwn[name] = true
+	}
+	if len(own) > 0 {
+		fmt.Fprintln(w, "\nFlags:")
+		for _, name := range own {
+			printFlag(w, fs.Lookup(name))
+		}
+	}
+	var bound []*flag.Flag
+	for _, s := range settings() {
+		if f := fs.Lookup(s.flag); f != nil && !isOwn[s.flag] {
+			bound = append(bound, f)
+		}
+	}
+	if len(bound) > 0 {
+		fmt.Fprintln(w, "\nSettings (each a flag and an environment variable; the flag wins):")
+		for _, f := range bound {
+			printFlag(w, f)
+		}
+	}
+}
+
+func printFlag(w io.Writer, f *flag.Flag) {
+	kind, usage := flag.UnquoteUsage(f)
+	if sf, ok := f.Value.(*stringFlag); ok {
+		kind = sf.kind
+	}
+	line := "  -" + f.Name
+	if kind != "" {
+		line += " " + kind
+	}
+	if _, ok := f.Value.(*stringFlag); !ok && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+		usage += " (default " + f.DefValue + ")"
+	}
+	fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/knue/syncjob/internal/registry"
+)
+
+const leaseUsage = `Usage: syncjob lease show [--json] | release [--yes]
+
+The lease (metadata:sync:lease) is the advisory single-writer lock of a
+Cloudflare registry: a run takes it before it reads what it plans from, renews
+it while it lasts and releases it when it ends; it expires by itself. Workers
+KV has no compare-and-swap, so it keeps out a run that starts while another
+runs, not a perfect race (Lambda's reserved concurrency is the hard
+guarantee). The embedded file is locked by its writer instead, in <path>.lock;
+"show" names that writer.
+
+Subcommands:
+  show      print the lease, and the writer of the embedded file
+  release   remove a lease a crashed run left (asks first; --yes when not on a terminal)
+
+Run "syncjob lease SUBCOMMAND --help" for its flags and settings.
+`
+
+// leaseShowCommand is "syncjob lease show".
+type leaseShowCommand struct{ p *program }
+
+var leaseShowHelp = help{
+	name:   "lease show",
+	usage:  "lease show [--json] [settings]",
+	about:  "Prints the single-writer lease, and which process writes the embedded file. Reads the registry only.",
+	groups: groupRegistry | groupLogging,
+}
+
+func (c *leaseShowCommand) Run(ctx context.Context, args []string) error {
+	fs := c.p.flagSet("lease show")
+	asJSON := fs.Bool("json", false, "print JSON")
+	cfg, _, err := c.p.parse(fs, leaseShowHelp, args)
+	if err != nil {
+		return err
+	}
+	_, reg, closeReg, err := c.p.open(cfg, readAccess)
+	if err != nil {
+		return err
+	}
+	defer closeReg()
+	l, err := reg.Lease(ctx)
+	if err != nil {
+		return cfg.redact(fmt.Errorf("lease show: %w", err))
+	}
+	out := struct {
+		Lease   *registry.Lease      `json:"lease"`
+		Expired bool                 `json:"expired,omitempty"`
+		Writer  *registry.BoltWriter `json:"writer,omitempty"`
+	}{Lease: l, Expired: l != nil && l.Expired(c.p.now())}
+	if !cfg.cloudflare() {
+		out.Writer, _ = registry.BoltHolder(cfg.RegistryPath)
+	}
+	if *asJSON {
+		printJSON(c.p.stdout, out)
+		return nil
+	}
+	fmt.Fprintf(c.p.stdout, "lease   %s\n", printable(leaseText(out.Lease, out.Expired)))
+	if !cfg.cloudflare() {
+		writer := "none"
+		if out.Writer != nil {
+			writer = out.Writer.String() + " (a sync is running)"
+		}
+		fmt.Fprintf(c.p.stdout, "writer  %s\n", writer)
+	}
+	return nil
+}
+
+// leaseReleaseCommand is "syncjob lease release".
+type leaseReleaseCommand struct{ p *program }
+
+var leaseReleaseHelp = help{
+	name:  "lease release",
+	usage: "lease release [--yes] [settings]",
+	about: `Removes the lease, whoever holds it, after asking on a terminal (elsewhere --yes
+is needed): for a lease a crashed run left. Releasing the lease of a run that is
+still going lets a second writer in beside it.`,
+	groups: groupRegistry | groupLogging,
+}
+
+func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
+	fs := c.p.flagSet("lease release")
+	yes := fs.Bool("yes", false, "release without asking (needed when stdin is not a terminal)")
+	cfg, _, err := c.p.parse(fs, leaseReleaseHelp, args)
+	if err != nil {
+		return err
+	}
+	if !*yes && !c.p.canAsk() {
+		return usageError("lease release", "stdin is not a terminal to ask on: add --yes to release without asking")
+	}
+	_, reg, closeReg, err := c.p.open(cfg, changeAccess)
+	if err != nil {
+		return err
+	}
+	defer closeReg()
+	l, err := reg.Lease(ctx)
+	if err != nil {
+		return cfg.redact(fmt.Errorf("lease release: %w", err))
+	}
+	if l == nil || l.Released() {
+		fmt.Fprintln(c.p.stdout, "no lease to release")
+		return nil
+	}
+	if !*yes {
+		state := "expired"
+		if !l.Expired(c.p.now()) {
+			state = "STILL VALID: a run may be in progress"
+		}
+		if !c.p.confirm(fmt.Sprintf("release the lease of %s (taken %s, until %s; %s)?", l.Owner, l.AcquiredAt, l.ExpiresAt, state)) {
+			fmt.Fprintln(c.p.stderr, "kept")
+			return &exitError{code: exitFailed}
+		}
+	}
+	if err := reg.BreakLease(ctx); err != nil {
+		return cfg.redact(fmt.Errorf("lease release: %w", err))
+	}
+	fmt.Fprintf(c.p.stdout, "released the lease of %s\n", l.Owner)
+	return nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+func TestLease_ShowAndRelease_AsksFirst(t *testing.T) {
+	w := newCloudflareWorld(t)
+	seed(w)
+	w.sync(0)
+	if r := w.run("lease", "show"); r.code != exitOK || r.stdout != "lease   none\n" {
+		t.Errorf("lease show without a lease: exit %d %q", r.code, r.stdout)
+	}
+	if r := w.run("lease", "release", "--yes"); r.code != exitOK || r.stdout != "no lease to release\n" {
+		t.Errorf("lease release without a lease: exit %d %q", r.code, r.stdout)
+	}
+	// A lease a crashed run left: its time is up, and Workers KV keeps the
+	// key until its TTL (written here long, as the runs go by an hour each).
+	reg := w.open()
+	left := `{"owner":"lambda req-crashed","acquiredAt":"2026-11-25T16:00:00Z","expiresAt":"2026-11-25T16:06:00Z"}`
+	if errs := reg.Store().Put(t.Context(), []registry.Pair{{Key: policy.LeaseKey, Value: []byte(left), TTL: 48 * time.Hour}}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if r := w.run("lease", "show"); !strings.HasPrefix(r.stdout, "lease   expired, left by lambda req-crashed") {
+		t.Errorf("lease show: %q", r.stdout)
+	}
+	if r := w.run("lease", "show", "--json"); !strings.Contains(r.stdout, `"owner": "lambda req-crashed"`) || !strings.Contains(r.stdout, `"expired": true`) {
+		t.Errorf("lease show --json:\n%s", r.stdout)
+	}
+	if r := w.run("lease", "release"); r.code != exitUsage || !strings.Contains(r.stderr, "add --yes") {
+		t.Errorf("release without a terminal or --yes: exit %d %q", r.code, r.stderr)
+	}
+	w.stdin, w.stdinTerminal = strings.NewReader("n\n"), true
+	if r := w.run("lease", "release"); r.code != exitFailed || !strings.Contains(r.stderr, "release the lease of lambda req-crashed") || !strings.Contains(r.stderr, "expired)? [y/N]") {
+		t.Errorf("release answered no: exit %d %q", r.code, r.stderr)
+	}
+	if l, err := reg.Lease(t.Context()); err != nil || l == nil {
+		t.Fatalf("the lease is gone after a no: %v %v", l, err)
+	}
+	w.stdin = strings.NewReader("y\n")
+	if r := w.run("lease", "release"); r.code != exitOK || r.stdout != "released the lease of lambda req-crashed\n" {
+		t.Errorf("release answered yes: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if l, err := reg.Lease(t.Context()); err != nil || l != nil {
+		t.Errorf("lease after release: %+v %v", l, err)
+	}
+}
+
+func TestLease_Show_NamesTheWriterOfTheFile(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	if r := w.run("lease", "show"); r.code != exitOK || r.stdout != "lease   none\nwriter  none\n" {
+		t.Errorf("lease show on the file: exit %d %q", r.code, r.stdout)
+	}
+}

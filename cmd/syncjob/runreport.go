@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// runReport is what the CLI prints of a run: first what happened, in its
+// first word ("synced", "partial", "dry run", "refused:", "failed:"), then
+// the plan, labelled "planned, not applied" when it was not written.
+type runReport struct {
+	outcome string
+	applied bool // the apply began: some of the plan may have landed
+	err     error
+	sum     policy.RunSummary
+	plan    policy.Plan
+}
+
+// Outcomes of a run, as its report names them.
+const (
+	outcomeSynced  = "synced"
+	outcomePartial = "partial"
+	outcomeDryRun  = "dry run"
+	outcomeRefused = "refused"
+	outcomeFailed  = "failed"
+)
+
+func newRunReport(res syncer.Result, runErr error, dry bool, secrets []string) runReport {
+	_, applying := res.Summary.PhasesMs["apply"]
+	r := runReport{
+		err:     runErr,
+		sum:     redactSummary(res.Summary, secrets),
+		plan:    redactPlan(res.Plan, secrets),
+		applied: applying && !dry,
+	}
+	switch {
+	case errors.Is(runErr, syncer.ErrRefused):
+		r.outcome = outcomeRefused
+	case runErr != nil && !errors.Is(runErr, syncer.ErrPartial):
+		r.outcome = outcomeFailed
+	case dry:
+		r.outcome = outcomeDryRun
+	case runErr != nil || res.Summary.Status == policy.RunPartial:
+		r.outcome = outcomePartial
+	default:
+		r.outcome = outcomeSynced
+	}
+	return r
+}
+
+func (r runReport) json() syncJSON {
+	out := syncJSON{Outcome: r.outcome, Applied: r.applied, Summary: r.sum, Plan: r.plan}
+	if r.err != nil {
+		out.Error = r.err.Error()
+	}
+	return out
+}
+
+// write prints the report: the summary line, then (unless quiet) the plan
+// with its closing line.
+func (r runReport) write(w io.Writer, quiet bool, pal palette) {
+	fmt.Fprintln(w, r.headline(pal))
+	if quiet || !r.hasRows() {
+		return
+	}
+	switch {
+	case r.outcome == outcomeFailed && r.applied:
+		fmt.Fprintln(w, "planned; the run failed while writing it, so part of it may have landed (! failed):")
+	case r.outcome != outcomeSynced && r.outcome != outcomePartial:
+		fmt.Fprintln(w, "planned, not applied:")
+	}
+	r.table().write(w, "  ", pal)
+	fmt.Fprintln(w, planLine(r.plan))
+}
+
+// headline is the first line: what the run did, never "synced" for a run
+// that wrote nothing.
+func (r runReport) headline(pal palette) string {
+	s := r.sum
+	switch r.outcome {
+	case outcomeRefused:
+		return pal.paint(red, "refused:") + " " + refusal(r.err) + "; no policy written"
+	case outcomeFailed:
+		line := pal.paint(red, "failed:") + " " + strings.TrimSpace(r.err.Error())
+		if !r.applied {
+			line += "; no policy written"
+		}
+		return line
+	case outcomeDryRun:
+		return fmt.Sprintf("%s %s (%s mode), nothing written: %s (%s)", pal.paint(cyan, "dry run"), orDash(short(s.CommitSHA)), orDash(s.Mode),
+			strings.TrimSuffix(strings.TrimPrefix(planLine(r.plan), "Plan: "), "."), requestCounts(s))
+	}
+	word := pal.paint(green, outcomeSynced)
+	failed := fmt.Sprintf("%d failed", s.ErrorCount)
+	if r.outcome == outcomePartial {
+		word, failed = pal.paint(yellow, outcomePartial), failed+" (queued for retry)"
+	}
+	if n := len(s.HeldBack); n > 0 {
+		failed += fmt.Sprintf(", %d held back by dead letters", n)
+	}
+	if s.Waiting > 0 {
+		failed += fmt.Sprintf(", %d waiting for the daily write budget", s.Waiting)
+	}
+	return fmt.Sprintf("%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %s (%s)",
+		word, short(s.CommitSHA), orDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), failed, requestCounts(s))
+}
+
+// refusal is the guard's reason, without the words of the sentinel.
+func refusal(err error) string {
+	msg := err.Error()
+	_, rest, ok := strings.Cut(msg, syncer.ErrRefused.Error())
+	switch {
+	case !ok:
+		return msg
+	case errors.Is(err, syncer.ErrBudget):
+		return strings.TrimPrefix(rest, ": ")
+	default:
+		return "mass-delete guard" + rest
+	}
+}
+
+func requestCounts(s policy.RunSummary) string {
+	api, reqs := "registry", s.Requests["registry"]
+	if n, ok := s.Requests["cloudflare"]; ok {
+		api, reqs = "cloudflare", n
+	}
+	return fmt.Sprintf("github %d requests, %s %d", s.Requests["github"], api, reqs)
+}
+
+func (r runReport) hasRows() bool {
+	return len(r.plan.Items)+len(r.plan.Skipped)+len(r.plan.Conflicts)+len(r.sum.Failures)+len(r.heldBack()) > 0
+}
+
+// heldBack are the versions dead letters hold back: the plan's, or on a run
+// that planned nothing (an unchanged head), what the summary carries on.
+func (r runReport) heldBack() []policy.Skip {
+	if len(r.plan.HeldBack) > 0 {
+		return r.plan.HeldBack
+	}
+	return r.sum.HeldBack
+}
+
+// Symbols of the plan's lines, and their colours.
+var symbols = map[policy.Action]struct{ sym, colour string }{
+	policy.ActAdd:     {"+", green},
+	policy.ActUpdate:  {"~", yellow},
+	policy.ActMigrate: {"~", yellow},
+	policy.ActMove:    {"→", cyan},
+	policy.ActDelete:  {"-", red},
+}
+
+const attention = "!" // failed, held back, skipped or in conflict
+
+// table is the plan, one line per change, then what needs a look.
+func (r runReport) table() *table {
+	failed := map[string]string{}
+	for _, f := range r.sum.Failures {
+		failed[f.PolicyName] = f.Error
+	}
+	t := &table{}
+	for _, it := range r.plan.Items {
+		path := it.Path
+		switch {
+		case path == "":
+			path = it.OldPath // a delete
+		case it.OldPath != "" && it.OldPath != it.Path:
+			path = it.OldPath + " → " + it.Path
+		}
+		if msg, ok := failed[it.PolicyName]; ok {
+			t.addPainted(magenta, attention, it.PolicyName, path, "failed: "+msg)
+			delete(failed, it.PolicyName)
+			continue
+		}
+		s := symbols[it.Action]
+		t.addPainted(s.colour, s.sym, it.PolicyName, path, it.Title)
+	}
+	for _, f := range r.sum.Failures { // failures of items the plan no longer lists
+		if msg, ok := failed[f.PolicyName]; ok {
+			t.addPainted(magenta, attention, f.PolicyName, "", "failed: "+msg)
+		}
+	}
+	for _, sk := range r.plan.Skipped {
+		t.addPainted(magenta, attention, sk.PolicyName, sk.Path, "skipped: "+sk.Reason)
+	}
+	for _, hb := range r.heldBack() {
+		t.addPainted(magenta, attention, hb.PolicyName, hb.Path, "held back: "+hb.Reason)
+	}
+	for _, c := range r.plan.Conflicts {
+		t.addPainted(magenta, attention, c.PolicyName, c.Winner, "wins over "+strings.Join(c.Losers, ", "))
+	}
+	return t
+}
+
+// planLine is the plan's closing line.
+func planLine(p policy.Plan) string {
+	return fmt.Sprintf("Plan: %d to add, %d to change, %d to move, %d to delete.",
+		p.Count(policy.ActAdd), p.Count(policy.ActUpdate)+p.Count(policy.ActMigrate), p.Count(policy.ActMove), p.Count(policy.ActDelete))
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// printStatus prints the report for a person.
+func printStatus(w io.Writer, rep statusReport) {
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-15s%s\n", label, printable(fmt.Sprintf(format, args...)))
+	}
+	if rep.Repo != "" {
+		line("repository", "%s, branch %s", rep.Repo, rep.Branch)
+	}
+	line("registry", "%s, %d policies", rep.Registry, rep.Policies)
+	if rep.Writer != nil {
+		line("writer", "%s (a sync is running)", rep.Writer)
+	}
+	line("lease", "%s", leaseText(rep.Lease, rep.LeaseExpired))
+	printLastRun(line, rep.LastRun)
+	line("last commit", "%s", orDash(rep.LastCommit))
+	if rep.LastSuccess == "" {
+		line("last success", "none in the run history")
+	} else {
+		line("last success", "%s (%s ago)", rep.LastSuccess, rep.SinceLastSuccess)
+	}
+	line("queue", "%d entries, %d waiting for retry", rep.QueueDepth, rep.WaitingRetry)
+	line("dead letters", "%d", len(rep.DeadLetters)+len(rep.UnreadableDeadLetters))
+	for _, d := range rep.DeadLetters {
+		fmt.Fprintf(w, "  %s  (%s of %s, %d tries, since %s): %s\n", printable(d.PolicyName), d.Operation, short(d.SHA), d.RetryCount, d.DeadAt, printable(d.Reason))
+	}
+	for _, name := range rep.UnreadableDeadLetters {
+		fmt.Fprintf(w, "  %s  (unreadable: syncjob deadletter drop %s --yes)\n", printable(name), printable(name))
+	}
+	line("health", "%s", rep.Health)
+	printRecentRuns(w, rep.Runs)
+}
+
+func leaseText(l *registry.Lease, expired bool) string {
+	switch {
+	case l == nil:
+		return "none"
+	case l.Released():
+		return fmt.Sprintf("free (released by %s at %s)", l.Owner, l.ReleasedAt)
+	case expired:
+		return fmt.Sprintf("expired, left by %s (taken %s, until %s): that run did not finish; the next run takes the lease over and plans from the head tree", l.Owner, l.AcquiredAt, l.ExpiresAt)
+	default:
+		return fmt.Sprintf("held by %s since %s, until %s", l.Owner, l.AcquiredAt, l.ExpiresAt)
+	}
+}
+
+func printLastRun(line func(label, format string, args ...any), lr *policy.RunSummary) {
+	if lr == nil {
+		line("last run", "none recorded")
+		return
+	}
+	line("last run", "%s  %s  (%s mode, trigger %s, run %s, %s)", lr.Timestamp, strings.ToUpper(lr.Status), orDash(lr.Mode), orDash(lr.Trigger), lr.RunID, humanDuration(time.Duration(lr.DurationMs)*time.Millisecond))
+	line("commits", "%s -> %s", orDash(short(lr.PreviousCommitSHA)), orDash(short(lr.CommitSHA)))
+	line("counts", "%d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %d conflicts, %d failed",
+		lr.Added, lr.Updated, lr.Moved, lr.Deleted, lr.Unchanged, len(lr.Skipped), len(lr.Conflicts), lr.ErrorCount)
+	if lr.Error != "" {
+		line("error", "%s", lr.Error)
+	}
+	for _, f := range lr.Failures {
+		line("failed", "%s: %s", f.PolicyName, f.Error)
+	}
+	if p := lr.Planned; p != nil {
+		line("planned", "%d to add, %d to change, %d to move, %d to delete (not all applied)", p.Added, p.Updated, p.Moved, p.Deleted)
+	}
+	if lr.Waiting > 0 {
+		line("waiting", "%d changes wait for the daily write budget (DAILY_WRITE_BUDGET); %d policies written so far; the next run continues", lr.Waiting, lr.Policies)
+	}
+	for _, sk := range lr.HeldBack {
+		line("held back", "%s (%s)", sk.PolicyName, sk.Path)
+	}
+}
+
+func printRecentRuns(w io.Writer, runs []policy.RunSummary) {
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "recent runs")
+	t := &table{}
+	t.add("TIME", "STATUS", "MODE", "TRIGGER", "ADDED", "UPDATED", "DELETED", "FAILED", "COMMIT", "DURATION")
+	for _, r := range runs {
+		t.add(r.Timestamp, r.Status, orDash(r.Mode), orDash(r.Trigger), fmt.Sprint(r.Added), fmt.Sprint(r.Updated+r.Moved),
+			fmt.Sprint(r.Deleted), fmt.Sprint(r.ErrorCount), orDash(short(r.CommitSHA)), humanDuration(time.Duration(r.DurationMs)*time.Millisecond))
+	}
+	t.write(w, "  ", palette{})
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"unicode"
+
+	"github.com/mattn/go-runewidth"
+)
+
+// cells measures text as a terminal shows it: a Hangul syllable or another
+// wide character takes two cells, a combining mark (or the vowel and final
+// consonant of a decomposed syllable) none. Characters of ambiguous width,
+// such as U+2024 (․), take one cell, as most terminals show them whatever
+// the locale; the measure is the same on every machine.
+var cells = func() *runewidth.Condition {
+	c := runewidth.NewCondition()
+	c.EastAsianWidth = false
+	return c
+}()
+
+// table lays out rows of text in columns aligned by screen width. The last
+// cell of a row is not padded.
+type table struct {
+	rows    [][]string
+	colours []string // per row, the colour of its first cell ("": none)
+}
+
+// add appends a row.
+func (t *table) add(row ...string) { t.addPainted("", row...) }
+
+// addPainted appends a row whose first cell is painted colour (on a
+// terminal that shows colours).
+func (t *table) addPainted(colour string, row ...string) {
+	for i, c := range row {
+		row[i] = printable(c)
+	}
+	t.rows = append(t.rows, row)
+	t.colours = append(t.colours, colour)
+}
+
+// write prints the table, each row after indent.
+func (t *table) write(w io.Writer, indent string, pal palette) {
+	var widths []int
+	for _, row := range t.rows {
+		for i, c := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], cells.StringWidth(c))
+		}
+	}
+	var b strings.Builder
+	for r, row := range t.rows {
+		for len(row) > 0 && row[len(row)-1] == "" {
+			row = row[:len(row)-1]
+		}
+		b.WriteString(indent)
+		for i, c := range row {
+			cell := c
+			if i == 0 {
+				cell = pal.paint(t.colours[r], c)
+			}
+			b.WriteString(cell)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-cells.StringWidth(c)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, _ = io.WriteString(w, b.String())
+}
+
+// printable makes text from a file name, a title or a server's message safe
+// to print in one cell: invalid UTF-8 shows as U+FFFD, and control
+// characters (a newline, an escape sequence that would steer the terminal)
+// as U+FFFD too.
+func printable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
+
+// nfd is 학칙 decomposed into jamo, as a Mac may commit it.
+const nfd = "\u1112\u1161\u11a8\u110e\u1175\u11a8"
+
+func TestCells_ScreenWidth(t *testing.T) {
+	for s, want := range map[string]int{
+		"학칙":                 4, // a Hangul syllable takes two cells
+		nfd:                  4, // decomposed, the vowel and final consonant take none
+		"a․b":                3, // U+2024 takes one
+		"연구소 설치(운영)․규정":      22,
+		"policy.md":          9,
+		"규정/제1편/학칙.md":       18,
+		"e\u0301":            1,  // a combining accent
+		"tab\there\x1b[31m!": 14, // made printable first, each control shown as U+FFFD
+	} {
+		if got := cells.StringWidth(printable(s)); got != want {
+			t.Errorf("width of %q = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// goldenTables are the tables of every command, on names of Korean, ASCII and
+// U+2024 (․), in one file.
+func goldenTables() string {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	const at = "2026-11-25T16:00:00Z"
+	entries := []policy.Entry{
+		{PolicyName: "policy", Title: "Policy (English)", Path: "docs/policy.md", SHA: sha, LastUpdated: at},
+		{PolicyName: "연구소 설치(운영)․규정", Title: "연구소 설치․운영 규정", Path: "규정/제2편/연구소 설치(운영)․규정.md", SHA: sha, LastUpdated: at},
+		{PolicyName: "학칙", Title: "한국교원대학교 학칙", Path: "규정/" + nfd + ".md", SHA: sha, LastUpdated: at},
+		{PolicyName: "a b:c(d)․e", Title: "Mixed 한글 and ASCII", Path: "규정/제 1 편: (총칙)/a b:c(d)․e.md", SHA: sha, LastUpdated: at},
+	}
+	errMsg := "HTTP 500: Server Error"
+	queue := []policy.QueueEntry{
+		{PolicyName: "학칙", SHA: sha, Operation: "update", RetryCount: 2, CreatedAt: at, ErrorMessage: &errMsg},
+		{PolicyName: "연구소 설치(운영)․규정", SHA: sha, Operation: "add", CreatedAt: at},
+		{PolicyName: "policy", SHA: sha, Operation: "add", CreatedAt: at},
+	}
+	dead := []policy.DeadLetter{
+		{QueueEntry: queue[0], DeadAt: at, Reason: errMsg},
+		{QueueEntry: policy.QueueEntry{PolicyName: "a b:c(d)․e", SHA: sha, Operation: "add", RetryCount: 3}, DeadAt: at, Reason: "unsuccessful key"},
+	}
+	runs := []policy.RunSummary{
+		{Timestamp: at, Status: "success", Mode: "incremental", Trigger: "schedule", Added: 1, CommitSHA: sha, DurationMs: 1234},
+		{Timestamp: at, Status: "partial", Mode: "full", Trigger: "cli", Added: 120, ErrorCount: 3, CommitSHA: sha, DurationMs: 61500},
+	}
+	res := syncer.Result{
+		Summary: policy.RunSummary{CommitSHA: sha, Mode: "incremental", Status: "success", Added: 1, Updated: 1, Moved: 1, Deleted: 1,
+			Requests: map[string]int64{"github": 5, "registry": 9}},
+		Plan: policy.Plan{
+			Items: []policy.Item{
+				{Action: policy.ActAdd, PolicyName: "연구소 설치(운영)․규정", Path: "규정/제2편/연구소 설치(운영)․규정.md", Title: "연구소 설치․운영 규정"},
+				{Action: policy.ActUpdate, PolicyName: "학칙", Path: "규정/" + nfd + ".md", Title: "한국교원대학교 학칙"},
+				{Action: policy.ActMove, PolicyName: "policy", OldPath: "docs/policy.md", Path: "docs/규정/policy.md", Title: "Policy"},
+				{Action: policy.ActDelete, PolicyName: "a b:c(d)․e", OldPath: "a b:c(d)․e.md"},
+			},
+			Skipped:   []policy.Skip{{PolicyName: "빈 규정", Path: "규정/빈 규정.md", Reason: "empty file"}},
+			Conflicts: []policy.Conflict{{PolicyName: "규정", Winner: "a폴더/규정.md", Losers: []string{"z폴더/규정.md"}}},
+		},
+	}
+	var b bytes.Buffer
+	b.WriteString("$ syncjob list\n")
+	printPolicies(&b, entries)
+	b.WriteString("\n$ syncjob queue list\n")
+	printQueue(&b, queue)
+	b.WriteString("\n$ syncjob deadletter list\n")
+	printDeadLetters(&b, dead)
+	b.WriteString("\n$ syncjob status (recent runs)\n")
+	printRecentRuns(&b, runs)
+	b.WriteString("\n$ syncjob sync\n")
+	newRunReport(res, nil, false, nil).write(&b, false, palette{})
+	b.WriteString("\n$ syncjob sync --dry-run\n")
+	newRunReport(res, nil, true, nil).write(&b, false, palette{})
+	b.WriteString("\n$ syncjob sync (refused)\n")
+	refused := fmt.Errorf("%w: the plan loses all 4 policies (a wrong branch or path?); run with --allow-mass-delete if that is meant", syncer.ErrRefused)
+	newRunReport(res, refused, false, nil).write(&b, false, palette{})
+	b.WriteString("\n$ syncjob sync (partial)\n")
+	partial := res
+	partial.Summary.Status, partial.Summary.ErrorCount = policy.RunPartial, 1
+	partial.Summary.Failures = []policy.Failure{{PolicyName: "학칙", Error: "HTTP 500: Server Error"}}
+	partial.Summary.PhasesMs = map[string]int64{"apply": 12}
+	newRunReport(partial, fmt.Errorf("%w: 1: 학칙", syncer.ErrPartial), false, nil).write(&b, false, palette{})
+	b.WriteString("\n$ syncjob sync (failed while writing)\n")
+	newRunReport(partial, errors.New("registry: cloudflare api rate limit; retry after 2026-11-25T16:05:00Z"), false, nil).write(&b, false, palette{})
+	return b.String()
+}
+
+func TestTables_Golden_AlignedByScreenWidth(t *testing.T) {
+	got := goldenTables()
+	const path = "testdata/tables.golden"
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run Golden -update writes it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("tables (-%s +got):\n%s", path, diff)
+	}
+	for _, block := range tableBlocks(got) {
+		assertAligned(t, block)
+	}
+}
+
+// tableBlocks returns the runs of lines of got that are tables: lines with
+// two or more cells.
+func tableBlocks(got string) [][]string {
+	var blocks [][]string
+	var cur []string
+	for _, line := range strings.Split(got, "\n") {
+		if len(cellStarts(line)) >= 3 {
+			cur = append(cur, line)
+			continue
+		}
+		if len(cur) > 1 {
+			blocks = append(blocks, cur)
+		}
+		cur = nil
+	}
+	return blocks
+}
+
+var cellPattern = regexp.MustCompile(`\S+(?: \S+)*`)
+
+// cellStarts returns the screen column where each cell of line begins
+// (cells are parted by two spaces or more).
+func cellStarts(line string) []int {
+	var starts []int
+	for _, loc := range cellPattern.FindAllStringIndex(line, -1) {
+		starts = append(starts, cells.StringWidth(line[:loc[0]]))
+	}
+	return starts
+}
+
+// assertAligned checks that every cell of a table begins at the screen
+// column of the cell above it.
+func assertAligned(t *testing.T, lines []string) {
+	t.Helper()
+	head := cellStarts(lines[0])
+	for _, line := range lines[1:] {
+		starts := cellStarts(line)
+		for i := range min(len(starts), len(head)) {
+			if starts[i] != head[i] {
+				t.Errorf("cell %d starts at column %d, not %d as above:\n%s\n%s", i, starts[i], head[i], lines[0], line)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package github_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/github"
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// hugeSize is a policy file far over the size limit, larger than a run
+// should ever hold.
+const hugeSize = 200_000_000
+
+// allocBound is how many bytes one Titles call may allocate in these tests
+// (its own buffers, the fake's, the HTTP stack's): a generous margin over
+// the 1 MiB limit, far under the huge file.
+const allocBound = 32 << 20
+
+// allocated runs f and returns the bytes the process allocated meanwhile
+// (runtime.MemStats.TotalAlloc, which a buffer of the whole file would
+// grow by at least its size).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// writeHuge writes a policy of hugeSize bytes whose title is title.
+func writeHuge(repo *githubtest.Repo, path, title string) {
+	head := "# " + title + "\n"
+	repo.WriteFrom(path, io.MultiReader(strings.NewReader(head), githubtest.Fill('a', hugeSize-int64(len(head)))))
+}
+
+// changedFiles is what an incremental run reads: the files the compare
+// lists as added or modified, their sizes unknown.
+func changedFiles(t *testing.T, src *github.Source, base, head string) []policy.File {
+	t.Helper()
+	cs, err := src.Compare(context.Background(), base, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []policy.File
+	for _, c := range cs.Changes {
+		if c.Status != policy.Removed {
+			files = append(files, policy.File{Path: c.Path, SHA: c.SHA, Size: -1})
+		}
+	}
+	return files
+}
+
+func mustTitles(t *testing.T, src *github.Source, commit string, files []policy.File) (got map[string]policy.Content, alloc uint64) {
+	t.Helper()
+	var failed map[string]error
+	var err error
+	alloc = allocated(func() {
+		got, failed, err = src.Titles(context.Background(), commit, files, policy.DefaultMaxFileSize)
+	})
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	return got, alloc
+}
+
+func TestTitles_HugeFileOfUnknownSize_BlobReadCutAtTheLimit(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("규정/작은 규정.md", "# 작은 규정\n")
+	base := f.repo.Commit("base")
+	writeHuge(f.repo, "규정/큰 규정.md", "큰 규정")
+	f.repo.Write("규정/작은 규정.md", "# 작은 규정 (개정)\n")
+	head := f.repo.Commit("one huge file in an incremental run")
+	src := f.source(t)
+	files := changedFiles(t, src, base, head)
+	f.srv.ResetRequests()
+
+	got, alloc := mustTitles(t, src, head, files)
+	want := map[string]policy.Content{
+		"규정/큰 규정.md":  {Size: hugeSize}, // exact: the answer's Content-Length
+		"규정/작은 규정.md": {Size: int64(len("# 작은 규정 (개정)\n")), Title: "작은 규정 (개정)"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	t.Logf("allocated %d bytes reading a %d-byte file", alloc, hugeSize)
+	if alloc > allocBound {
+		t.Errorf("allocated %d bytes reading titles, want at most %d: the huge file was held", alloc, allocBound)
+	}
+	if sent := f.srv.BytesSent()[githubtest.KindBlob]; sent > allocBound {
+		t.Errorf("the fake sent %d blob bytes, want at most %d: the download was not cut", sent, allocBound)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindBlob] != 2 || c.Total() != 2 {
+		t.Errorf("requests = %v, want one blob request per file", c)
+	}
+}
+
+func TestTitles_HugeFileOfKnownSize_NotDownloaded(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("규정/작은 규정.md", "# 작은 규정\n")
+	writeHuge(f.repo, "규정/큰 규정.md", "큰 규정")
+	head := f.repo.Commit("sizes from the tree")
+	files := filesOf(t, f.repo, head)
+	src := f.source(t)
+
+	got, _ := mustTitles(t, src, head, files)
+	want := map[string]policy.Content{
+		"규정/큰 규정.md":  {Size: hugeSize},
+		"규정/작은 규정.md": {Size: int64(len("# 작은 규정\n")), Title: "작은 규정"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	for _, r := range f.srv.Log() {
+		if strings.HasSuffix(r.Path, f.repo.BlobSHA(head, "규정/큰 규정.md")) {
+			t.Errorf("the huge file was requested: %s", r.Path)
+		}
+	}
+	wantRequests(t, src, f.srv, 1)
+}
+
+// policyFixture commits n small policies and returns the commit, the files
+// (sizes from the tree) and the titles a run should read.
+func policyFixture(t *testing.T, f *fixture, n int) (string, []policy.File, map[string]policy.Content) {
+	t.Helper()
+	want := make(map[string]policy.Content)
+	for i := range n {
+		body := fmt.Sprintf("# 규정 %d\n본문\n", i)
+		path := fmt.Sprintf("규정/제%02d 규정.md", i)
+		f.repo.Write(path, body)
+		want[path] = policy.Content{Size: int64(len(body)), Title: fmt.Sprintf("규정 %d", i)}
+	}
+	head := f.repo.Commit("policies")
+	return head, filesOf(t, f.repo, head), want
+}
+
+// archiveFixture is policyFixture with the sizes unknown, as a compare
+// gives them: n over the archive threshold reads the tarball.
+func archiveFixture(t *testing.T, f *fixture, n int) (string, []policy.File, map[string]policy.Content) {
+	t.Helper()
+	head, files, want := policyFixture(t, f, n)
+	for i := range files {
+		files[i].Size = -1
+	}
+	return head, files, want
+}
+
+func TestTitles_OversizedArchiveEntry_SkippedUnreadThenSizedByBlob(t *testing.T) {
+	f := newFixture(t)
+	const size = 3 << 20
+	f.repo.WriteFrom("규정/큰 규정.md", io.MultiReader(strings.NewReader("# 큰 규정\n"), githubtest.Fill('a', size-int64(len("# 큰 규정\n")))))
+	head, files, want := archiveFixture(t, f, 12)
+	want["규정/큰 규정.md"] = policy.Content{Size: size}
+	src := f.source(t)
+
+	got, _ := mustTitles(t, src, head, files)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	// Its archive bytes cannot be checked against the blob without reading
+	// them, and .gitattributes may change a size: one blob request, cut.
+	if c := f.srv.Requests(); c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 1 {
+		t.Errorf("requests = %v, want the archive and one blob", c)
+	}
+}
+
+func TestTitles_HugeArchiveEntry_OverBudget_RestFromBlobs(t *testing.T) {
+	f := newFixture(t)
+	writeHuge(f.repo, "규정/큰 규정.md", "큰 규정") // sorts after 규정/제.. : last in the archive
+	head, files, want := archiveFixture(t, f, 12)
+	want["규정/큰 규정.md"] = policy.Content{Size: hugeSize}
+	cfg := f.config()
+	cfg.ArchiveSlack = 1 << 20
+	src := mustSource(t, cfg)
+
+	got, alloc := mustTitles(t, src, head, files)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	t.Logf("allocated %d bytes reading a %d-byte file among 12 from the archive", alloc, hugeSize)
+	if alloc > allocBound {
+		t.Errorf("allocated %d bytes, want at most %d", alloc, allocBound)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 1 {
+		t.Errorf("requests = %v, want the archive and one blob", c)
+	}
+}
+
+func TestTitles_GzipBombEntry_ArchiveAbandonedUnread(t *testing.T) {
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	// 1 GiB of zeros compresses to about a megabyte: its header alone says
+	// it would pass the budget, so not a byte of it is inflated.
+	f.srv.ArchiveExtra = []githubtest.Generated{{Path: "0/bomb.bin", Size: 1 << 30}}
+	src := f.source(t)
+
+	got, alloc := mustTitles(t, src, head, files)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	t.Logf("allocated %d bytes past a 1 GiB gzip bomb", alloc)
+	if alloc > allocBound {
+		t.Errorf("allocated %d bytes, want at most %d", alloc, allocBound)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != len(files) {
+		t.Errorf("requests = %v, want the archive abandoned and %d blobs", c, len(files))
+	}
+}
+
+func TestTitles_GzipBombOfManyEntries_DecompressedBytesBounded(t *testing.T) {
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	// 64 entries of 16 MiB: each fits the budget, all together do not.
+	for i := range 64 {
+		f.srv.ArchiveExtra = append(f.srv.ArchiveExtra, githubtest.Generated{Path: fmt.Sprintf("0/bomb%02d.bin", i), Size: 16 << 20})
+	}
+	cfg := f.config()
+	cfg.ArchiveSlack = 32 << 20
+	src := mustSource(t, cfg)
+
+	got, alloc := mustTitles(t, src, head, files)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	if alloc > allocBound {
+		t.Errorf("allocated %d bytes, want at most %d", alloc, allocBound)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != len(files) {
+		t.Errorf("requests = %v, want the archive abandoned after its budget and %d blobs", c, len(files))
+	}
+}
+
+// lengthless drops the Content-Length of blob answers, as a proxy that
+// re-chunks them may.
+type lengthless struct{ next http.RoundTripper }
+
+func (l lengthless) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(r)
+	if err == nil && strings.Contains(r.URL.Path, "/git/blobs/") {
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	}
+	return resp, err
+}
+
+func TestTitles_LargeBlobWithoutLength_CutAfterLimitPlusOne(t *testing.T) {
+	f := newFixture(t)
+	const size = 64 << 20
+	f.repo.WriteFrom("규정/큰 규정.md", io.MultiReader(strings.NewReader("# 큰 규정\n"), githubtest.Fill('a', size)))
+	head := f.repo.Commit("large")
+	cfg := f.config()
+	cfg.HTTPClient = &http.Client{Transport: lengthless{http.DefaultTransport}}
+	src := mustSource(t, cfg)
+	files := []policy.File{{Path: "규정/큰 규정.md", SHA: f.repo.BlobSHA(head, "규정/큰 규정.md"), Size: -1}}
+
+	got, alloc := mustTitles(t, src, head, files)
+	want := map[string]policy.Content{"규정/큰 규정.md": {Size: policy.DefaultMaxFileSize + 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	if alloc > allocBound {
+		t.Errorf("allocated %d bytes, want at most %d", alloc, allocBound)
+	}
+	if sent := f.srv.BytesSent()[githubtest.KindBlob]; sent > allocBound {
+		t.Errorf("the fake sent %d blob bytes, want at most %d: the download was not cut", sent, allocBound)
+	}
+}

@@ -1,0 +1,108 @@
+package cloudflare_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare"
+	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
+	"github.com/knue/syncjob/internal/registry/registrytest"
+)
+
+// runDeadline is a run that has far less time left than Cloudflare's
+// five-minute block.
+const runDeadline = 10 * time.Second
+
+func wantRateLimit(t *testing.T, err error, retryAt time.Time) {
+	t.Helper()
+	var rl *policy.RateLimitError
+	if !errors.As(err, &rl) || !errors.Is(err, policy.ErrRateLimited) || rl.API != "cloudflare" {
+		t.Fatalf("err = %v, want a cloudflare *policy.RateLimitError", err)
+	}
+	if !rl.RetryAt.Equal(retryAt) {
+		t.Errorf("RetryAt = %v, want %v", rl.RetryAt, retryAt)
+	}
+}
+
+func TestStore_429PastTheDeadline_FailsAtOnceSayingWhen(t *testing.T) {
+	w := mustWorld(t, nil, nil)
+	w.fake.FailNext(cloudflaretest.RateLimit(5 * time.Minute))
+	ctx, cancel := context.WithTimeout(t.Context(), runDeadline)
+	defer cancel()
+
+	out := w.store.Put(ctx, []registry.Pair{{Key: "policy:a", Value: []byte("a")}})
+	wantRateLimit(t, out["policy:a"], registrytest.Epoch.Add(5*time.Minute))
+	if got := w.sleeps(); len(got) != 0 {
+		t.Errorf("waited %v: a wait past the deadline must not start", got)
+	}
+	if got := w.store.Usage().Requests; got != 1 {
+		t.Errorf("Requests = %d, want 1", got)
+	}
+}
+
+func TestStore_TokenBlocked_NoFurtherRequestPastTheDeadline(t *testing.T) {
+	w := mustWorld(t, nil, nil)
+	w.fake.Set("policy:a", []byte("a"), nil, 0)
+	w.fake.FailNext(cloudflaretest.RateLimit(5 * time.Minute))
+	ctx, cancel := context.WithTimeout(t.Context(), runDeadline)
+	defer cancel()
+
+	w.store.Put(ctx, []registry.Pair{{Key: "policy:b", Value: []byte("b")}})
+	// The token is blocked for five minutes: another request would only
+	// meet another 429 (and Cloudflare counts it).
+	_, err := w.store.Get(ctx, "policy:a")
+	wantRateLimit(t, err, registrytest.Epoch.Add(5*time.Minute))
+	if got := w.fake.TotalRequests(); got != 1 {
+		t.Errorf("the fake saw %d requests, want 1: none while the token is blocked", got)
+	}
+	if got, want := w.store.Usage().Requests, int64(w.fake.TotalRequests()); got != want {
+		t.Errorf("Usage().Requests = %d, the fake saw %d", got, want)
+	}
+}
+
+func TestStore_429WithoutRetryAfter_TakenAsTheFiveMinuteBlock(t *testing.T) {
+	t.Run("deadline allows", func(t *testing.T) {
+		w := mustWorld(t, nil, nil)
+		w.fake.Set("policy:a", []byte("a"), nil, 0)
+		w.fake.FailNext(cloudflaretest.RateLimit(0))
+		if got := string(registrytest.MustGet(t, w.store, "policy:a")); got != "a" {
+			t.Fatalf("Get = %q, want a", got)
+		}
+		slept := w.sleeps()
+		if len(slept) != 1 || slept[0] < 5*time.Minute || slept[0] > 5*time.Minute+30*time.Second {
+			t.Errorf("waits = %v, want one of 5 minutes (plus at most a tenth)", slept)
+		}
+	})
+	t.Run("past the deadline", func(t *testing.T) {
+		w := mustWorld(t, nil, nil)
+		w.fake.FailNext(cloudflaretest.RateLimit(0))
+		ctx, cancel := context.WithTimeout(t.Context(), runDeadline)
+		defer cancel()
+		_, err := w.store.Get(ctx, "policy:a")
+		wantRateLimit(t, err, registrytest.Epoch.Add(5*time.Minute))
+	})
+}
+
+func TestStore_FullWindowPastTheDeadline_FailsAtOnceSayingWhen(t *testing.T) {
+	w := mustWorld(t, nil, func(c *cloudflare.Config) {
+		c.RequestsPerWindow = 1
+		c.Window = time.Minute
+	})
+	w.fake.Set("k", []byte("v"), nil, 0)
+	ctx, cancel := context.WithTimeout(t.Context(), runDeadline)
+	defer cancel()
+	registrytest.MustGet(t, w.store, "k")
+
+	_, err := w.store.Get(ctx, "k")
+	wantRateLimit(t, err, registrytest.Epoch.Add(time.Minute))
+	if got := w.fake.TotalRequests(); got != 1 {
+		t.Errorf("the fake saw %d requests, want 1", got)
+	}
+	if got := w.sleeps(); len(got) != 0 {
+		t.Errorf("waited %v past the deadline", got)
+	}
+}
