@@ -75,7 +75,7 @@ func settings() []setting {
 		{env: "MAX_FILE_SIZE", flag: "max-file-size", kind: "bytes", group: groupRun, def: strconv.Itoa(policy.DefaultMaxFileSize), help: "larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
 			return parseInt(v, &c.MaxFileSize)
 		}},
-		{env: "BATCH_SIZE", flag: "batch-size", kind: "int", group: groupRun, def: "50", help: "registry writes per batch, one bulk request each on Cloudflare (1-10000; a body over 100 MB is split)", set: func(c *Config, v string) error {
+		{env: "BATCH_SIZE", flag: "batch-size", kind: "int", group: groupRun, def: "50", help: "registry writes per batch, one bulk request each on Cloudflare (1-50)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.BatchSize)
 		}},
 		{env: "CONCURRENCY", flag: "concurrency", kind: "int", group: groupRun, def: "4", help: "batches written at once (1-32)", set: func(c *Config, v string) error {
@@ -179,8 +179,10 @@ type stringFlag struct {
 func (f *stringFlag) String() string     { return "" }
 func (f *stringFlag) Set(v string) error { *f.p = v; return nil }
 
-// maxBatchSize is Cloudflare's bulk limit of pairs per request.
-const maxBatchSize = 10000
+// maxBatchSize bounds a batch: a run applies at most 50 operations a
+// request, so that one refused request costs little and the writes of a
+// large run spread over Cloudflare's rate window.
+const maxBatchSize = 50
 
 var repoPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$`)
 

@@ -26,8 +26,9 @@ func TestOps_StatusAfterDeadLetter(t *testing.T) {
 		if !strings.Contains(r.stdout, `"deadLetters": [`) || !strings.Contains(r.stdout, `"retryCount": 3`) {
 			t.Errorf("status --json:\n%s", r.stdout)
 		}
-		// Later runs leave the dead letters alone: nothing to do.
-		if s := w.sync(0); !strings.Contains(s.stdout, "unchanged mode") {
+		// Later runs leave the dead letters alone, and say what they hold
+		// back: partial, naming both.
+		if s := w.sync(exitPartial); !strings.Contains(s.stdout, "unchanged mode") || !strings.Contains(s.stdout, "2 held back") || !strings.Contains(s.stdout, "대학원 학칙") {
 			t.Errorf("run after dead letters:\n%s", s.stdout)
 		}
 	})
@@ -96,7 +97,7 @@ func TestStatus_Check_UnhealthyExit1WithTheReason(t *testing.T) {
 		}, "(STATUS_MAX_AGE)"},
 		{"dead letters", func(w *world) {
 			deadLetterWorld(w.t.(*testing.T), w)
-			w.sync(0)
+			w.sync(exitPartial) // partial while they hold versions back
 		}, "2 dead letters hold back versions: 대학원 학칙, 학칙 (syncjob deadletter list)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -43,12 +43,17 @@ func (r *run) plan(ctx context.Context, st state, mode, reason string) (planned,
 			cs = &c
 		}
 	}
-	reg, err := r.readRegistry(ctx, st, readScope(st, cs))
+	dead, err := r.readDeadLetters(ctx)
+	if err != nil {
+		return p, registryState{}, err
+	}
+	reg, err := r.readRegistry(ctx, st, readScope(st, cs, dead))
 	if err != nil {
 		return p, reg, err
 	}
+	reg.dead = dead
 	if cs != nil {
-		p.desired, p.plan, err = r.planIncremental(ctx, st, *cs, reg.known())
+		p.desired, p.plan, err = r.planIncremental(ctx, st, *cs, reg)
 		p.renames = differ.Renames(*cs)
 	} else {
 		p.desired, p.plan, err = r.planFull(ctx, st, reg.known())
@@ -56,7 +61,7 @@ func (r *run) plan(ctx context.Context, st state, mode, reason string) (planned,
 	if err != nil {
 		return p, reg, err
 	}
-	r.log.Info("mode chosen", logkey.Mode, p.mode, logkey.Reason, p.reason, logkey.Commit, st.head, logkey.Previous, st.last, logkey.Retries, len(st.pending))
+	r.log.Info("mode chosen", logkey.Mode, p.mode, logkey.Reason, p.reason, logkey.Commit, st.head, logkey.Previous, st.last, logkey.Retries, len(st.revisit))
 	p.plan, p.work = differ.SettleQueue(p.plan, p.desired, reg.entries, st.pending, reg.dead, r.start)
 	return p, reg, nil
 }
@@ -71,18 +76,30 @@ func (r *run) compare(ctx context.Context, st state) (policy.Changeset, error) {
 }
 
 // readScope returns the names an incremental run reads of the registry —
-// those the changeset touches and those waiting for retry — or nil for
-// every entry: a full run, or a run after one that did not record the
-// registry's size (an older syncjob, an unclean run).
-func readScope(st state, cs *policy.Changeset) []string {
+// those the changeset touches, those to revisit (retries), those a dead
+// letter may hold back — or nil for every entry: a full run, or a run after
+// one that did not record the registry's size (an older syncjob, an unclean
+// run).
+func readScope(st state, cs *policy.Changeset, dead map[string]policy.DeadLetter) []string {
 	if cs == nil || st.prev == nil || st.prev.Pending == nil || st.unclean != "" {
 		return nil
 	}
-	names := differ.Touched(*cs)
-	for name := range st.pending {
-		names[name] = true
+	return slices.Sorted(maps.Keys(incrementalScope(st, *cs, dead)))
+}
+
+// incrementalScope is every name an incremental run plans: those the
+// changeset touches, those to revisit, those with a dead letter (so that a
+// version one holds back is named every run, not only when a commit
+// touches it).
+func incrementalScope(st state, cs policy.Changeset, dead map[string]policy.DeadLetter) map[string]bool {
+	scope := differ.Touched(cs)
+	for _, name := range st.revisit {
+		scope[name] = true
 	}
-	return slices.Sorted(maps.Keys(names))
+	for name := range dead {
+		scope[name] = true
+	}
+	return scope
 }
 
 // planFull plans from the head tree against every entry.
@@ -95,25 +112,25 @@ func (r *run) planFull(ctx context.Context, st state, known map[string]policy.Kn
 	return desired, differ.Plan(desired, known, nil, skipped, conflicts), nil
 }
 
-// planIncremental plans from the changeset.
-func (r *run) planIncremental(ctx context.Context, st state, cs policy.Changeset, known map[string]policy.Known) (map[string]policy.Desired, policy.Plan, error) {
+// planIncremental plans from the changeset, and the head tree for the names
+// it cannot decide alone.
+func (r *run) planIncremental(ctx context.Context, st state, cs policy.Changeset, reg registryState) (map[string]policy.Desired, policy.Plan, error) {
 	dopt := r.opt.differ()
+	known := reg.known()
 	desired, scope, skipped, conflicts := differ.FromChanges(cs, known, nil, dopt)
 	var prevSkipped []policy.Skip
 	var prevConflicts []policy.Conflict
 	if st.prev != nil {
 		prevSkipped, prevConflicts = st.prev.Skipped, st.prev.Conflicts
 	}
-	// Deletes, retries, and names whose skipped or losing paths the
-	// changeset does not show are decided from the head tree.
-	if differ.NeedsTree(cs) || differ.AddsPaths(cs) || differ.Touches(scope, prevSkipped, prevConflicts) || len(st.pending) > 0 {
+	// Deletes, retries, dead letters, and names whose skipped or losing
+	// paths the changeset does not show are decided from the head tree.
+	if differ.NeedsTree(cs) || differ.AddsPaths(cs) || differ.Touches(scope, prevSkipped, prevConflicts) || len(st.revisit) > 0 || len(reg.dead) > 0 {
 		tree, err := r.Source.Tree(ctx, st.head)
 		if err != nil {
 			return nil, policy.Plan{}, err
 		}
-		for name := range st.pending {
-			scope[name] = true
-		}
+		scope = incrementalScope(st, cs, reg.dead)
 		desired, skipped, conflicts = differ.FromTree(tree, dopt)
 		skipped, conflicts = differ.InScope(scope, skipped, conflicts)
 	}

@@ -111,6 +111,7 @@ func (r *run) counts(sum *policy.RunSummary, out outcome) {
 		// nothing was planned: what a dead letter held back still is
 		sum.HeldBack = out.state.prev.HeldBack
 	}
+	sum.HeldBack = append(sum.HeldBack, out.newlyDead...)
 	counted := out.applied
 	if r.opt.DryRun {
 		counted = out.planned
@@ -148,7 +149,7 @@ func owed(out outcome) []string {
 	if out.owed != nil && out.err == nil && out.recordErr == nil {
 		return out.owed
 	}
-	names := slices.Sorted(maps.Keys(out.state.pending))
+	names := slices.Clone(out.state.revisit)
 	for _, f := range out.failures {
 		if !slices.Contains(names, f.PolicyName) {
 			names = append(names, f.PolicyName)

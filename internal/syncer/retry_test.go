@@ -113,10 +113,11 @@ func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 	if p := r.policies(); p["나"].Title != "나 개정" {
 		t.Errorf("other policy affected: %+v", p["나"])
 	}
-	// Later runs stop retrying it.
+	// Later runs stop retrying it, and say that it is held back.
 	r.store.FailKeys(nil)
-	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
-		t.Errorf("run after the dead letter: mode %s, want unchanged", res.Summary.Mode)
+	if res, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) || res.Summary.Mode != syncer.ModeUnchanged ||
+		len(res.Summary.HeldBack) != 1 || res.Summary.HeldBack[0].PolicyName != "가" {
+		t.Errorf("run after the dead letter: %v, mode %s, held back %v; want unchanged, partial, naming 가", err, res.Summary.Mode, res.Summary.HeldBack)
 	}
 	// A full run holds the dead letter's version back too, and says so: a
 	// run is partial while a dead letter holds back a version the head wants.
@@ -355,9 +356,10 @@ func TestBudget_FirstSyncSpreadsOverDays_InAStableOrder(t *testing.T) {
 	r.seed()
 	billed := &billingStore{Store: r.store}
 	r.s.Registry = registry.New(billed)
-	// 3 policies: 6 writes (entry and queue each) and 3 of metadata = 9.
-	// With 8 a day, 2 policies fit (4 + 3); the third waits for tomorrow.
-	res, err := r.run(syncer.Options{DailyWriteBudget: 8})
+	// A run's own writes: the lease taken and released, history, lastRun,
+	// lastCommit = 5; each policy 2 (entry and queue entry). With 10 a day,
+	// 2 of the 3 policies fit (5 + 4); the third waits for tomorrow.
+	res, err := r.run(syncer.Options{DailyWriteBudget: 10})
 	if !errors.Is(err, syncer.ErrPartial) || !strings.Contains(err.Error(), "1 changes wait") {
 		t.Fatalf("err = %v, want partial with one change waiting", err)
 	}
@@ -372,19 +374,19 @@ func TestBudget_FirstSyncSpreadsOverDays_InAStableOrder(t *testing.T) {
 		t.Errorf("lastCommit %q advanced past changes still waiting", r.lastCommit())
 	}
 	// The rest of the day's budget cannot record a run: refused, nothing written.
-	if _, err := r.run(syncer.Options{DailyWriteBudget: 8}); !errors.Is(err, syncer.ErrBudget) || !errors.Is(err, syncer.ErrRefused) {
+	if _, err := r.run(syncer.Options{DailyWriteBudget: 10}); !errors.Is(err, syncer.ErrBudget) || !errors.Is(err, syncer.ErrRefused) {
 		t.Fatalf("same day: %v, want ErrBudget", err)
 	}
 	r.clock.Advance(24 * time.Hour) // a new UTC day
-	res, err = r.run(syncer.Options{DailyWriteBudget: 8})
+	res, err = r.run(syncer.Options{DailyWriteBudget: 10})
 	if err != nil || res.Summary.Added != 1 || res.Summary.Waiting != 0 {
 		t.Fatalf("next day: %v, %+v", err, res.Summary)
 	}
 	if len(r.policies()) != 3 || r.lastCommit() == "" {
 		t.Errorf("after two days: %d policies, lastCommit %q", len(r.policies()), r.lastCommit())
 	}
-	if res.Summary.BillableWrites != 2+3 {
-		t.Errorf("billable writes %d, want 5", res.Summary.BillableWrites)
+	if res.Summary.BillableWrites != 2+5 {
+		t.Errorf("billable writes %d, want 7", res.Summary.BillableWrites)
 	}
 }
 

@@ -60,9 +60,11 @@ type outcome struct {
 	recordErr        error // failures that could not be recorded for retry
 	// owed are the names whose failures this run queued for retry; nil
 	// when it did not get that far.
-	owed    []string
-	waiting int // items left for another day by the daily write budget
-	size    int // policies in the registry when the run planned
+	owed []string
+	// newlyDead are the versions this run gave up on: held back from now.
+	newlyDead []policy.Skip
+	waiting   int // items left for another day by the daily write budget
+	size      int // policies in the registry when the run planned
 	// legacy are the v1 keys (titles) no policy took the fields of, after
 	// the run; nil when it did not plan.
 	legacy  []string

@@ -21,8 +21,10 @@ type state struct {
 	// no queue entry records (differ.Unclean); "" after a clean run.
 	unclean string
 	// pending are the failed writes of earlier runs that the sync still
-	// owes (see pendingRetries).
+	// owes; revisit the names the plan must look at again, those among
+	// them (see pendingRetries).
 	pending map[string]policy.QueueEntry
+	revisit []string
 }
 
 // readState reads the branch head, the last commit and run, the lease, and
@@ -48,14 +50,26 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	}
 	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released())
 	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
-	st.pending, err = r.pendingRetries(ctx, st.prev, st.unclean)
+	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
 	return st, err
 }
 
-// readRegistry reads the policies (current and legacy v1) — every one, or
-// when names is not nil only those — and the dead letters. Unreadable
-// entries are logged, not fatal; an unreadable dead letter holds nothing
-// back (a person can drop it).
+// readDeadLetters reads the dead letters. One that does not decode holds
+// nothing back (a person can drop it): it is logged, not fatal.
+func (r *run) readDeadLetters(ctx context.Context) (map[string]policy.DeadLetter, error) {
+	dead, err := r.Registry.DeadLetters(ctx)
+	var bad *registry.DecodeError
+	if errors.As(err, &bad) {
+		r.log.Warn("dead letters unreadable", logkey.Error, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("registry: read dead letters: %w", err)
+	}
+	return dead, nil
+}
+
+// readRegistry reads the policies (current and legacy v1): every one, or
+// when names is not nil only those. Unreadable entries are logged, not
+// fatal.
 func (r *run) readRegistry(ctx context.Context, st state, names []string) (registryState, error) {
 	var (
 		all      map[string]policy.Entry
@@ -78,12 +92,6 @@ func (r *run) readRegistry(ctx context.Context, st state, names []string) (regis
 	reg.entries, reg.v1 = differ.SplitV1(all)
 	if !reg.partial {
 		reg.size = len(reg.entries)
-	}
-	var bad *registry.DecodeError
-	if reg.dead, err = r.Registry.DeadLetters(ctx); errors.As(err, &bad) {
-		r.log.Warn("dead letters unreadable", logkey.Error, err)
-	} else if err != nil {
-		return reg, fmt.Errorf("registry: read dead letters: %w", err)
 	}
 	return reg, nil
 }

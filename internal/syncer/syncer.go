@@ -42,6 +42,11 @@ const (
 	ModeUnchanged   = differ.ModeUnchanged
 )
 
+// DefaultLeaseTTL is the lease's TTL when Options leave it 0: a crashed
+// run keeps others out for at most this long; KV's ~60 s of eventual
+// consistency stays inside the margin of two renewals.
+const DefaultLeaseTTL = 3 * time.Minute
+
 // Triggers of a run: what started it.
 const (
 	TriggerCLI      = "cli"
@@ -62,8 +67,12 @@ type Options struct {
 	ReconcileInterval time.Duration // full run when the last one is older; 0 → 24 hours
 	AllowMassDelete   bool          // let a plan through the mass-delete guard
 	DailyWriteBudget  int64         // billable writes a UTC day may spend; 0 = no budget
-	LeaseTTL          time.Duration // take the advisory single-writer lease for this long; 0 = none
-	LeaseOwner        string        // who holds it: the run id by default; a Lambda request id survives Lambda's retries
+	// LeaseTTL is how long the single-writer lease holds between renewals
+	// (a third of it apart); 0 → DefaultLeaseTTL. The lease is also what
+	// tells the next run that this one did not finish, so every run that
+	// writes takes it; a negative TTL takes none (tests of other things).
+	LeaseTTL   time.Duration
+	LeaseOwner string // who holds it: the run id by default; a Lambda request id survives Lambda's retries
 }
 
 func (o Options) withDefaults() Options {
@@ -81,6 +90,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Trigger == "" {
 		o.Trigger = TriggerCLI
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = DefaultLeaseTTL
 	}
 	return o
 }
@@ -141,7 +153,7 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 	}
 	mode, reason := differ.ChooseMode(differ.ModeInput{
 		Full: r.opt.Full, Last: out.state.last, Head: out.state.head, Previous: out.state.prev,
-		Pending: len(out.state.pending), Unclean: out.state.unclean,
+		Pending: len(out.state.revisit), Unclean: out.state.unclean,
 		Now: r.start, ReconcileInterval: r.opt.ReconcileInterval,
 		Reconciles: r.opt.Trigger == TriggerSchedule || r.opt.Trigger == TriggerCLI,
 	})
@@ -221,7 +233,7 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 	out.owed = []string{}
 	if len(out.failures) > 0 {
 		// the items as planned: one that could not be read is no longer in plan
-		out.owed, out.recordErr = r.recordFailures(ctx, p.plan, out.failures, out.state.pending)
+		out.owed, out.newlyDead, out.recordErr = r.recordFailures(ctx, p.plan, out.failures, out.state.pending)
 	}
 	out.fullRun = out.mode == ModeFull && len(out.failures) == 0 && out.waiting == 0
 	out.err = ctx.Err()

@@ -227,7 +227,8 @@ func TestRun_BatchesBoundedPutsBeforeDeletesMetadataLast(t *testing.T) {
 			order = append(order, kind)
 		}
 	}
-	if diff := cmp.Diff([]string{"Put", "Delete", "metadata"}, order); diff != "" {
+	// the lease taken first, then the puts, the deletes, the run's record
+	if diff := cmp.Diff([]string{"metadata", "Put", "Delete", "metadata"}, order); diff != "" {
 		t.Errorf("write phases (-want +got):\n%s", diff)
 	}
 	if len(r.policies()) != 90 || r.lastCommit() != head {

@@ -1,7 +1,9 @@
 package githubtest
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -118,6 +120,11 @@ type faultRule struct {
 	rng       *rand.Rand
 	p         float64
 	within    string // only requests whose path contains it; "" for all
+	// seeded (FailSeeded): the draw is a hash of seed, the request's path
+	// and how many times the rule saw that path before.
+	seeded bool
+	seed   uint64
+	seen   map[string]int
 }
 
 // FailNext answers the next n requests of an endpoint kind (AnyKind for all)
@@ -147,6 +154,28 @@ func (s *Server) FailWithin(kind, within string, fault Fault) {
 	s.faults = append(s.faults, &faultRule{kind: kind, remaining: -1, fault: fault, within: within})
 }
 
+// FailSeeded answers each request of an endpoint kind with fault with
+// probability p, decided by seed and the request itself (its path, and how
+// many times this rule saw that path before), not by the order requests
+// arrive: concurrent requests (blobs read in parallel) meet the same faults
+// whatever order they reach the server in.
+func (s *Server) FailSeeded(kind string, seed uint64, p float64, fault Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &faultRule{kind: kind, fault: fault, p: p, seeded: true, seed: seed, seen: make(map[string]int)})
+}
+
+// seededDraw is a number in [0, 1) that depends only on seed, path and n.
+func seededDraw(seed uint64, path string, n int) float64 {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(n))
+	_, _ = h.Write(b[:])
+	_, _ = h.Write([]byte(path))
+	return float64(h.Sum64()>>11) / (1 << 53)
+}
+
 // ClearFaults removes every fault rule.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
@@ -159,6 +188,15 @@ func (s *Server) ClearFaults() {
 func (s *Server) nextFault(kind, path string) *Fault {
 	for _, r := range s.faults {
 		if (r.kind != AnyKind && r.kind != kind) || !strings.Contains(path, r.within) {
+			continue
+		}
+		if r.seeded {
+			n := r.seen[path]
+			r.seen[path] = n + 1
+			if seededDraw(r.seed, path, n) < r.p {
+				f := r.fault
+				return &f
+			}
 			continue
 		}
 		if r.rng != nil {

@@ -42,6 +42,7 @@ type Faulty struct {
 	calls        []Call
 	counts       map[Method]int
 	injected     int64
+	keysInjected int64
 	listKeysOnly bool
 	killing      bool
 	killAt       int // Put+Delete calls after which every call fails
@@ -127,6 +128,19 @@ func (f *Faulty) Calls(m Method) int {
 	return f.counts[m]
 }
 
+// Injected counts the failures a Faulty injected since NewFaulty.
+type Injected struct {
+	Calls int64 // calls failed as a whole (FailGet, FailList, FailCall)
+	Keys  int64 // keys of Put and Delete failed one by one (FailKeys)
+}
+
+// Injected returns the failures injected so far.
+func (f *Faulty) Injected() Injected {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Injected{Calls: f.injected, Keys: f.keysInjected}
+}
+
 // Log returns every call made so far, in order.
 func (f *Faulty) Log() []Call {
 	f.mu.Lock()
@@ -200,6 +214,7 @@ func (f *Faulty) Put(ctx context.Context, pairs []registry.Pair) map[string]erro
 	f.mu.Lock()
 	for _, p := range pairs {
 		if err, ok := f.keys[p.Key]; ok {
+			f.keysInjected++
 			outcome = registry.FailAll(outcome, []string{p.Key}, fmt.Errorf("faulty: put %q: %w", p.Key, err))
 			continue
 		}
@@ -221,6 +236,7 @@ func (f *Faulty) Delete(ctx context.Context, keys []string) map[string]error {
 	f.mu.Lock()
 	for _, k := range keys {
 		if err, ok := f.keys[k]; ok {
+			f.keysInjected++
 			outcome = registry.FailAll(outcome, []string{k}, fmt.Errorf("faulty: delete %q: %w", k, err))
 			continue
 		}

@@ -60,3 +60,12 @@ type Rates struct {
 	ServerError float64 // 503
 	Hang        float64
 }
+
+// FaultCounts are the faults a Fake injected, by kind.
+type FaultCounts struct {
+	Next             int // answers queued with FailNext
+	RateLimit        int // 429s drawn from Rates
+	ServerError      int // 503s drawn from Rates
+	Hang             int // hangs drawn from Rates
+	UnsuccessfulKeys int // keys of bulk writes and deletes reported unsuccessful (FailKeys, FailKeyFraction)
+}

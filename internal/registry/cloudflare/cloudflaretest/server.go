@@ -79,6 +79,7 @@ type Fake struct {
 	total        int
 	bulkPairs    int
 	bulkDeleted  int
+	faults       FaultCounts
 }
 
 type entry struct {
@@ -180,6 +181,13 @@ func (f *Fake) BulkPairsWritten() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.bulkPairs
+}
+
+// Faults returns how many faults the fake injected since New, by kind.
+func (f *Fake) Faults() FaultCounts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.faults
 }
 
 // ResetCounts zeroes the request counts.
@@ -402,6 +410,7 @@ func (f *Fake) count(e Endpoint) (Fault, bool) {
 	if len(f.next) > 0 {
 		fl := f.next[0]
 		f.next = f.next[1:]
+		f.faults.Next++
 		return fl, true
 	}
 	if f.rates == (Rates{}) {
@@ -410,10 +419,13 @@ func (f *Fake) count(e Endpoint) (Fault, bool) {
 	x := f.rng.Float64()
 	switch {
 	case x < f.rates.RateLimit:
+		f.faults.RateLimit++
 		return RateLimit(time.Second), true
 	case x < f.rates.RateLimit+f.rates.ServerError:
+		f.faults.ServerError++
 		return ServerError(http.StatusServiceUnavailable), true
 	case x < f.rates.RateLimit+f.rates.ServerError+f.rates.Hang:
+		f.faults.Hang++
 		return Hang(), true
 	}
 	return Fault{}, false
@@ -662,10 +674,11 @@ func readBulk(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // unsuccessful decides which keys of a bulk request fail; f.mu is held.
 func (f *Fake) unsuccessful(key string) bool {
-	if f.failKeys[key] {
+	if f.failKeys[key] || (f.failFraction > 0 && f.rng.Float64() < f.failFraction) {
+		f.faults.UnsuccessfulKeys++
 		return true
 	}
-	return f.failFraction > 0 && f.rng.Float64() < f.failFraction
+	return false
 }
 
 func (f *Fake) bulkPut(w http.ResponseWriter, r *http.Request) {
