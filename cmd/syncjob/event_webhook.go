@@ -15,10 +15,6 @@ type webhookEvent struct {
 	Delivery string `json:"delivery"` // GitHub's X-GitHub-Delivery
 }
 
-// maxDeliveryLen bounds a delivery id (GitHub's are 36-byte GUIDs): it is
-// logged and recorded with the run.
-const maxDeliveryLen = 100
-
 // checkWebhookFields checks after and delivery: both present, and well
 // formed, with trigger webhook; absent otherwise. The sync does not need
 // after (a run reads the branch head, which may be newer), but a payload
@@ -38,8 +34,8 @@ func checkWebhookFields(ev lambdaEvent) error {
 		return &EventError{"after", fmt.Sprintf("%q is not a commit sha (40 lower-case hex digits)", ev.After)}
 	case strings.TrimSpace(ev.Delivery) == "":
 		return &EventError{"delivery", "required with trigger webhook: the X-GitHub-Delivery id"}
-	case len(ev.Delivery) > maxDeliveryLen:
-		return &EventError{"delivery", fmt.Sprintf("longer than %d bytes", maxDeliveryLen)}
+	case len(ev.Delivery) > webhook.MaxDeliveryLen:
+		return &EventError{"delivery", fmt.Sprintf("longer than %d bytes", webhook.MaxDeliveryLen)}
 	}
 	return nil
 }

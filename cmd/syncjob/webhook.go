@@ -133,7 +133,7 @@ func (r *webhookReceiver) Handle(ctx context.Context, ev events.LambdaFunctionUR
 	if err != nil {
 		o = webhook.Outcome{
 			Kind: webhook.Failed, Status: http.StatusInternalServerError, Reason: "receiver misconfigured", Err: err,
-			Event: cutHeader(req.Header(webhook.HeaderEvent)), Delivery: cutHeader(req.Header(webhook.HeaderDelivery)),
+			Event: webhook.Unverified(req.Header(webhook.HeaderEvent)), Delivery: webhook.Unverified(req.Header(webhook.HeaderDelivery)),
 		}
 	} else {
 		o = webhook.Receive(req, func() ([]byte, error) {
@@ -151,7 +151,7 @@ func (r *webhookReceiver) Handle(ctx context.Context, ev events.LambdaFunctionUR
 	attrs := []any{
 		logkey.Outcome, string(o.Kind), logkey.StatusCode, o.Status, logkey.Reason, o.Reason,
 		logkey.Delivery, o.Delivery, logkey.Event, o.Event,
-		logkey.SourceIP, ev.RequestContext.HTTP.SourceIP, logkey.UserAgent, cutHeader(ev.RequestContext.HTTP.UserAgent),
+		logkey.SourceIP, ev.RequestContext.HTTP.SourceIP, logkey.UserAgent, webhook.Unverified(ev.RequestContext.HTTP.UserAgent),
 	}
 	if o.Push != nil {
 		attrs = append(attrs, logkey.Repo, o.Push.Repo, logkey.Ref, o.Push.Ref, logkey.After, o.Push.After)
@@ -223,14 +223,6 @@ func webhookResponse(o webhook.Outcome) events.LambdaFunctionURLResponse {
 		h["Allow"] = http.MethodPost
 	}
 	return events.LambdaFunctionURLResponse{StatusCode: o.Status, Headers: h, Body: o.Reason + "\n"}
-}
-
-// cutHeader keeps an unauthenticated header short enough to log.
-func cutHeader(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "…"
-	}
-	return s
 }
 
 // webhookMetrics is the EMF line of one delivery: WebhookRejected counts

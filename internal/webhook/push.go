@@ -54,12 +54,17 @@ func parsePush(body []byte) (Push, error) {
 	}, nil
 }
 
-// cut keeps an unauthenticated header value short enough to log.
-func cut(s string) string {
+// MaxDeliveryLen bounds the X-GitHub-Delivery id of a push the receiver
+// hands on (GitHub's are 36-byte GUIDs): the sync function logs and
+// records it.
+const MaxDeliveryLen = 100
+
+// Unverified keeps a header value that nobody has vouched for (sent before
+// the signature was checked, or not covered by it) short enough to log.
+func Unverified(s string) string {
 	s = strings.TrimSpace(s)
-	const max = 100
-	if len(s) > max {
-		return s[:max] + "…"
+	if len(s) > MaxDeliveryLen {
+		return s[:MaxDeliveryLen] + "…"
 	}
 	return s
 }

@@ -60,7 +60,7 @@ type Outcome struct {
 	Status int    // the HTTP status to answer
 	Reason string // a few words for the answer and the log; never the body or the secret
 	// Event and Delivery are the X-GitHub-Event and X-GitHub-Delivery
-	// headers, cut to 100 bytes: before the signature is verified they are
+	// headers through Unverified: before the signature is verified they are
 	// anyone's words, fit to log but not to trust.
 	Event, Delivery string
 	// Push is the verified push event (Ignored pushes, Sync).
@@ -79,7 +79,7 @@ type Outcome struct {
 // push to the target branch. secret is called only for a request that got
 // that far; its error is a Failed outcome (500).
 func Receive(r Request, secret func() ([]byte, error), t Target) Outcome {
-	o := Outcome{Event: cut(r.Header(HeaderEvent)), Delivery: cut(r.Header(HeaderDelivery))}
+	o := Outcome{Event: Unverified(r.Header(HeaderEvent)), Delivery: Unverified(r.Header(HeaderDelivery))}
 	refuse := func(status int, reason string) Outcome {
 		o.Kind, o.Status, o.Reason = Refused, status, reason
 		return o
@@ -160,6 +160,8 @@ func Receive(r Request, secret func() ([]byte, error), t Target) Outcome {
 		return invalid(http.StatusBadRequest, "push has no after commit sha")
 	case o.Delivery == "":
 		return invalid(http.StatusBadRequest, "no X-GitHub-Delivery header")
+	case len(strings.TrimSpace(r.Header(HeaderDelivery))) > MaxDeliveryLen:
+		return invalid(http.StatusBadRequest, fmt.Sprintf("X-GitHub-Delivery longer than %d bytes", MaxDeliveryLen))
 	}
 	o.Kind, o.Status, o.Reason = Sync, http.StatusAccepted, "sync of "+p.After
 	return o

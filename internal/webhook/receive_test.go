@@ -71,6 +71,7 @@ func TestReceive_EachDeliveryGetsItsAnswer(t *testing.T) {
 		{"branch deleted, only after zeros", signed("push", pushBody("knue/policies", "refs/heads/main", strings.Repeat("0", 40), false)), webhook.Ignored, 202, "deletes"},
 		{"push without after", signed("push", pushBody("knue/policies", "refs/heads/main", "", false)), webhook.Invalid, 400, "after"},
 		{"push without delivery id", with(signed("push", push), "x-github-delivery", ""), webhook.Invalid, 400, "X-GitHub-Delivery"},
+		{"push with a delivery id too long to record", with(signed("push", push), "x-github-delivery", strings.Repeat("d", webhook.MaxDeliveryLen+1)), webhook.Invalid, 400, "longer than"},
 		{"push not JSON", signed("push", "payload=%7B%7D"), webhook.Invalid, 400, "not the expected JSON"},
 		{"push as a form", with(signed("push", "payload=%7B%7D"), "content-type", "application/x-www-form-urlencoded"), webhook.Invalid, 415, "application/json"},
 		{"no signature", with(signed("push", push), "x-hub-signature-256", ""), webhook.Rejected, 401, "signature missing or wrong"},
