@@ -115,21 +115,11 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 	deadline, hasDeadline := runCtx.Deadline()
 	logger.Info("invocation started", logkey.Full, opt.Full, logkey.DryRun, opt.DryRun, logkey.RunDeadline, deadlineString(deadline, hasDeadline))
 
-	a := syncAccess
-	if opt.DryRun {
-		a = planAccess
-	}
-	reg, closeReg, err := openRegistry(cfg, h.deps, logger, a)
+	s, closeReg, err := h.build(cfg, opt.DryRun, logger, syncLogger)
 	if err != nil {
-		logger.Error("registry unavailable", logkey.Error, err)
-		return lambdaResult{}, errors.New(redact.String(err.Error(), cfg.secrets()...))
+		return lambdaResult{}, err
 	}
 	defer closeReg()
-	s, err := newSyncer(cfg, h.deps, reg, syncLogger, nil)
-	if err != nil {
-		logger.Error("github source unavailable", logkey.Error, err)
-		return lambdaResult{}, errors.New(redact.String(err.Error(), cfg.secrets()...))
-	}
 	setupMs := h.deps.now().Sub(start).Milliseconds()
 
 	opt = cfg.syncOptions(opt)
@@ -158,6 +148,27 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 		return lambdaResult{}, outErr
 	}
 	return out, nil
+}
+
+// build opens the registry (read-only for a dry run) and the GitHub source
+// of one run; a failure is logged and returned without secrets.
+func (h *lambdaHandler) build(cfg Config, dry bool, logger, syncLogger *slog.Logger) (*syncer.Syncer, func(), error) {
+	a := syncAccess
+	if dry {
+		a = planAccess
+	}
+	reg, closeReg, err := openRegistry(cfg, h.deps, logger, a)
+	if err != nil {
+		logger.Error("registry unavailable", logkey.Error, err)
+		return nil, nil, errors.New(redact.String(err.Error(), cfg.secrets()...))
+	}
+	s, err := newSyncer(cfg, h.deps, reg, syncLogger, nil)
+	if err != nil {
+		closeReg()
+		logger.Error("github source unavailable", logkey.Error, err)
+		return nil, nil, errors.New(redact.String(err.Error(), cfg.secrets()...))
+	}
+	return s, closeReg, nil
 }
 
 // prepare reads the configuration (secrets resolved) and the event. The

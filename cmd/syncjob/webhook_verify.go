@@ -52,20 +52,9 @@ func (c *webhookVerifyCommand) Run(_ context.Context, args []string) error {
 	if secret == "" {
 		return &exitError{exitUsage, &ConfigError{*secretEnv, "empty or not set: it must hold the webhook secret"}}
 	}
-	headers := map[string]string{}
-	switch {
-	case *signature != "" && *headersFile != "":
-		return usageErr("give --signature or --headers, not both")
-	case *signature != "":
-		headers[webhook.HeaderSignature] = *signature
-	case *headersFile != "":
-		h, err := readCapturedHeaders(*headersFile)
-		if err != nil {
-			return &exitError{exitUsage, fmt.Errorf("webhook verify: %w", err)}
-		}
-		headers = h
-	default:
-		return usageErr("needs the signature: --signature SIG or --headers FILE")
+	headers, err := verifyHeaders(*signature, *headersFile, usageErr)
+	if err != nil {
+		return err
 	}
 	if c.p.stdin == nil {
 		return usageErr("no body: pipe the delivery's body to stdin")
@@ -99,6 +88,24 @@ func (c *webhookVerifyCommand) Run(_ context.Context, args []string) error {
 		fmt.Fprintf(c.p.stdout, "the receiver would answer %d: %s\n", o.Status, o.Reason)
 	}
 	return nil
+}
+
+// verifyHeaders are the delivery's headers: the signature given, or those
+// read from a captured file.
+func verifyHeaders(signature, headersFile string, usageErr func(string) error) (map[string]string, error) {
+	switch {
+	case signature != "" && headersFile != "":
+		return nil, usageErr("give --signature or --headers, not both")
+	case signature != "":
+		return map[string]string{webhook.HeaderSignature: signature}, nil
+	case headersFile != "":
+		h, err := readCapturedHeaders(headersFile)
+		if err != nil {
+			return nil, &exitError{exitUsage, fmt.Errorf("webhook verify: %w", err)}
+		}
+		return h, nil
+	}
+	return nil, usageErr("needs the signature: --signature SIG or --headers FILE")
 }
 
 func (c *webhookVerifyCommand) invalid(why string) error {

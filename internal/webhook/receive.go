@@ -80,89 +80,115 @@ type Outcome struct {
 // that far; its error is a Failed outcome (500).
 func Receive(r Request, secret func() ([]byte, error), t Target) Outcome {
 	o := Outcome{Event: Unverified(r.Header(HeaderEvent)), Delivery: Unverified(r.Header(HeaderDelivery))}
-	refuse := func(status int, reason string) Outcome {
-		o.Kind, o.Status, o.Reason = Refused, status, reason
+	body, ok := o.readBody(r)
+	if !ok || !o.authenticate(r, body, secret) {
 		return o
 	}
+	// From here on the body and headers are GitHub's.
+	o.decide(r, body, t)
+	return o
+}
+
+// set gives the outcome its kind, status and reason.
+func (o *Outcome) set(kind Kind, status int, reason string) {
+	o.Kind, o.Status, o.Reason = kind, status, reason
+}
+
+// readBody refuses what is too large or not a POST, and returns the body's
+// exact bytes (decoded from base64 when the request says so).
+func (o *Outcome) readBody(r Request) ([]byte, bool) {
 	limit := MaxBody
 	if r.IsBase64Encoded {
 		limit = base64.StdEncoding.EncodedLen(MaxBody)
 	}
+	tooLarge := fmt.Sprintf("body over %d bytes", MaxBody)
 	if len(r.Body) > limit {
-		return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", MaxBody))
+		o.set(Refused, http.StatusRequestEntityTooLarge, tooLarge)
+		return nil, false
 	}
 	if r.Method != http.MethodPost {
-		return refuse(http.StatusMethodNotAllowed, "only POST is accepted")
+		o.set(Refused, http.StatusMethodNotAllowed, "only POST is accepted")
+		return nil, false
 	}
-	body := []byte(r.Body)
-	if r.IsBase64Encoded {
-		var err error
-		if body, err = base64.StdEncoding.DecodeString(r.Body); err != nil {
-			return refuse(http.StatusBadRequest, "body is not valid base64")
-		}
-		if len(body) > MaxBody {
-			return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", MaxBody))
-		}
+	if !r.IsBase64Encoded {
+		return []byte(r.Body), true
 	}
+	body, err := base64.StdEncoding.DecodeString(r.Body)
+	switch {
+	case err != nil:
+		o.set(Refused, http.StatusBadRequest, "body is not valid base64")
+		return nil, false
+	case len(body) > MaxBody:
+		o.set(Refused, http.StatusRequestEntityTooLarge, tooLarge)
+		return nil, false
+	}
+	return body, true
+}
 
+// authenticate checks X-Hub-Signature-256 against the secret: a missing or
+// wrong signature is Rejected (401), a secret that cannot be had Failed
+// (500).
+func (o *Outcome) authenticate(r Request, body []byte, secret func() ([]byte, error)) bool {
 	key, err := secret()
-	if err != nil {
-		o.Kind, o.Status, o.Reason, o.Err = Failed, http.StatusInternalServerError, "webhook secret unavailable", err
-		return o
+	if err == nil {
+		err = Verify(key, body, r.Header(HeaderSignature))
 	}
-	if err := Verify(key, body, r.Header(HeaderSignature)); err != nil {
-		if errors.Is(err, ErrNoSecret) {
-			o.Kind, o.Status, o.Reason, o.Err = Failed, http.StatusInternalServerError, "webhook secret unavailable", err
-			return o
-		}
-		o.Kind, o.Status, o.Err = Rejected, http.StatusUnauthorized, err
-		o.Reason = "signature missing or wrong"
-		if errors.Is(err, ErrUnsigned) && r.Header(HeaderSignatureSHA1) != "" {
-			o.Reason = "only the sha1 X-Hub-Signature was sent; X-Hub-Signature-256 is required"
-		}
-		return o
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrNoSecret) || !isSignatureError(err):
+		o.set(Failed, http.StatusInternalServerError, "webhook secret unavailable")
+	case errors.Is(err, ErrUnsigned) && r.Header(HeaderSignatureSHA1) != "":
+		o.set(Rejected, http.StatusUnauthorized, "only the sha1 X-Hub-Signature was sent; X-Hub-Signature-256 is required")
+	default:
+		o.set(Rejected, http.StatusUnauthorized, "signature missing or wrong")
 	}
+	o.Err = err
+	return false
+}
 
-	// From here on the body and headers are GitHub's.
+// decide answers a verified delivery: a ping, an event or push to ignore,
+// one that is not a well-formed push, or a push to sync.
+func (o *Outcome) decide(r Request, body []byte, t Target) {
 	switch o.Event {
 	case "ping":
-		o.Kind, o.Status, o.Reason = Ping, http.StatusOK, "pong"
-		return o
+		o.set(Ping, http.StatusOK, "pong")
+		return
 	case "push":
 	default:
-		o.Kind, o.Status, o.Reason = Ignored, http.StatusAccepted, fmt.Sprintf("event %q is not push", o.Event)
-		return o
-	}
-	invalid := func(status int, reason string) Outcome {
-		o.Kind, o.Status, o.Reason = Invalid, status, reason
-		return o
+		o.set(Ignored, http.StatusAccepted, fmt.Sprintf("event %q is not push", o.Event))
+		return
 	}
 	if ct := r.Header(HeaderContentType); strings.HasPrefix(strings.ToLower(ct), "application/x-www-form-urlencoded") {
-		return invalid(http.StatusUnsupportedMediaType, "content type must be application/json (the webhook's Content type setting)")
+		o.set(Invalid, http.StatusUnsupportedMediaType, "content type must be application/json (the webhook's Content type setting)")
+		return
 	}
 	p, err := parsePush(body)
 	if err != nil {
-		return invalid(http.StatusBadRequest, err.Error())
+		o.set(Invalid, http.StatusBadRequest, err.Error())
+		return
 	}
 	o.Push = &p
-	ignore := func(reason string) Outcome {
-		o.Kind, o.Status, o.Reason = Ignored, http.StatusAccepted, reason
-		return o
-	}
 	switch want := BranchRef(t.Branch); {
 	case !strings.EqualFold(p.Repo, t.Repo):
-		return ignore(fmt.Sprintf("push to %s, not %s", p.Repo, t.Repo))
+		o.set(Ignored, http.StatusAccepted, fmt.Sprintf("push to %s, not %s", p.Repo, t.Repo))
 	case p.Ref != want:
-		return ignore(fmt.Sprintf("push to %s, not %s", p.Ref, want))
+		o.set(Ignored, http.StatusAccepted, fmt.Sprintf("push to %s, not %s", p.Ref, want))
 	case p.Deleted:
-		return ignore("push deletes " + p.Ref)
+		o.set(Ignored, http.StatusAccepted, "push deletes "+p.Ref)
 	case !IsCommitSHA(p.After):
-		return invalid(http.StatusBadRequest, "push has no after commit sha")
+		o.set(Invalid, http.StatusBadRequest, "push has no after commit sha")
 	case o.Delivery == "":
-		return invalid(http.StatusBadRequest, "no X-GitHub-Delivery header")
+		o.set(Invalid, http.StatusBadRequest, "no X-GitHub-Delivery header")
 	case len(strings.TrimSpace(r.Header(HeaderDelivery))) > MaxDeliveryLen:
-		return invalid(http.StatusBadRequest, fmt.Sprintf("X-GitHub-Delivery longer than %d bytes", MaxDeliveryLen))
+		o.set(Invalid, http.StatusBadRequest, fmt.Sprintf("X-GitHub-Delivery longer than %d bytes", MaxDeliveryLen))
+	default:
+		o.set(Sync, http.StatusAccepted, "sync of "+p.After)
 	}
-	o.Kind, o.Status, o.Reason = Sync, http.StatusAccepted, "sync of "+p.After
-	return o
+}
+
+// isSignatureError reports whether err says the delivery's signature is
+// missing or wrong (the sender's fault), not that there is no secret.
+func isSignatureError(err error) bool {
+	return errors.Is(err, ErrUnsigned) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrMismatch)
 }
