@@ -40,31 +40,13 @@ var deadLetterListHelp = help{
 }
 
 func (c *deadLetterListCommand) Run(ctx context.Context, args []string) error {
-	fs := c.p.flagSet("deadletter list")
-	asJSON := fs.Bool("json", false, "print JSON")
-	cfg, _, err := c.p.parse(fs, deadLetterListHelp, args)
-	if err != nil {
-		return err
-	}
-	_, reg, closeReg, err := c.p.open(cfg, readAccess)
-	if err != nil {
-		return err
-	}
-	defer closeReg()
-	d, err := reg.DeadLetters(ctx)
-	if err != nil && d == nil {
-		return cfg.redact(fmt.Errorf("deadletter list: %w", err))
-	}
-	letters := sortedValues(d)
-	if *asJSON {
-		printJSON(c.p.stdout, letters)
-	} else {
-		printDeadLetters(c.p.stdout, letters)
-	}
-	if err != nil {
-		fmt.Fprintln(c.p.stderr, "syncjob: deadletter list:", cfg.redact(err))
-	}
-	return nil
+	return listing(ctx, c.p, deadLetterListHelp, args, func(ctx context.Context, reg *registry.Registry) ([]policy.DeadLetter, error) {
+		d, err := reg.DeadLetters(ctx)
+		if d == nil {
+			return nil, err
+		}
+		return sortedValues(d), err
+	}, printDeadLetters)
 }
 
 func printDeadLetters(w io.Writer, letters []policy.DeadLetter) {
