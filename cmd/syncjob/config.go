@@ -45,7 +45,7 @@ const (
 	groupLogging
 	groupHealth // what status --check calls healthy
 	// groupLabel is the repository and branch alone, which status shows
-	// (the registry does not record them).
+	// (in place of those the last run recorded, when set).
 	groupLabel
 )
 

@@ -90,6 +90,9 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
+	if err := c.p.notDuringASync(ctx, reg, "deadletter retry"); err != nil {
+		return cfg.redact(err)
+	}
 	if *all {
 		return cfg.redact(c.retryAll(ctx, reg))
 	}
@@ -157,4 +160,18 @@ func nameArg(args []string) (string, []string) {
 		return args[0], args[1:]
 	}
 	return "", args
+}
+
+// notDuringASync refuses an operator's change while a sync holds the lease:
+// the change rewrites lastRun (what the next run retries), which the sync
+// is about to rewrite too, and KV cannot tell the two writes apart.
+func (p *program) notDuringASync(ctx context.Context, reg *registry.Registry, what string) error {
+	l, err := reg.Lease(ctx)
+	if err != nil && !queue.IsUnreadable(err) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if l != nil && l.Holds(p.now()) {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s: a sync is running (lease held by %s until %s); try again when it has finished", what, l.Owner, l.ExpiresAt)}
+	}
+	return nil
 }
