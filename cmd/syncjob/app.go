@@ -34,6 +34,7 @@ Usage:
   syncjob queue list [--json] [settings]
   syncjob deadletter list [--json] | retry NAME | retry --all | drop NAME [--yes]
   syncjob lease show [--json] | release [--yes]
+  syncjob webhook verify [--secret-env VAR] [--signature SIG | --headers FILE] < BODY
   syncjob version
 
 Commands:
@@ -44,6 +45,7 @@ Commands:
   deadletter  list the entries given up after 3 failures; retry them (back to the
               queue for the next run) or drop one (asks first)
   lease       show the single-writer lease, or release one a crashed run left
+  webhook     verify a captured GitHub delivery's signature, as the receiver does
   version     the version and source revision of this binary
 
 Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
@@ -149,6 +151,10 @@ func (p *program) command(name string) (command, bool) {
 		}}, true
 	case "version":
 		return &versionCommand{p}, true
+	case "webhook":
+		return &subcommands{p: p, name: "webhook", about: webhookUsage, subs: map[string]command{
+			"verify": &webhookVerifyCommand{p},
+		}}, true
 	}
 	return nil, false
 }

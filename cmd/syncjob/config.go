@@ -45,7 +45,7 @@ const (
 	groupLogging
 	groupHealth // what status --check calls healthy
 	// groupLabel is the repository and branch alone, which status shows
-	// (the registry does not record them).
+	// (in place of those the last run recorded, when set).
 	groupLabel
 )
 
@@ -84,7 +84,7 @@ func settings() []setting {
 		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", kind: "duration", group: groupRun, def: "24h", help: "a scheduled (or CLI) run is full when the last full run is older than this, less an hour's slack: the daily run reconciles", set: func(c *Config, v string) error {
 			return parseDuration(v, &c.ReconcileInterval)
 		}},
-		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", kind: "int", group: groupRun, def: "0", help: "billable Cloudflare writes a UTC day may spend; a run that would exceed it stops before writing (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
+		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", kind: "int", group: groupRun, def: "0", help: "billable Cloudflare writes a UTC day may spend; a run applies what fits, in a stable order, and the next runs continue (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.DailyWriteBudget)
 		}},
 		{env: "LOG_FORMAT", flag: "log-format", kind: "auto|json|text", group: groupLogging, def: "auto", help: "auto: text on a terminal, JSON otherwise", set: str(func(c *Config) *string { return &c.LogFormat })},

@@ -40,31 +40,13 @@ var deadLetterListHelp = help{
 }
 
 func (c *deadLetterListCommand) Run(ctx context.Context, args []string) error {
-	fs := c.p.flagSet("deadletter list")
-	asJSON := fs.Bool("json", false, "print JSON")
-	cfg, _, err := c.p.parse(fs, deadLetterListHelp, args)
-	if err != nil {
-		return err
-	}
-	_, reg, closeReg, err := c.p.open(cfg, readAccess)
-	if err != nil {
-		return err
-	}
-	defer closeReg()
-	d, err := reg.DeadLetters(ctx)
-	if err != nil && d == nil {
-		return cfg.redact(fmt.Errorf("deadletter list: %w", err))
-	}
-	letters := sortedValues(d)
-	if *asJSON {
-		printJSON(c.p.stdout, letters)
-	} else {
-		printDeadLetters(c.p.stdout, letters)
-	}
-	if err != nil {
-		fmt.Fprintln(c.p.stderr, "syncjob: deadletter list:", cfg.redact(err))
-	}
-	return nil
+	return listing(ctx, c.p, deadLetterListHelp, args, func(ctx context.Context, reg *registry.Registry) ([]policy.DeadLetter, error) {
+		d, err := reg.DeadLetters(ctx)
+		if d == nil {
+			return nil, err
+		}
+		return sortedValues(d), err
+	}, printDeadLetters)
 }
 
 func printDeadLetters(w io.Writer, letters []policy.DeadLetter) {
@@ -108,6 +90,9 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
+	if err := c.p.notDuringASync(ctx, reg, "deadletter retry"); err != nil {
+		return cfg.redact(err)
+	}
 	if *all {
 		return cfg.redact(c.retryAll(ctx, reg))
 	}
@@ -175,4 +160,18 @@ func nameArg(args []string) (string, []string) {
 		return args[0], args[1:]
 	}
 	return "", args
+}
+
+// notDuringASync refuses an operator's change while a sync holds the lease:
+// the change rewrites lastRun (what the next run retries), which the sync
+// is about to rewrite too, and KV cannot tell the two writes apart.
+func (p *program) notDuringASync(ctx context.Context, reg *registry.Registry, what string) error {
+	l, err := reg.Lease(ctx)
+	if err != nil && !queue.IsUnreadable(err) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if l != nil && l.Holds(p.now()) {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s: a sync is running (lease held by %s until %s); try again when it has finished", what, l.Owner, l.ExpiresAt)}
+	}
+	return nil
 }

@@ -18,10 +18,10 @@ type deadLetterDropCommand struct{ p *program }
 var deadLetterDropHelp = help{
 	name:  "deadletter drop",
 	usage: "deadletter drop NAME [--yes] [settings]",
-	about: `Forgets the dead letter of NAME, after asking on a terminal (elsewhere --yes is
-needed). The version it held back is not written: the registry keeps the policy
-as it is until a newer commit changes the file, or a full run (syncjob sync
---full, or the scheduled reconcile) tries the head's version again.`,
+	about: `Forgets the dead letter of NAME and its failures, after asking on a terminal
+(elsewhere --yes is needed). It no longer holds a version back: the registry
+keeps the policy as it is until the next run, which plans NAME from the head
+again (and writes the head's version, counting failures from zero).`,
 	groups: groupRegistry | groupLogging,
 	args:   1,
 }
@@ -48,6 +48,9 @@ func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
+	if err := c.p.notDuringASync(ctx, reg, "deadletter drop"); err != nil {
+		return cfg.redact(err)
+	}
 	return cfg.redact(c.drop(ctx, reg, name, *yes))
 }
 
@@ -76,9 +79,9 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 }
 
 // whatStays says what the registry keeps of name once its dead letter is
-// gone: the held-back version is never written by an incremental run.
+// gone: until the next run, which plans it from the head again.
 func whatStays(ctx context.Context, reg *registry.Registry, name string) (string, error) {
-	const until = "until a newer commit changes the file or a full run (syncjob sync --full) tries the head's version again"
+	const until = "until the next run, which plans it from the head again"
 	e, present, err := reg.Policy(ctx, name)
 	if err != nil && !queue.IsUnreadable(err) {
 		return "", err

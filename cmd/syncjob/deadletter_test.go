@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/registry"
@@ -116,7 +117,7 @@ func TestDeadLetter_Drop_SaysWhatTheRegistryKeeps(t *testing.T) {
 	deadLetterWorld(t, w)
 	kept := w.state().policies["학칙"]
 	w.stdin, w.stdinTerminal = strings.NewReader("n\n"), true
-	stays := "the registry keeps 학칙 at its current version (" + kept.SHA[:7] + ", 규정/제1편/학칙.md) until a newer commit changes the file or a full run (syncjob sync --full) tries the head's version again"
+	stays := "the registry keeps 학칙 at its current version (" + kept.SHA[:7] + ", 규정/제1편/학칙.md) until the next run, which plans it from the head again"
 	if r := w.run("deadletter", "drop", "학칙"); !strings.Contains(r.stderr, stays) {
 		t.Errorf("the question does not say what stays:\n%s", r.stderr)
 	}
@@ -161,5 +162,29 @@ func TestDeadLetter_RetryAll_NamesTheUnreadable(t *testing.T) {
 	r := w.run("deadletter", "retry", "--all")
 	if r.code != exitFailed || !strings.HasPrefix(r.stdout, "2 dead letters back in the queue") || !strings.Contains(r.stderr, "고장 is unreadable and cannot be retried (syncjob deadletter drop 고장 --yes)") {
 		t.Errorf("retry --all with an unreadable one: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestDeadLetter_RetryAndDrop_RefusedWhileASyncRuns(t *testing.T) {
+	w := newCloudflareWorld(t)
+	deadLetterWorld(t, w)
+	reg := w.open()
+	// each command moves the clock an hour: a lease that outlasts them
+	if _, err := reg.TakeLease(t.Context(), nil, "lambda req-running", w.clock(), 10*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"deadletter", "retry", "학칙"}, {"deadletter", "retry", "--all"}, {"deadletter", "drop", "학칙", "--yes"}} {
+		if r := w.run(args...); r.code != exitFailed || !strings.Contains(r.stderr, "a sync is running (lease held by lambda req-running") {
+			t.Errorf("%v during a sync: exit %d %q", args, r.code, r.stderr)
+		}
+	}
+	if d, _ := reg.DeadLetters(t.Context()); len(d) != 2 {
+		t.Errorf("dead letters changed during a sync: %v", d)
+	}
+	w.mu.Lock()
+	w.now = w.now.Add(10 * time.Hour) // the lease has expired: its run is gone
+	w.mu.Unlock()
+	if r := w.run("deadletter", "retry", "학칙"); r.code != exitOK {
+		t.Errorf("retry after the lease expired: exit %d %q", r.code, r.stderr)
 	}
 }

@@ -19,12 +19,16 @@ type lambdaEvent struct {
 	// AllowMassDelete lets a backfill through the mass-delete guard, as
 	// --allow-mass-delete does; the scheduled event never sets it.
 	AllowMassDelete bool `json:"allowMassDelete"`
+	// After and Delivery come with trigger webhook (event_webhook.go).
+	After    string `json:"after"`
+	Delivery string `json:"delivery"`
 }
 
 // Event values.
 const (
 	triggerSchedule = "schedule"
 	triggerManual   = "manual"
+	triggerWebhook  = syncer.TriggerWebhook
 	eventModeFull   = "full"
 	eventModeIncr   = "incremental"
 )
@@ -42,7 +46,7 @@ func (e *EventError) Error() string {
 	return "event: " + e.Field + ": " + e.Problem
 }
 
-const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}`
+const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}, or from the webhook receiver {"trigger":"webhook", "after":"<commit sha>", "delivery":"<id>"}`
 
 // parseEvent reads a payload strictly: an unknown field, a value of the wrong
 // type or outside its set is an *EventError. An empty payload or {} is a
@@ -58,8 +62,13 @@ func parseEvent(payload []byte) (syncer.Options, error) {
 		opt.Trigger = triggerManual
 	case triggerSchedule:
 		opt.Trigger = triggerSchedule
+	case triggerWebhook:
+		opt.Trigger, opt.Delivery = triggerWebhook, ev.Delivery
 	default:
-		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule or manual", ev.Trigger)}
+		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule, manual or webhook", ev.Trigger)}
+	}
+	if err := checkWebhookFields(ev); err != nil {
+		return opt, err
 	}
 	switch ev.Mode {
 	case "", eventModeIncr:
@@ -97,7 +106,7 @@ func decodeEvent(payload []byte) (lambdaEvent, error) {
 	}
 	for name := range fields {
 		switch name {
-		case "trigger", "mode", "dryRun", "allowMassDelete":
+		case "trigger", "mode", "dryRun", "allowMassDelete", "after", "delivery":
 		default:
 			return ev, &EventError{name, "unknown field (names are case-sensitive); " + acceptedEvent}
 		}

@@ -16,7 +16,7 @@ func TestLambda_InvalidEvent_ErrorNamesTheField_NothingRuns(t *testing.T) {
 		{`{"trigger":"schedule","force":true}`, "force", []string{"unknown field", "accepted"}},
 		{`{"Mode":"full"}`, "Mode", []string{"unknown field"}}, // field names are exact
 		{`{"mode":"fast"}`, "mode", []string{`"fast"`, "full or incremental"}},
-		{`{"trigger":"cron"}`, "trigger", []string{`"cron"`, "schedule or manual"}},
+		{`{"trigger":"cron"}`, "trigger", []string{`"cron"`, "schedule, manual or webhook"}},
 		{`{"dryRun":"yes"}`, "dryRun", []string{"true or false", "string"}},
 		{`{"mode":1}`, "mode", []string{"a string", "number"}},
 		{`["full"]`, "", []string{"JSON object", "array"}},

@@ -128,7 +128,7 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 	if tpl.Transform != "AWS::Serverless-2016-10-31" {
 		t.Errorf("Transform = %v, want the SAM transform", tpl.Transform)
 	}
-	fnID, fn := tpl.only(t, "AWS::Serverless::Function")
+	fnID, fn := "SyncFunction", tpl.function(t, "SyncFunction") // the receiver: webhook_infra_test.go
 
 	t.Run("function", func(t *testing.T) {
 		for k, want := range map[string]any{
@@ -284,6 +284,9 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 		for _, m := range line.Metrics {
 			metrics[m.Name] = true
 		}
+		for _, name := range webhookMetricNames() { // the receiver's EMF line
+			metrics[name] = true
+		}
 		seen := map[string]map[string]any{}
 		for id, r := range tpl.Resources {
 			if r.Type != "AWS::CloudWatch::Alarm" {
@@ -316,7 +319,7 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 				}
 			}
 		}
-		if a := seen["AWS/Lambda/Errors"]; a == nil || !cmpAny(path(a, "Dimensions"), []any{map[string]any{"Name": "FunctionName", "Value": ref(fnID)}}) {
+		if a := tpl.alarmOn("AWS/Lambda", "Errors", "FunctionName", fnID); a == nil {
 			t.Errorf("no invocation-errors alarm on the function")
 		}
 		for _, m := range []string{"RunFailed", "RunPartial", "HeldBack"} {
@@ -411,6 +414,7 @@ func TestInfra_LogsInsightsQueries_UseFieldsWeLog(t *testing.T) {
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
 	logs.WriteString(w.invoke(`{"mode":"full"}`, time.Minute).logs)
 	logs.WriteString(w.invoke(`{"mode":"fast"}`, time.Minute).logs)
+	logs.WriteString(webhookSampleLogs(t)) // the receiver's log group
 
 	inv := invocation{logs: logs.String()}
 	msgs := map[string]bool{}

@@ -32,8 +32,7 @@ const lambdaReserve = 15 * time.Second
 
 // serveLambda runs the Lambda runtime loop; it does not return.
 func serveLambda() {
-	h := newLambdaHandler(os.Getenv, os.Stderr, deps{})
-	lambda.Start(h.Handle)
+	lambda.Start(newLambdaEntry(os.Getenv, os.Stderr, deps{})) // raw bytes: lambda_entry.go
 }
 
 // lambdaHandler serves invocations. It keeps no state between them: a warm
@@ -108,26 +107,19 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 		return lambdaResult{}, err
 	}
 	logger := syncLogger.With(logkey.Trigger, opt.Trigger) // the syncer adds the trigger to its own lines
+	if opt.Delivery != "" {
+		logger = logger.With(logkey.Delivery, opt.Delivery) // and the delivery
+	}
 	runCtx, cancel := h.runContext(ctx)
 	defer cancel()
 	deadline, hasDeadline := runCtx.Deadline()
 	logger.Info("invocation started", logkey.Full, opt.Full, logkey.DryRun, opt.DryRun, logkey.RunDeadline, deadlineString(deadline, hasDeadline))
 
-	a := syncAccess
-	if opt.DryRun {
-		a = planAccess
-	}
-	reg, closeReg, err := openRegistry(cfg, h.deps, logger, a)
+	s, closeReg, err := h.build(cfg, opt.DryRun, logger, syncLogger)
 	if err != nil {
-		logger.Error("registry unavailable", logkey.Error, err)
-		return lambdaResult{}, errors.New(redact.String(err.Error(), cfg.secrets()...))
+		return lambdaResult{}, err
 	}
 	defer closeReg()
-	s, err := newSyncer(cfg, h.deps, reg, syncLogger, nil)
-	if err != nil {
-		logger.Error("github source unavailable", logkey.Error, err)
-		return lambdaResult{}, errors.New(redact.String(err.Error(), cfg.secrets()...))
-	}
 	setupMs := h.deps.now().Sub(start).Milliseconds()
 
 	opt = cfg.syncOptions(opt)
@@ -156,6 +148,27 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 		return lambdaResult{}, outErr
 	}
 	return out, nil
+}
+
+// build opens the registry (read-only for a dry run) and the GitHub source
+// of one run; a failure is logged and returned without secrets.
+func (h *lambdaHandler) build(cfg Config, dry bool, logger, syncLogger *slog.Logger) (*syncer.Syncer, func(), error) {
+	a := syncAccess
+	if dry {
+		a = planAccess
+	}
+	reg, closeReg, err := openRegistry(cfg, h.deps, logger, a)
+	if err != nil {
+		logger.Error("registry unavailable", logkey.Error, err)
+		return nil, nil, errors.New(redact.String(err.Error(), cfg.secrets()...))
+	}
+	s, err := newSyncer(cfg, h.deps, reg, syncLogger, nil)
+	if err != nil {
+		closeReg()
+		logger.Error("github source unavailable", logkey.Error, err)
+		return nil, nil, errors.New(redact.String(err.Error(), cfg.secrets()...))
+	}
+	return s, closeReg, nil
 }
 
 // prepare reads the configuration (secrets resolved) and the event. The

@@ -9,17 +9,19 @@ import (
 
 const leaseUsage = `Usage: syncjob lease show [--json] | release [--yes]
 
-The lease (metadata:sync:lease) is the advisory single-writer lock of a
-Cloudflare registry: a run takes it before it reads what it plans from, renews
-it while it lasts and releases it when it ends; it expires by itself. Workers
-KV has no compare-and-swap, so it keeps out a run that starts while another
-runs, not a perfect race (Lambda's reserved concurrency is the hard
-guarantee). The embedded file is locked by its writer instead, in <path>.lock;
-"show" names that writer.
+The lease (metadata:sync:lease) is the advisory single-writer lock of the
+registry: every run that writes takes it before it reads what it plans from,
+renews it while it lasts and releases it once its record has landed; it expires
+by itself three minutes after the last renewal. Workers KV has no
+compare-and-swap, so it keeps out a run that starts while another runs, not a
+perfect race (Lambda's reserved concurrency is the hard guarantee; the embedded
+file is also locked by its writer, in <path>.lock, which "show" names). A lease
+that was never released tells the next run that its holder did not finish: that
+run plans from the head tree.
 
 Subcommands:
   show      print the lease, and the writer of the embedded file
-  release   remove a lease a crashed run left (asks first; --yes when not on a terminal)
+  release   end a lease a crashed run left (asks first; --yes when not on a terminal)
 
 Run "syncjob lease SUBCOMMAND --help" for its flags and settings.
 `
@@ -79,9 +81,11 @@ type leaseReleaseCommand struct{ p *program }
 var leaseReleaseHelp = help{
 	name:  "lease release",
 	usage: "lease release [--yes] [settings]",
-	about: `Removes the lease, whoever holds it, after asking on a terminal (elsewhere --yes
-is needed): for a lease a crashed run left. Releasing the lease of a run that is
-still going lets a second writer in beside it.`,
+	about: `Ends the lease now, whoever holds it, after asking on a terminal (elsewhere
+--yes is needed): for a lease a crashed run left, so the next run need not wait
+for it to expire. It stays marked as not released, so that next run still plans
+from the head tree. Ending the lease of a run that is still going lets a second
+writer in beside it.`,
 	groups: groupRegistry | groupLogging,
 }
 
@@ -118,9 +122,9 @@ func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 			return &exitError{code: exitFailed}
 		}
 	}
-	if err := reg.BreakLease(ctx); err != nil {
+	if err := reg.BreakLease(ctx, *l, c.p.now()); err != nil {
 		return cfg.redact(fmt.Errorf("lease release: %w", err))
 	}
-	fmt.Fprintf(c.p.stdout, "released the lease of %s\n", l.Owner)
+	fmt.Fprintf(c.p.stdout, "released the lease of %s; the next run plans from the head tree, since that run did not finish\n", l.Owner)
 	return nil
 }

@@ -43,10 +43,12 @@ func TestLease_ShowAndRelease_AsksFirst(t *testing.T) {
 		t.Fatalf("the lease is gone after a no: %v %v", l, err)
 	}
 	w.stdin = strings.NewReader("y\n")
-	if r := w.run("lease", "release"); r.code != exitOK || r.stdout != "released the lease of lambda req-crashed\n" {
+	if r := w.run("lease", "release"); r.code != exitOK || r.stdout != "released the lease of lambda req-crashed; the next run plans from the head tree, since that run did not finish\n" {
 		t.Errorf("release answered yes: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	if l, err := reg.Lease(t.Context()); err != nil || l != nil {
+	// ended now, but not marked released: the evidence that its run did not
+	// finish stays for the next run
+	if l, err := reg.Lease(t.Context()); err != nil || l == nil || l.Holds(w.clock()) || l.Released() {
 		t.Errorf("lease after release: %+v %v", l, err)
 	}
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // listCommand is "syncjob list": the registry's policies.
@@ -21,31 +20,17 @@ var listHelp = help{
 }
 
 func (c *listCommand) Run(ctx context.Context, args []string) error {
-	fs := c.p.flagSet("list")
-	asJSON := fs.Bool("json", false, "print JSON")
-	cfg, _, err := c.p.parse(fs, listHelp, args)
-	if err != nil {
-		return err
-	}
-	_, reg, closeReg, err := c.p.open(cfg, readAccess)
-	if err != nil {
-		return err
-	}
-	defer closeReg()
-	entries, problems, err := reg.Policies(ctx)
-	if err != nil {
-		return cfg.redact(fmt.Errorf("list: %w", err))
-	}
-	list := sortedValues(entries)
-	if *asJSON {
-		printJSON(c.p.stdout, list)
-	} else {
-		printPolicies(c.p.stdout, list)
-	}
-	for _, key := range slices.Sorted(maps.Keys(problems)) {
-		fmt.Fprintf(c.p.stderr, "syncjob: list: %s unreadable: %v\n", key, cfg.redact(problems[key]))
-	}
-	return nil
+	return listing(ctx, c.p, listHelp, args, func(ctx context.Context, reg *registry.Registry) ([]policy.Entry, error) {
+		entries, problems, err := reg.Policies(ctx)
+		if err != nil {
+			return nil, err
+		}
+		list := sortedValues(entries)
+		if len(problems) > 0 {
+			return list, &registry.DecodeError{Problems: problems}
+		}
+		return list, nil
+	}, printPolicies)
 }
 
 // printPolicies prints the policies as a table and their count.

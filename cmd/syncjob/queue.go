@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 const queueUsage = `Usage: syncjob queue list [--json] [settings]
@@ -31,32 +32,13 @@ var queueListHelp = help{
 }
 
 func (c *queueListCommand) Run(ctx context.Context, args []string) error {
-	fs := c.p.flagSet("queue list")
-	asJSON := fs.Bool("json", false, "print JSON")
-	cfg, _, err := c.p.parse(fs, queueListHelp, args)
-	if err != nil {
-		return err
-	}
-	_, reg, closeReg, err := c.p.open(cfg, readAccess)
-	if err != nil {
-		return err
-	}
-	defer closeReg()
-	q, err := reg.Queue(ctx)
-	if err != nil && q == nil {
-		return cfg.redact(fmt.Errorf("queue list: %w", err))
-	}
-	entries := sortedValues(q)
-	if *asJSON {
-		printJSON(c.p.stdout, entries)
-	} else {
-		printQueue(c.p.stdout, entries)
-	}
-	if err != nil {
-		// the entries that could be read are shown; say which could not
-		fmt.Fprintln(c.p.stderr, "syncjob: queue list:", cfg.redact(err))
-	}
-	return nil
+	return listing(ctx, c.p, queueListHelp, args, func(ctx context.Context, reg *registry.Registry) ([]policy.QueueEntry, error) {
+		q, err := reg.Queue(ctx)
+		if q == nil {
+			return nil, err
+		}
+		return sortedValues(q), err
+	}, printQueue)
 }
 
 func printQueue(w io.Writer, entries []policy.QueueEntry) {

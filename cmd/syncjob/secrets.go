@@ -33,7 +33,7 @@ func secretRefs() []secretRef {
 
 // secretsExtension is a client of the Parameters and Secrets extension,
 // which caches each secret (300 s by default) and signs the AWS request
-// itself: no SDK in this binary.
+// itself: no SDK is needed to read a secret.
 type secretsExtension struct {
 	baseURL      string
 	sessionToken string // AWS_SESSION_TOKEN, the extension's credential

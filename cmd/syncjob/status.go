@@ -26,8 +26,8 @@ registry only: it works while a sync runs.
 
 --check is a health check: exit 0 when the last run succeeded, the last success
 is younger than STATUS_MAX_AGE and no dead letter holds a version back; else
-exit 1, saying why. GITHUB_REPO and GITHUB_BRANCH, when set, only label the
-report.`,
+exit 1, saying why. The repository and branch shown are those the last run
+recorded; GITHUB_REPO and GITHUB_BRANCH, when set, only change that label.`,
 	groups: groupRegistry | groupLogging | groupHealth | groupLabel,
 }
 
@@ -163,8 +163,12 @@ func (rep *statusReport) gatherLastSuccess(ctx context.Context, reg *registry.Re
 }
 
 // describe says which registry the report is of, who writes it, and which
-// repository and branch it is synced from when the settings say.
+// repository and branch it is synced from: what the last run recorded, or
+// what the settings say when they are set (or nothing was recorded).
 func (rep *statusReport) describe(cfg Config) {
+	if lr := rep.LastRun; lr != nil && lr.Repo != "" {
+		rep.Repo, rep.Branch = lr.Repo, lr.Branch
+	}
 	if cfg.Repo != "" {
 		rep.Repo, rep.Branch = cfg.Repo, cfg.Branch
 	}

@@ -126,3 +126,14 @@ func TestStatus_Check_UnhealthyExit1WithTheReason(t *testing.T) {
 		}
 	})
 }
+
+func TestStatus_WithoutGitHubSettings_NamesTheRepositoryTheLastRunRecorded(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	delete(w.env, "GITHUB_REPO")
+	delete(w.env, "GITHUB_BRANCH")
+	if r := w.run("status"); r.code != exitOK || !strings.Contains(r.stdout, "repository     knue/policies, branch main") {
+		t.Errorf("status without GITHUB_REPO: exit %d\n%s", r.code, r.stdout)
+	}
+}

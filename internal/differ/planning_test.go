@@ -342,3 +342,14 @@ func TestGuard_IncrementalRun_CountsAgainstTheWholeRegistry(t *testing.T) {
 		t.Errorf("15 of 100 is under the threshold: %v", err)
 	}
 }
+
+func TestSupersededDeadLetters_AMigrationSupersedesNothing(t *testing.T) {
+	dead := map[string]policy.DeadLetter{"a": {}, "b": {}}
+	plan := policy.Plan{Items: []policy.Item{
+		{Action: policy.ActMigrate, PolicyName: "a", Path: "a.md", SHA: sha(1)},
+		{Action: policy.ActUpdate, PolicyName: "b", Path: "b.md", SHA: sha(2)},
+	}}
+	if got := differ.SupersededDeadLetters(plan, dead); !cmp.Equal(got, []string{"b"}) {
+		t.Errorf("superseded = %v, want only b (a's entry is rewritten as it is)", got)
+	}
+}

@@ -86,11 +86,14 @@ func holdsBack(dead map[string]policy.DeadLetter, it policy.Item) bool {
 }
 
 // SupersededDeadLetters returns the dead letters whose policy the plan
-// writes anyway: another version goes ahead, so the given-up one is history.
+// writes anyway: another version goes ahead (an add, an update, a move to
+// the version the registry holds, a delete), so the given-up one is
+// history. A migration rewrites an entry as it is, which may be the one a
+// dead letter holds back: it supersedes nothing.
 func SupersededDeadLetters(plan policy.Plan, dead map[string]policy.DeadLetter) []string {
 	var out []string
 	for _, it := range plan.Items {
-		if _, ok := dead[it.PolicyName]; ok {
+		if _, ok := dead[it.PolicyName]; ok && it.Action != policy.ActMigrate {
 			out = append(out, it.PolicyName)
 		}
 	}

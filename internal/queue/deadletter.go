@@ -32,12 +32,18 @@ func RetryDeadLetter(ctx context.Context, reg *registry.Registry, name string, n
 	return nil
 }
 
-// DropDeadLetter forgets the dead letter of name; the registry entry stays
-// as it is. Dropping one that is not there succeeds.
+// DropDeadLetter forgets the dead letter of name and its failures: it no
+// longer holds a version back. The registry entry stays as it is until the
+// next run, which plans name from the head again (Registry.RequestRetry) —
+// the registry must end up equal to the head. Dropping one that is not
+// there succeeds.
 func DropDeadLetter(ctx context.Context, reg *registry.Registry, name string) error {
 	del := registry.DeleteDeadLetter(name)
 	if errs := reg.Write(ctx, del); errs != nil {
 		return fmt.Errorf("queue: drop dead letter %s: %w", name, errs[del.Key()])
+	}
+	if err := reg.RequestRetry(ctx, name); err != nil {
+		return fmt.Errorf("queue: drop dead letter %s: dropped, but the next run on an unchanged head may not look at it again: %w", name, err)
 	}
 	return nil
 }

@@ -120,11 +120,13 @@ func LeaseRelease(l Lease, now time.Time) Write {
 	return withTTL(policy.LeaseKey, MustJSON(l), policy.MinTTLSeconds*time.Second)
 }
 
-// BreakLease removes the lease whoever holds it: for a person who knows the
-// holder is gone ("syncjob lease release"). The next run then cannot tell
-// that the holder did not finish, so it should be a full run (--full).
-func (r *Registry) BreakLease(ctx context.Context) error {
-	if failed := r.store.Delete(ctx, []string{policy.LeaseKey}); failed != nil {
+// BreakLease ends the lease l now whoever holds it, for a person who knows
+// the holder is gone ("syncjob lease release"): it expires at once, but is
+// not marked released, so the next run still sees that its holder did not
+// finish, takes it over and plans from the head tree.
+func (r *Registry) BreakLease(ctx context.Context, l Lease, now time.Time) error {
+	l.ExpiresAt, l.ReleasedAt = now.UTC().Format(policy.TimeLayout), ""
+	if failed := r.Write(ctx, withTTL(policy.LeaseKey, MustJSON(l), LeaseKeep)); failed != nil {
 		return &BatchError{Op: "break lease", Failed: failed}
 	}
 	return nil

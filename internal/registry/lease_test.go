@@ -58,11 +58,12 @@ func TestLease_TakeRefuseRenewReleaseBreak(t *testing.T) {
 		if _, err := r.TakeLease(ctx, read(), "run-b", clock.Now(), 3*time.Minute); err != nil {
 			t.Fatalf("take after release: %v", err)
 		}
-		if err := r.BreakLease(ctx); err != nil {
+		b := read()
+		if err := r.BreakLease(ctx, *b, clock.Now()); err != nil {
 			t.Fatalf("break: %v", err)
 		}
-		if l := read(); l != nil {
-			t.Fatalf("after break: %+v", l)
+		if l := read(); l == nil || l.Holds(clock.Now()) || l.Released() || l.Owner != "run-b" {
+			t.Fatalf("after break: %+v; want it ended but not released (the evidence stays)", l)
 		}
 	})
 }

@@ -386,3 +386,21 @@ func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
 		t.Errorf("policies %v", p)
 	}
 }
+
+func TestConverge_LiveLeaseOfAnotherRun_NotMistakenForACrash(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	if _, err := r.reg.TakeLease(context.Background(), nil, "backfill", r.clock.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	res, err := r.run(leased)
+	if !errors.Is(err, syncer.ErrLeaseHeld) {
+		t.Fatalf("err = %v, want ErrLeaseHeld", err)
+	}
+	if res.Summary.Dirty || res.Summary.Mode == syncer.ModeFull {
+		t.Errorf("a run refused by a live lease recorded %+v: the holder is alive, nothing was left half-written", res.Summary)
+	}
+}

@@ -32,10 +32,7 @@ type lease struct {
 // before the run reads the state it plans from; found is the lease as
 // readState read it. A dry run and a run without a lease TTL take none.
 func (r *run) takeLease(ctx context.Context, found *registry.Lease) (lease, error) {
-	l := lease{owner: r.attempt()}
-	if l.owner == "" {
-		l.owner = r.id
-	}
+	l := lease{owner: r.owner()}
 	if r.opt.DryRun || r.opt.LeaseTTL <= 0 {
 		return l, nil
 	}
@@ -49,6 +46,15 @@ func (r *run) takeLease(ctx context.Context, found *registry.Lease) (lease, erro
 	}
 	l.taken, l.held = taken, true
 	return l, nil
+}
+
+// owner names this run in the lease: the attempt (a Lambda retry of the
+// same invocation takes over what its crashed try left), else the run id.
+func (r *run) owner() string {
+	if a := r.attempt(); a != "" {
+		return a
+	}
+	return r.id
 }
 
 // attempt names this attempt across Lambda's retries of one invocation

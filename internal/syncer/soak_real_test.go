@@ -2,14 +2,11 @@ package syncer_test
 
 import (
 	"flag"
-	"maps"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 )
 
 // soakRealRepo names a clone of the real policy repository (for example
@@ -39,31 +36,9 @@ func TestSoak_ReplayRealHistory(t *testing.T) {
 		steps[i] = histStep{N: i + 1, Head: sha, Desc: strings.TrimSpace(repo.Git("log", "-1", "--format=%s", sha))}
 	}
 	gh := githubtest.NewServer(t, "knue", "policies", repo)
-	stats := newSoakStats()
 	r := newSoakRig(t, backendCloudflare, seed, repo, gh, 0)
-	r.opt.ReconcileInterval, r.opt.MaxFileSize = 0, policy.DefaultMaxFileSize
-	f := runFaults{ghServerError: 0.05, rates: cloudflaretest.Rates{ServerError: 0.03, RateLimit: 0.02}, keyFrac: 0.15}
-	rep := &reporter{t: t, where: "real history", steps: steps, stats: stats}
-	var tally faultTally
-	for _, st := range steps {
-		pointMain(repo, st.Head)
-		hv := r.head(st.Head)
-		before := r.snapshot()
-		res, _, err := r.run(f, r.opt, seed+uint64(st.N))
-		after := r.snapshot()
-		r.countFaults(stats, &tally)
-		rep.check(st, "run", f, r.opt, res, err, checkRun(hv, before, after, res, err, false))
-		r.clock.Advance(time.Hour)
-	}
-	exits := maps.Clone(stats.exits)
-	runs := stats.runs
-	r.converge(rep, steps[len(steps)-1])
-	stats.log(t, "real history")
-	t.Logf("real history: %d commits under faults: exit 0 (success) %d, 3 (partial) %d, 1 (failed) %d, 4 (refused) %d",
-		runs, exits[0], exits[3], exits[1], exits[4])
-	if 2*exits[1] >= runs {
-		t.Errorf("real history: %d of %d runs failed (exit 1); most must exit 0 or 3: %v", exits[1], runs, exits)
-	}
+	r.opt.MaxFileSize = policy.DefaultMaxFileSize
+	replayUnderFaults(t, r, "real history", seed, steps)
 }
 
 // TestSoak_RealHistory_FirstCommitToHead_PassesTheGuard syncs the real

@@ -277,16 +277,24 @@ func TestSoak_ReplayUnderFaults_MostRunsExitSuccessOrPartial(t *testing.T) {
 	repo := githubtest.NewRepo(t)
 	gh := githubtest.NewServer(t, "knue", "policies", repo)
 	steps := newHistorian(t, repo, seed).generate(*soakReplaySteps)
-	stats := newSoakStats()
-	// Production settings (retries, batches, reconcile interval), with 5% of
-	// requests failing (3% 503, 2% 429) and 15% of the keys of bulk writes.
 	r := newSoakRig(t, backendCloudflare, seed, repo, gh, 0)
+	replayUnderFaults(t, r, "replay", seed, steps)
+}
+
+// replayUnderFaults syncs each step of a history in order with production
+// settings (retries, batches, reconcile interval) under 5% request faults
+// (3% 503, 2% 429; 5% GitHub 5xx) and 15% per-key bulk failures, checking
+// the invariants after each run; then one clean run must converge, and
+// most runs must have exited 0 or 3.
+func replayUnderFaults(t *testing.T, r *soakRig, where string, seed uint64, steps []histStep) {
+	t.Helper()
 	r.opt.ReconcileInterval = 0
+	stats := newSoakStats()
 	f := runFaults{ghServerError: 0.05, rates: cloudflaretest.Rates{ServerError: 0.03, RateLimit: 0.02}, keyFrac: 0.15}
-	rep := &reporter{t: t, where: "replay", steps: steps, stats: stats}
+	rep := &reporter{t: t, where: where, steps: steps, stats: stats}
 	var tally faultTally
 	for _, st := range steps {
-		pointMain(repo, st.Head)
+		pointMain(r.repo, st.Head)
 		hv := r.head(st.Head)
 		before := r.snapshot()
 		res, _, err := r.run(f, r.opt, seed+uint64(st.N))
@@ -298,10 +306,10 @@ func TestSoak_ReplayUnderFaults_MostRunsExitSuccessOrPartial(t *testing.T) {
 	exits := maps.Clone(stats.exits)
 	runs := stats.runs
 	r.converge(rep, steps[len(steps)-1])
-	stats.log(t, "replay")
-	t.Logf("replay: %d commits under faults: exit 0 (success) %d, 3 (partial) %d, 1 (failed) %d, 4 (refused) %d",
-		runs, exits[0], exits[3], exits[1], exits[4])
+	stats.log(t, where)
+	t.Logf("%s: %d commits under faults: exit 0 (success) %d, 3 (partial) %d, 1 (failed) %d, 4 (refused) %d",
+		where, runs, exits[0], exits[3], exits[1], exits[4])
 	if 2*exits[1] >= runs {
-		t.Errorf("replay: %d of %d runs failed (exit 1); most must exit 0 or 3: %v", exits[1], runs, exits)
+		t.Errorf("%s: %d of %d runs failed (exit 1); most must exit 0 or 3: %v", where, exits[1], runs, exits)
 	}
 }

@@ -48,7 +48,10 @@ func (r *run) readState(ctx context.Context) (state, error) {
 		// not ours to read: taken over, and the registry checked whole
 		r.log.Warn("lease unreadable", logkey.Error, ss.LeaseErr)
 	}
-	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released())
+	// A lease another run holds now is not left behind: that run is alive,
+	// and this one will be refused when it tries to take it.
+	live := st.lease != nil && st.lease.Holds(r.start) && st.lease.Owner != r.owner()
+	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released() && !live)
 	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
 	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
 	return st, err

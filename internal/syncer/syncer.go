@@ -163,9 +163,10 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 		return out
 	}
 	r.phases.enter("plan")
-	// The state read, the plan and the writes all happen under the lease,
-	// renewed while the run lasts, so a run never writes a plan made
-	// before another run's writes.
+	// The registry's entries, the plan and the writes all happen under the
+	// lease, renewed while the run lasts, so a run never writes a plan made
+	// before another run's writes. (What decided the mode was read before:
+	// lastCommit, lastRun and the lease itself.)
 	if out.lease, out.err = r.takeLease(ctx, out.state.lease); out.err != nil {
 		return out
 	}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/knue/syncjob/internal/webhook"
+)
+
+// webhookEvent is the payload the webhook receiver hands to the sync
+// function: lambdaEvent's webhook fields, and nothing else.
+type webhookEvent struct {
+	Trigger  string `json:"trigger"`  // always "webhook"
+	After    string `json:"after"`    // the pushed commit
+	Delivery string `json:"delivery"` // GitHub's X-GitHub-Delivery
+}
+
+// checkWebhookFields checks after and delivery: both present, and well
+// formed, with trigger webhook; absent otherwise. The sync does not need
+// after (a run reads the branch head, which may be newer), but a payload
+// that names no commit is not the receiver's.
+func checkWebhookFields(ev lambdaEvent) error {
+	if ev.Trigger != triggerWebhook {
+		switch {
+		case ev.After != "":
+			return &EventError{"after", `only with "trigger":"webhook"`}
+		case ev.Delivery != "":
+			return &EventError{"delivery", `only with "trigger":"webhook"`}
+		}
+		return nil
+	}
+	switch {
+	case !webhook.IsCommitSHA(ev.After):
+		return &EventError{"after", fmt.Sprintf("%q is not a commit sha (40 lower-case hex digits)", ev.After)}
+	case strings.TrimSpace(ev.Delivery) == "":
+		return &EventError{"delivery", "required with trigger webhook: the X-GitHub-Delivery id"}
+	case len(ev.Delivery) > webhook.MaxDeliveryLen:
+		return &EventError{"delivery", fmt.Sprintf("longer than %d bytes", webhook.MaxDeliveryLen)}
+	}
+	return nil
+}

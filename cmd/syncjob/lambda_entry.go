@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// lambdaEntry is what the Lambda runtime calls. It takes the payload as raw
+// bytes: aws-lambda-go would decode a typed one first, and an empty payload
+// (a manual run, DESIGN.md "Interface") would fail as EOF before reaching
+// the handler.
+//
+// One artifact serves two functions: the sync function, and the webhook
+// receiver, which is the one whose SYNC_FUNCTION_NAME names the other and
+// which takes HTTP requests from its Function URL.
+type lambdaEntry struct {
+	sync     *lambdaHandler
+	receiver *webhookReceiver // nil in the sync function
+	logs     io.Writer
+}
+
+func newLambdaEntry(getenv env, logs io.Writer, d deps) *lambdaEntry {
+	e := &lambdaEntry{sync: newLambdaHandler(getenv, logs, d), logs: logs}
+	if strings.TrimSpace(getenv(envSyncFunction)) != "" {
+		h, err := newLambdaInvoker(context.Background())
+		var hand handoff
+		if err == nil {
+			hand = h
+		}
+		e.receiver = newWebhookReceiver(getenv, logs, d, hand, err)
+	}
+	return e
+}
+
+// Invoke serves one invocation: it implements lambda.Handler.
+func (e *lambdaEntry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	req, isHTTP := functionURLRequest(payload)
+	switch {
+	case isHTTP && e.receiver != nil:
+		return marshalResult(e.receiver.Handle(ctx, req))
+	case isHTTP:
+		return nil, e.reject(ctx, "an HTTP request reached the sync function: webhooks go to the receiver, the function whose "+envSyncFunction+" names this one")
+	case e.receiver != nil:
+		return nil, e.reject(ctx, "the webhook receiver takes requests from its Function URL only: invoke the sync function ("+envSyncFunction+") instead")
+	}
+	res, err := e.sync.Handle(ctx, json.RawMessage(payload))
+	if err != nil {
+		return nil, err
+	}
+	e.checkPushedCommit(ctx, payload, res.RunSummary)
+	return marshalResult(res)
+}
+
+// checkPushedCommit warns when a webhook run found nothing to do although
+// the branch head it read is not the pushed commit. GitHub may answer for
+// a moment with the branch as it was before the push; the run then did
+// not see the push. A later push or the daily run syncs it, a redelivery
+// at once.
+func (e *lambdaEntry) checkPushedCommit(ctx context.Context, payload []byte, s policy.RunSummary) {
+	ev, err := decodeEvent(payload)
+	if err != nil || ev.Trigger != triggerWebhook || s.DryRun || s.Mode != syncer.ModeUnchanged || s.CommitSHA == ev.After {
+		return
+	}
+	requestID := ""
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		requestID = lc.AwsRequestID
+	}
+	slog.New(slog.NewJSONHandler(e.logs, nil)).Warn("pushed commit not at the branch head",
+		logkey.RequestID, requestID, logkey.RunID, s.RunID, logkey.Trigger, s.Trigger, logkey.Delivery, ev.Delivery,
+		logkey.After, ev.After, logkey.Commit, s.CommitSHA,
+		logkey.Reason, "the branch moved on since (a later push, a force-push), or GitHub answered with the branch as it was before the push: redeliver the push to sync it now; the daily run syncs it otherwise")
+}
+
+func (e *lambdaEntry) reject(ctx context.Context, problem string) error {
+	err := &EventError{Problem: problem}
+	requestID := ""
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		requestID = lc.AwsRequestID
+	}
+	slog.New(slog.NewJSONHandler(e.logs, nil)).Error("invocation rejected", logkey.RequestID, requestID, logkey.Error, err)
+	return err
+}
+
+// functionURLRequest reports whether payload is a Lambda Function URL
+// request (payload format 2.0: requestContext.http.method), and decodes it.
+// The sync function's events have no requestContext.
+func functionURLRequest(payload []byte) (events.LambdaFunctionURLRequest, bool) {
+	var req events.LambdaFunctionURLRequest
+	p := bytes.TrimSpace(payload)
+	if len(p) == 0 || p[0] != '{' || !bytes.Contains(p, []byte(`"requestContext"`)) {
+		return req, false
+	}
+	if err := json.Unmarshal(p, &req); err != nil || req.RequestContext.HTTP.Method == "" {
+		return events.LambdaFunctionURLRequest{}, false
+	}
+	return req, true
+}
+
+// marshalResult encodes a result as aws-lambda-go would: no HTML escaping,
+// so a title with "<" reads as itself.
+func marshalResult(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

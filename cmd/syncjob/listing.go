@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// listing runs a command that prints one kind of registry value: it parses
+// its flags (--json), opens the registry read-only (it works while a sync
+// runs), reads, and prints JSON or a table. read returns what it could read
+// and an error; with values, the error names those it could not (printed
+// after them); without, the listing failed.
+func listing[T any](ctx context.Context, p *program, h help, args []string,
+	read func(context.Context, *registry.Registry) ([]T, error), table func(io.Writer, []T)) error {
+	fs := p.flagSet(h.name)
+	asJSON := fs.Bool("json", false, "print JSON")
+	cfg, _, err := p.parse(fs, h, args)
+	if err != nil {
+		return err
+	}
+	_, reg, closeReg, err := p.open(cfg, readAccess)
+	if err != nil {
+		return err
+	}
+	defer closeReg()
+	values, err := read(ctx, reg)
+	if err != nil && values == nil {
+		return cfg.redact(fmt.Errorf("%s: %w", h.name, err))
+	}
+	if *asJSON {
+		printJSON(p.stdout, values)
+	} else {
+		table(p.stdout, values)
+	}
+	if err != nil {
+		// what could be read is shown; say what could not
+		fmt.Fprintf(p.stderr, "syncjob: %s: %v\n", h.name, cfg.redact(err))
+	}
+	return nil
+}
