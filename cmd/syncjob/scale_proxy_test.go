@@ -22,6 +22,8 @@ type scaleProxy struct {
 	srv   *httptest.Server
 	delay time.Duration
 	kind  func(r *http.Request) string
+	// lease, when set, follows the lease writes passing through
+	lease *leaseWatch
 
 	mu     sync.Mutex
 	counts map[string]int
@@ -95,6 +97,9 @@ func newScaleProxy(tb testing.TB, target string, delay time.Duration, kind func(
 				t.Stop()
 				return
 			}
+		}
+		if p.lease != nil {
+			p.lease.see(r)
 		}
 		if serve != nil && serve(w, r) {
 			return

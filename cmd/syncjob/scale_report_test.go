@@ -137,7 +137,25 @@ func (s *scaleSet) targets() []scaleCheck {
 			out = append(out, scaleCheck{fmt.Sprintf("%s: Cloudflare ≤ ⌈N/1000⌉ + ⌈operations/50⌉ + 6 = %d (%d operations)", r.name, b, r.m.ops), fmt.Sprint(r.m.cloudflare), r.m.cloudflare <= b})
 		}
 	}
+	if okFirst {
+		total, longest := s.leaseExpired(runFirst)
+		got := "held throughout"
+		if total > 0 {
+			got = fmt.Sprintf("expired for %s, %s at most at a time", total.Round(time.Second), longest.Round(time.Second))
+		}
+		out = append(out, scaleCheck{"first sync: the lease never expired while the run wrote (worst repetition)", got, total == 0})
+	}
 	return out
+}
+
+// leaseExpired is the worst repetition's time with the lease expired.
+func (s *scaleSet) leaseExpired(run string) (total, longest time.Duration) {
+	for _, rep := range s.reps {
+		if r, ok := rep[run]; ok && r.leaseExpired > total {
+			total, longest = r.leaseExpired, r.leaseLongest
+		}
+	}
+	return total, longest
 }
 
 // phases lists the summary line's phases in the order a run goes through them.

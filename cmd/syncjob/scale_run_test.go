@@ -24,6 +24,9 @@ type scaleResult struct {
 	github, cloudflare int            // requests at the proxies
 	ghKinds, cfKinds   map[string]int // by endpoint
 	ghConns, cfConns   int            // connections the client opened
+	// leaseExpired is how long the stored lease had expired while the run
+	// still held it (see leaseWatch); leaseLongest its longest stretch
+	leaseExpired, leaseLongest time.Duration
 	// as the run's summary line reports them; -1 without one
 	sumGitHub, sumCloudflare int
 	ops                      int   // registry writes and deletes: billable writes + billable deletes
@@ -96,6 +99,9 @@ func (p scaleProgram) sync(tb testing.TB, t scaleTarget, name string) scaleResul
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t.gh.take()
 	t.cf.take()
+	if t.cf.lease != nil {
+		t.cf.lease.take()
+	}
 	start := time.Now()
 	err := cmd.Run()
 	r := scaleResult{wall: time.Since(start), stderr: stderr.String(), sumGitHub: -1, sumCloudflare: -1, rssKiB: -1}
@@ -123,6 +129,9 @@ func (p scaleProgram) sync(tb testing.TB, t scaleTarget, name string) scaleResul
 	r.ghKinds, ghLog, r.ghConns = t.gh.takeLog()
 	r.cfKinds, cfLog, r.cfConns = t.cf.takeLog()
 	r.github, r.cloudflare = total(r.ghKinds), total(r.cfKinds)
+	if t.cf.lease != nil {
+		r.leaseExpired, r.leaseLongest = expiredWhileHeld(t.cf.lease.take())
+	}
 	r.readSummary()
 	if p.logs != "" {
 		_ = os.WriteFile(filepath.Join(p.logs, name+".log"), stderr.Bytes(), 0o644)

@@ -164,6 +164,7 @@ func (s *scaleSet) once(b *testing.B, prog scaleProgram, sr *scaleRepo, ghp *sca
 	cf := cloudflaretest.New(cloudflaretest.Config{AccountID: cfAccountID, NamespaceID: cfNamespaceID, Token: cfToken, Seed: cfSeed})
 	defer cf.Close()
 	t := scaleTarget{gh: ghp, cf: newScaleProxy(b, cf.BaseURL(), *scaleLatency, cloudflareKind, nil, nil)}
+	t.cf.lease = &leaseWatch{}
 	name := func(run string) string {
 		return fmt.Sprintf("%s-%d-%s", strings.ReplaceAll(s.name(), "/", "-"), i+1, strings.Fields(run)[0])
 	}
@@ -179,6 +180,10 @@ func (s *scaleSet) once(b *testing.B, prog scaleProgram, sr *scaleRepo, ghp *sca
 		sr.at(run.head)
 		r := prog.sync(b, t, name(run.name))
 		rep[run.name] = r
+		if r.leaseExpired > 0 {
+			s.problems = append(s.problems, fmt.Sprintf("%s, repetition %d, %s: the lease had expired for %s (at most %s at a time) while the run went on writing",
+				s.name(), i+1, run.name, r.leaseExpired.Round(time.Second), r.leaseLongest.Round(time.Second)))
+		}
 		if p := r.check(run.mode, run.added, run.updated, run.deleted); p != "" {
 			s.problems = append(s.problems, fmt.Sprintf("%s, repetition %d, %s: %s", s.name(), i+1, run.name, p))
 			b.Errorf("%s: %s", run.name, p)
