@@ -64,24 +64,12 @@ func KeyFits(name string) bool {
 // is a block quote or a list, not a heading. Inline markup is kept as written.
 // Invalid UTF-8 becomes U+FFFD. The fallback is returned as given.
 func Title(content []byte, fallback string) string {
-	s := string(content)
-	s = strings.TrimPrefix(s, "\uFEFF")
-	lines := splitLines(s)
-
-	i := 0
-	if len(lines) > 0 && strings.TrimRight(lines[0], " \t") == "---" {
-		for j := 1; j < len(lines); j++ {
-			if l := strings.TrimRight(lines[j], " \t"); l == "---" || l == "..." {
-				i = j + 1
-				break
-			}
-		}
-	}
-
+	s := strings.TrimPrefix(string(content), "\uFEFF")
 	var fence fence
 	inComment := false
-	for ; i < len(lines); i++ {
-		line := lines[i]
+	for rest := skipFrontMatter(s); rest != ""; {
+		var line string
+		line, rest = nextLine(rest)
 		switch {
 		case fence.open():
 			if fence.closedBy(line) {
@@ -94,26 +82,59 @@ func Title(content []byte, fallback string) string {
 			}
 			continue
 		}
-		rest, ok := unindent(line)
+		body, ok := unindent(line)
 		if !ok {
 			continue // indented code
 		}
-		if f, ok := openFence(rest); ok {
+		if f, ok := openFence(body); ok {
 			fence = f
 			continue
 		}
-		if strings.HasPrefix(rest, "<!--") {
-			inComment = !strings.Contains(rest[len("<!--"):], "-->")
+		if strings.HasPrefix(body, "<!--") {
+			inComment = !strings.Contains(body[len("<!--"):], "-->")
 			continue
 		}
-		if text, ok := h1Text(rest); ok {
+		if text, ok := h1Text(body); ok {
 			text = strings.TrimSpace(norm.NFC.String(validUTF8(text)))
 			if text != "" {
-				return text
+				// a copy: a substring would keep the whole file alive
+				// as long as the title, which a run keeps to the end
+				return strings.Clone(text)
 			}
 		}
 	}
 	return fallback
+}
+
+// skipFrontMatter returns s after a YAML front matter block (a first line
+// "---" up to a line "---" or "..."), or s itself when it has none.
+func skipFrontMatter(s string) string {
+	first, rest := nextLine(s)
+	if strings.TrimRight(first, " \t") != "---" {
+		return s
+	}
+	for rest != "" {
+		var line string
+		line, rest = nextLine(rest)
+		if l := strings.TrimRight(line, " \t"); l == "---" || l == "..." {
+			return rest
+		}
+	}
+	return s
+}
+
+// nextLine splits off the first line of s (ended by LF, CRLF or CR),
+// without its end.
+func nextLine(s string) (line, rest string) {
+	i := strings.IndexAny(s, "\r\n")
+	if i < 0 {
+		return s, ""
+	}
+	line = s[:i]
+	if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+		i++
+	}
+	return line, s[i+1:]
 }
 
 // h1Text returns the raw text of a level-1 ATX heading whose indentation is
@@ -197,24 +218,6 @@ func countPrefix(s string, c byte) int {
 		n++
 	}
 	return n
-}
-
-// splitLines splits on "\r\n", "\r" and "\n".
-func splitLines(s string) []string {
-	var lines []string
-	for len(s) > 0 {
-		i := strings.IndexAny(s, "\r\n")
-		if i < 0 {
-			lines = append(lines, s)
-			break
-		}
-		lines = append(lines, s[:i])
-		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
-			i++
-		}
-		s = s[i+1:]
-	}
-	return lines
 }
 
 func baseName(path string) string {

@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"unicode"
@@ -232,4 +233,27 @@ func FuzzNameOf(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A run keeps every title it reads until it ends: a title must not keep its
+// file's content alive with it (memory would grow with file size).
+func TestTitle_DoesNotKeepTheFileAlive(t *testing.T) {
+	body := []byte("# 규정\n" + strings.Repeat("제1조 목적 가나다라마바사\n", 1<<20/40))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	titles := make([]string, 64)
+	for i := range titles {
+		content := append([]byte(nil), body...)
+		titles[i] = policy.Title(content, "x")
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 16<<20 {
+		t.Errorf("64 titles of 1 MiB files keep %d MiB of heap: each pins its file", grown>>20)
+	}
+	runtime.KeepAlive(titles)
+	if titles[0] != "규정" {
+		t.Fatalf("title %q", titles[0])
+	}
 }
