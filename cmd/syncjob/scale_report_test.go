@@ -114,7 +114,7 @@ func (s *scaleSet) targets() []scaleCheck {
 				scaleCheck{"first sync: ≤ 5 GitHub requests", fmt.Sprint(first.github), first.github <= 5},
 				scaleCheck{fmt.Sprintf("first sync: Cloudflare ≤ ⌈N/1000⌉ + ⌈2N/50⌉ + 6 = %d", cfBound(2*s.n)), fmt.Sprint(first.cloudflare), first.cloudflare <= cfBound(2*s.n)})
 		}
-		out = append(out, scaleCheck{"first sync: peak RSS ≤ 64 MiB", fmt.Sprintf("%.0f MiB", float64(first.rssKiB)/1024), first.rssKiB <= 64<<10})
+		out = append(out, scaleCheck{"first sync: peak RSS ≤ 64 MiB", fmt.Sprintf("%.1f MiB", float64(first.rssKiB)/1024), first.rssKiB <= 64<<10})
 	}
 	if okIncr && s.fileSize == 0 {
 		out = append(out,
