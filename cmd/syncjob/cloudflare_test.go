@@ -87,13 +87,13 @@ func TestCloudflare_RequestsPerRun_OneListPerPrefixOneBulkWritePerBatch(t *testi
 	w.repo.Remove("규정/제1편/대학원 학칙.md")
 	w.repo.Commit("add, modify, delete")
 	incr := w.syncCounted(0)
-	// The same bulk get; no queue listing (the first run's lastRun says
-	// nothing waits for retry) and no policy listing: one bulk get of the
-	// three policies the changeset touches, then the dead-letter listing;
+	// The same bulk get; no listing at all (the first run's lastRun says
+	// nothing waits for retry and no dead letter holds anything back): one
+	// bulk get of the three policies the changeset touches;
 	// writes: the lease, one bulk write of the 2 queue entries, one of the
 	// 2 puts, one bulk delete of the deleted policy and its queue entry,
 	// the run record, lastCommit with the lease's release.
-	want = map[cloudflaretest.Endpoint]int{cloudflaretest.BulkGet: 2, cloudflaretest.List: 1, cloudflaretest.BulkPut: 5, cloudflaretest.BulkDelete: 1}
+	want = map[cloudflaretest.Endpoint]int{cloudflaretest.BulkGet: 2, cloudflaretest.BulkPut: 5, cloudflaretest.BulkDelete: 1}
 	if diff := cmp.Diff(want, incr.seen); diff != "" {
 		t.Errorf("incremental run: requests per endpoint (-want +got):\n%s", diff)
 	}
@@ -318,13 +318,11 @@ func TestCloudflare_ListingServerError_FailsDeletesNothing(t *testing.T) {
 			before := w.state()
 			w.repo.Remove("규정/제1편")
 			w.repo.Commit("repeal part 1")
-			if prefix != policy.DeadLetterPrefix {
-				// After a clean run an incremental run lists neither the
-				// queue (lastRun names what waits for retry) nor the
-				// policies (it reads those it touches); after a lastRun
-				// written by an older syncjob it lists both.
-				forgetPending(t, w)
-			}
+			// After a clean run an incremental run lists nothing: lastRun
+			// names what waits for retry and what dead letters hold back,
+			// and the run reads the policies it touches by name. After a
+			// lastRun written by an older syncjob it lists all three.
+			forgetPending(t, w)
 			// The listing of prefix answers 502 to its first try and every retry.
 			var once sync.Once
 			w.watchCloudflare(func(r *http.Request) {

@@ -20,7 +20,7 @@ import (
 // run renews it every third of that while it lasts, so a crashed run keeps
 // others out for at most this long, and a long run keeps it (KV's ~60 s of
 // eventual consistency stays well inside the two renewals' margin).
-const leaseTTL = 3 * time.Minute
+const leaseTTL = syncer.DefaultLeaseTTL
 
 // access is how a command uses the registry; on the embedded file it
 // decides the lock taken and whether a missing file is created.

@@ -177,37 +177,62 @@ func (r *Registry) RequestRetry(ctx context.Context, names ...string) error {
 	return nil
 }
 
-// Entries reads the policy entries of names (policy:{name}) in as few
-// requests as the store allows (ManyGetter: 100 keys a request): what an
-// incremental run needs of the registry, instead of listing all of it.
-// Absent names are absent from entries; values that do not decode are in
-// problems, by key.
+// Entries reads the policy entries of names (policy:{name}): Select
+// without dead letters.
 func (r *Registry) Entries(ctx context.Context, names []string) (entries map[string]policy.Entry, problems map[string]error, err error) {
-	entries = make(map[string]policy.Entry, len(names))
-	for chunk := range slices.Chunk(names, maxManyKeys) {
-		keys := make([]string, len(chunk))
-		for i, n := range chunk {
-			keys[i] = PolicyKey(n)
-		}
-		got, err := r.getMany(ctx, keys)
+	sel, err := r.Select(ctx, names, nil)
+	return sel.Entries, sel.Problems, err
+}
+
+// Selected is what Select read.
+type Selected struct {
+	Entries     map[string]policy.Entry      // by name; absent names absent
+	DeadLetters map[string]policy.DeadLetter // by name; absent names absent
+	Problems    map[string]error             // values that do not decode, by key
+}
+
+// Select reads the policy entries of names and the dead letters of
+// deadNames in as few requests as the store allows (ManyGetter: 100 keys a
+// request): what an incremental run needs of the registry, instead of
+// listing all of it.
+func (r *Registry) Select(ctx context.Context, names, deadNames []string) (Selected, error) {
+	sel := Selected{Entries: make(map[string]policy.Entry, len(names)), DeadLetters: map[string]policy.DeadLetter{}}
+	keys := make([]string, 0, len(names)+len(deadNames))
+	for _, n := range names {
+		keys = append(keys, PolicyKey(n))
+	}
+	for _, n := range deadNames {
+		keys = append(keys, DeadLetterKey(n))
+	}
+	for chunk := range slices.Chunk(keys, maxManyKeys) {
+		got, err := r.getMany(ctx, chunk)
 		if err != nil {
-			return nil, nil, fmt.Errorf("registry: read %d policies: %w", len(keys), err)
+			return Selected{}, fmt.Errorf("registry: read %d keys: %w", len(chunk), err)
 		}
-		for _, n := range chunk {
-			raw, ok := got[PolicyKey(n)]
-			if !ok {
-				continue
-			}
-			var e policy.Entry
-			if err := decodeObject(raw, &e); err != nil {
-				if problems == nil {
-					problems = map[string]error{}
-				}
-				problems[PolicyKey(n)] = fmt.Errorf("registry: decode %s: %w", PolicyKey(n), err)
-				continue
-			}
-			entries[n] = e
+		for key, raw := range got {
+			sel.decode(key, raw)
 		}
 	}
-	return entries, problems, nil
+	return sel, nil
+}
+
+func (sel *Selected) decode(key string, raw []byte) {
+	var err error
+	if name, ok := strings.CutPrefix(key, policy.DeadLetterPrefix); ok {
+		var d policy.DeadLetter
+		if err = decodeObject(raw, &d); err == nil {
+			sel.DeadLetters[name] = d
+		}
+	} else {
+		var e policy.Entry
+		if err = decodeObject(raw, &e); err == nil {
+			sel.Entries[strings.TrimPrefix(key, policy.PolicyPrefix)] = e
+		}
+	}
+	if err != nil {
+		if sel.Problems == nil {
+			sel.Problems = map[string]error{}
+		}
+		sel.Problems[key] = fmt.Errorf("registry: decode %s: %w", key, err)
+	}
 }

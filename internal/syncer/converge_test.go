@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/registrytest"
 	"github.com/knue/syncjob/internal/syncer"
 )
@@ -402,5 +404,36 @@ func TestConverge_LiveLeaseOfAnotherRun_NotMistakenForACrash(t *testing.T) {
 	}
 	if res.Summary.Dirty || res.Summary.Mode == syncer.ModeFull {
 		t.Errorf("a run refused by a live lease recorded %+v: the holder is alive, nothing was left half-written", res.Summary)
+	}
+}
+
+// renewalWaits is a store whose lease renewals wait (as in Cloudflare's
+// full rate window) until past the expiry they set.
+type renewalWaits struct {
+	registry.Store
+	clock *registrytest.Clock
+	puts  atomic.Int32
+}
+
+func (s *renewalWaits) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
+	for _, p := range pairs {
+		if p.Key == policy.LeaseKey && s.puts.Add(1) > 1 { // not the taking
+			s.clock.Advance(time.Hour)
+		}
+	}
+	return s.Store.Put(ctx, pairs)
+}
+
+func TestConverge_RenewalThatLandsExpired_StopsTheRun(t *testing.T) {
+	r := newRig(t)
+	r.seed()
+	r.s.Registry = registry.New(&renewalWaits{Store: r.store, clock: r.clock})
+	r.s.Source = &slowSource{Source: r.s.Source, delay: 300 * time.Millisecond}
+	res, err := r.run(syncer.Options{LeaseTTL: 60 * time.Millisecond})
+	if !errors.Is(err, syncer.ErrLeaseLost) || res.Summary.Status != policy.RunFailed {
+		t.Fatalf("err = %v (%s), want ErrLeaseLost: the renewal landed after the lease had expired", err, res.Summary.Status)
+	}
+	if n := len(r.policies()); n != 0 {
+		t.Errorf("a run that lost its lease wrote %d policies", n)
 	}
 }

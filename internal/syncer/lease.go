@@ -88,6 +88,12 @@ func (r *run) keepLease(ctx context.Context, l lease) (context.Context, func()) 
 			}
 			next, err := r.Registry.RenewLease(ctx, cur, r.now(), r.opt.LeaseTTL)
 			switch {
+			case err == nil && next.Expired(r.now()):
+				// the renewal waited (Cloudflare's rate window) until past
+				// the expiry it asked for: another run may have taken it
+				r.log.Error("lease lost", logkey.Error, "a renewal landed after the expiry it set")
+				cancel(ErrLeaseLost)
+				return
 			case err == nil:
 				cur = next
 			case cur.Expired(r.now()):

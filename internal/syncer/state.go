@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -57,37 +58,30 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	return st, err
 }
 
-// readDeadLetters reads the dead letters. One that does not decode holds
-// nothing back (a person can drop it): it is logged, not fatal.
-func (r *run) readDeadLetters(ctx context.Context) (map[string]policy.DeadLetter, error) {
-	dead, err := r.Registry.DeadLetters(ctx)
-	var bad *registry.DecodeError
-	if errors.As(err, &bad) {
-		r.log.Warn("dead letters unreadable", logkey.Error, err)
-	} else if err != nil {
-		return nil, fmt.Errorf("registry: read dead letters: %w", err)
-	}
-	return dead, nil
-}
-
-// readRegistry reads the policies (current and legacy v1): every one, or
-// when names is not nil only those. Unreadable entries are logged, not
-// fatal.
-func (r *run) readRegistry(ctx context.Context, st state, names []string) (registryState, error) {
+// readRegistry reads what a plan needs of the registry: the policies
+// (current and legacy v1) and the dead letters — every one; or, when names
+// is not nil, the entries of names and the dead
+// letters of held, in one bulk read. Unreadable values are logged, not
+// fatal; an unreadable dead letter holds nothing back (a person can drop
+// it).
+func (r *run) readRegistry(ctx context.Context, st state, names, held []string) (registryState, error) {
 	var (
+		reg      registryState
 		all      map[string]policy.Entry
 		problems map[string]error
-		err      error
-		reg      registryState
 	)
-	if names == nil {
-		all, problems, err = r.Registry.Policies(ctx)
-	} else {
-		all, problems, err = r.Registry.Entries(ctx, names)
+	if names != nil {
+		sel, err := r.Registry.Select(ctx, names, held)
+		if err != nil {
+			return reg, fmt.Errorf("registry: read policies: %w", err)
+		}
+		all, problems, reg.dead = sel.Entries, sel.Problems, sel.DeadLetters
 		reg.partial, reg.size = true, st.prev.Policies
-	}
-	if err != nil {
-		return reg, fmt.Errorf("registry: read policies: %w", err)
+	} else {
+		var err error
+		if all, problems, reg.dead, err = r.listRegistry(ctx); err != nil {
+			return reg, err
+		}
 	}
 	for key, perr := range problems {
 		r.log.Warn("registry entry unreadable", logkey.Key, key, logkey.Error, perr)
@@ -97,6 +91,24 @@ func (r *run) readRegistry(ctx context.Context, st state, names []string) (regis
 		reg.size = len(reg.entries)
 	}
 	return reg, nil
+}
+
+// listRegistry lists every policy, then every dead letter. (One after the
+// other: the head tree is read beside them, and a failed listing must be
+// the one that fails the run.)
+func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[string]error, map[string]policy.DeadLetter, error) {
+	all, problems, err := r.Registry.Policies(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("registry: read policies: %w", err)
+	}
+	dead, err := r.Registry.DeadLetters(ctx)
+	var bad *registry.DecodeError
+	if errors.As(err, &bad) {
+		r.log.Warn("dead letters unreadable", logkey.Error, err)
+	} else if err != nil {
+		return nil, nil, nil, fmt.Errorf("registry: read dead letters: %w", err)
+	}
+	return all, problems, dead, nil
 }
 
 // known is what the registry knows of each policy: enough to plan.

@@ -175,22 +175,34 @@ func TestRun_EveryReadFails_OutageNotItemFailures(t *testing.T) {
 }
 
 func TestRun_RegistryListFails_NothingWritten(t *testing.T) {
-	r := newRig(t)
-	first := r.seed()
-	r.mustRun()
-	r.repo.Remove("a")
-	r.repo.Commit("delete a folder")
-	r.store.FailList(errors.New("listing unavailable"))
-	before := r.store.Calls(registrytest.Delete)
-	if _, err := r.run(syncer.Options{}); err == nil || !strings.Contains(err.Error(), "listing unavailable") {
-		t.Fatalf("err = %v", err)
-	}
-	if r.store.Calls(registrytest.Delete) != before {
-		t.Error("a failed registry read led to deletes")
-	}
-	r.store.FailList(nil)
-	if len(r.policies()) != 3 || r.lastCommit() != first || r.lastRun().Status != policy.RunFailed {
-		t.Errorf("after a failed read: %d policies, lastCommit %s, lastRun %+v", len(r.policies()), r.lastCommit(), r.lastRun())
+	for _, tc := range []struct {
+		name string
+		full bool // a full run lists the registry; an incremental one reads what it touches
+	}{{"listing", true}, {"read by name", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			first := r.seed()
+			r.mustRun()
+			r.repo.Remove("a")
+			r.repo.Commit("delete a folder")
+			if tc.full {
+				r.store.FailList(errors.New("listing unavailable"))
+			} else {
+				// the three reads of the state pass; the read of the entries fails
+				r.store.FailCall(registrytest.Get, r.store.Calls(registrytest.Get)+4, errors.New("listing unavailable"))
+			}
+			before := r.store.Calls(registrytest.Delete)
+			if _, err := r.run(syncer.Options{Full: tc.full}); err == nil || !strings.Contains(err.Error(), "listing unavailable") {
+				t.Fatalf("err = %v", err)
+			}
+			if r.store.Calls(registrytest.Delete) != before {
+				t.Error("a failed registry read led to deletes")
+			}
+			r.store.FailList(nil)
+			if len(r.policies()) != 3 || r.lastCommit() != first || r.lastRun().Status != policy.RunFailed {
+				t.Errorf("after a failed read: %d policies, lastCommit %s, lastRun %+v", len(r.policies()), r.lastCommit(), r.lastRun())
+			}
+		})
 	}
 }
 
