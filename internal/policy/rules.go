@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
 
@@ -64,12 +65,15 @@ func KeyFits(name string) bool {
 // is a block quote or a list, not a heading. Inline markup is kept as written.
 // Invalid UTF-8 becomes U+FFFD. The fallback is returned as given.
 func Title(content []byte, fallback string) string {
-	s := strings.TrimPrefix(string(content), "\uFEFF")
+	b := bytes.TrimPrefix(content, []byte("\uFEFF"))
 	var fence fence
 	inComment := false
-	for rest := skipFrontMatter(s); rest != ""; {
-		var line string
-		line, rest = nextLine(rest)
+	// Lines are made strings one at a time: the file is not copied whole
+	// (a 1 MiB file whose title is on its first line costs one line).
+	for rest := skipFrontMatter(b); len(rest) > 0; {
+		var raw []byte
+		raw, rest = nextLine(rest)
+		line := string(raw)
 		switch {
 		case fence.open():
 			if fence.closedBy(line) {
@@ -97,8 +101,7 @@ func Title(content []byte, fallback string) string {
 		if text, ok := h1Text(body); ok {
 			text = strings.TrimSpace(norm.NFC.String(validUTF8(text)))
 			if text != "" {
-				// a copy: a substring would keep the whole file alive
-				// as long as the title, which a run keeps to the end
+				// a copy of just the title, not a substring of its line
 				return strings.Clone(text)
 			}
 		}
@@ -106,35 +109,35 @@ func Title(content []byte, fallback string) string {
 	return fallback
 }
 
-// skipFrontMatter returns s after a YAML front matter block (a first line
-// "---" up to a line "---" or "..."), or s itself when it has none.
-func skipFrontMatter(s string) string {
-	first, rest := nextLine(s)
-	if strings.TrimRight(first, " \t") != "---" {
-		return s
+// skipFrontMatter returns b after a YAML front matter block (a first line
+// "---" up to a line "---" or "..."), or b itself when it has none.
+func skipFrontMatter(b []byte) []byte {
+	first, rest := nextLine(b)
+	if !bytes.Equal(bytes.TrimRight(first, " \t"), []byte("---")) {
+		return b
 	}
-	for rest != "" {
-		var line string
+	for len(rest) > 0 {
+		var line []byte
 		line, rest = nextLine(rest)
-		if l := strings.TrimRight(line, " \t"); l == "---" || l == "..." {
+		if l := bytes.TrimRight(line, " \t"); bytes.Equal(l, []byte("---")) || bytes.Equal(l, []byte("...")) {
 			return rest
 		}
 	}
-	return s
+	return b
 }
 
-// nextLine splits off the first line of s (ended by LF, CRLF or CR),
+// nextLine splits off the first line of b (ended by LF, CRLF or CR),
 // without its end.
-func nextLine(s string) (line, rest string) {
-	i := strings.IndexAny(s, "\r\n")
+func nextLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexAny(b, "\r\n")
 	if i < 0 {
-		return s, ""
+		return b, nil
 	}
-	line = s[:i]
-	if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+	line = b[:i]
+	if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
 		i++
 	}
-	return line, s[i+1:]
+	return line, b[i+1:]
 }
 
 // h1Text returns the raw text of a level-1 ATX heading whose indentation is

@@ -15,10 +15,18 @@ import (
 	"github.com/knue/syncjob/internal/registry"
 )
 
-// op is one registry write and the policy whose outcome it decides.
+// op is one registry write and the policy whose outcome it decides. A put
+// is encoded only when its batch is sent (write), so that a first sync does
+// not hold every encoded value at once.
 type op struct {
 	name  string
-	write registry.Write
+	key   string
+	write func() registry.Write
+}
+
+// ready is an op whose write is already made (a delete: nothing to encode).
+func ready(name string, w registry.Write) op {
+	return op{name: name, key: w.Key(), write: func() registry.Write { return w }}
 }
 
 // apply writes the plan in three phases, each in batches of at most
@@ -50,7 +58,7 @@ func (r *run) writeAll(ctx context.Context, kind string, ops []op, fails *failur
 	r.runBatches(ctx, ops, func(ctx context.Context, batch []op) {
 		ws := make([]registry.Write, len(batch))
 		for i, o := range batch {
-			ws[i] = o.write
+			ws[i] = o.write()
 		}
 		fails.add(batch, r.Registry.Write(ctx, ws...))
 		r.log.Debug("batch applied", kind, len(batch))
@@ -69,31 +77,40 @@ func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, 
 	var w planWrites
 	for _, it := range plan.Items {
 		if it.Action == policy.ActDelete || (it.Action == policy.ActMigrate && it.Path == "") {
-			w.remove = append(w.remove, op{it.PolicyName, registry.DeletePolicy(it.PolicyName)}, op{it.PolicyName, registry.DeleteQueue(it.PolicyName)})
+			w.remove = append(w.remove, ready(it.PolicyName, registry.DeletePolicy(it.PolicyName)), ready(it.PolicyName, registry.DeleteQueue(it.PolicyName)))
 			continue
 		}
-		e := reg.entries[it.PolicyName]
-		e.PolicyName, e.Title, e.Status, e.SHA, e.Path = it.PolicyName, it.Title, policy.StatusActive, it.SHA, it.Path
-		if (it.Action != policy.ActMove && it.Action != policy.ActMigrate) || e.LastUpdated == "" {
-			e.LastUpdated = now
-		}
-		e = differ.WithLegacy(e, mig.Carry, r.start)
-		w.publish = append(w.publish, op{it.PolicyName, registry.PutPolicy(e)})
+		entry := func() policy.Entry { return r.entryOf(it, reg, mig, now) }
+		w.publish = append(w.publish, op{it.PolicyName, registry.PolicyKey(it.PolicyName), func() registry.Write { return registry.PutPolicy(entry()) }})
 		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
-			q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: differ.QueueOp(it), CreatedAt: now, FileNo: e.FileNo}
-			w.announce = append(w.announce, op{it.PolicyName, registry.PutQueue(q)})
+			w.announce = append(w.announce, op{it.PolicyName, registry.QueueKey(it.PolicyName), func() registry.Write {
+				q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: differ.QueueOp(it), CreatedAt: now, FileNo: entry().FileNo}
+				return registry.PutQueue(q)
+			}})
 		}
 	}
 	for _, q := range work.Requeue {
-		w.announce = append(w.announce, op{q.PolicyName, registry.PutQueue(q)})
+		w.announce = append(w.announce, ready(q.PolicyName, registry.PutQueue(q)))
 	}
 	for _, name := range work.Drop {
-		w.remove = append(w.remove, op{name, registry.DeleteQueue(name)})
+		w.remove = append(w.remove, ready(name, registry.DeleteQueue(name)))
 	}
 	for _, name := range differ.SupersededDeadLetters(plan, reg.dead) {
-		w.remove = append(w.remove, op{name, registry.DeleteDeadLetter(name)})
+		w.remove = append(w.remove, ready(name, registry.DeleteDeadLetter(name)))
 	}
 	return w
+}
+
+// entryOf is the entry the item writes: the registry's (its legacy fields
+// and, for a move or a migration, its lastUpdated) with the item's name,
+// title, sha and path, and its legacy fields as they are now.
+func (r *run) entryOf(it policy.Item, reg registryState, mig differ.Migration, now string) policy.Entry {
+	e := reg.entries[it.PolicyName]
+	e.PolicyName, e.Title, e.Status, e.SHA, e.Path = it.PolicyName, it.Title, policy.StatusActive, it.SHA, it.Path
+	if (it.Action != policy.ActMove && it.Action != policy.ActMigrate) || e.LastUpdated == "" {
+		e.LastUpdated = now
+	}
+	return differ.WithLegacy(e, mig.Carry, r.start)
 }
 
 // runBatches calls do for each batch of ops, with bounded concurrency.
@@ -128,14 +145,14 @@ func (f *failures) add(batch []op, errs map[string]error) {
 		f.byName = map[string]string{}
 	}
 	for _, o := range batch {
-		err, ok := errs[o.write.Key()]
+		err, ok := errs[o.key]
 		if !ok || err == nil {
 			continue
 		}
 		f.keys++
 		f.limit = f.limit || errors.Is(err, policy.ErrTooLarge)
 		if f.first == "" {
-			f.first = o.write.Key() + ": " + err.Error()
+			f.first = o.key + ": " + err.Error()
 		}
 		if prev, seen := f.byName[o.name]; seen {
 			f.byName[o.name] = prev + "; " + err.Error()

@@ -32,7 +32,7 @@ type transport struct {
 // newTransport builds the transport of cfg (after withDefaults) over base.
 func newTransport(base http.RoundTripper, cfg Config, log *slog.Logger) *transport {
 	if base == nil {
-		base = http.DefaultTransport
+		base = pooledTransport()
 	}
 	return &transport{
 		base: base,
@@ -125,4 +125,22 @@ func (c *cancelOnClose) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
+}
+
+// maxIdlePerHost keeps as many connections to the API open between requests
+// as a run has writes in flight (CONCURRENCY is at most 32): Go's default
+// keeps 2, so a run with 16 batches in flight would open and close a TCP and
+// TLS connection for most of its requests.
+const maxIdlePerHost = 32
+
+// pooledTransport is http.DefaultTransport keeping maxIdlePerHost idle
+// connections to a host.
+func pooledTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	return t
 }
