@@ -31,8 +31,8 @@ func benchDoc(size int, front, last bool) []byte {
 // BenchmarkTitle measures policy.Title, which a run calls once per file it
 // reads: a typical 7 KiB regulation, and a 1 MiB one whose title is on its
 // first lines (what a run reads) or on its last (the worst case: a file
-// without a heading is read to its end). Title works on the whole content:
-// its cost and allocations grow with the file, not with where the title is.
+// without a heading is read to its end). Title looks at one line at a time:
+// its cost grows with where the title is, not with the size of the file.
 //
 //	go test -run '^$' -bench Title -benchmem ./internal/policy
 func BenchmarkTitle(b *testing.B) {
