@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -135,5 +136,38 @@ func TestStatus_WithoutGitHubSettings_NamesTheRepositoryTheLastRunRecorded(t *te
 	delete(w.env, "GITHUB_BRANCH")
 	if r := w.run("status"); r.code != exitOK || !strings.Contains(r.stdout, "repository     knue/policies, branch main") {
 		t.Errorf("status without GITHUB_REPO: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// A first sync larger than DAILY_WRITE_BUDGET spreads over days: each run
+// writes what fits, ends partial saying what waits, status shows the
+// progress, and the run that writes the last policy ends in success.
+func TestStatus_ShowsAFirstSyncSpreadOverDaysByTheWriteBudget(t *testing.T) {
+	w := newCloudflareWorld(t)
+	seed(w)
+	// Each run's own writes (lease taken and released, the record's three)
+	// leave room for one policy and its queue entry a day.
+	w.env["DAILY_WRITE_BUDGET"] = "7"
+	for day, written := range []int{1, 2} {
+		r := w.sync(exitPartial)
+		if !strings.Contains(r.stdout, "1 added") {
+			t.Errorf("day %d: sync does not say it added one policy:\n%s", day+1, r.stdout)
+		}
+		if got := len(w.state().paths()); got != written {
+			t.Errorf("day %d: %d policies in the registry, want %d", day+1, got, written)
+		}
+		st := w.run("status")
+		want := fmt.Sprintf("waiting        %d changes wait for the daily write budget (DAILY_WRITE_BUDGET); %d policies written so far; the next run continues\n", 3-written, written)
+		if !strings.Contains(st.stdout, want) {
+			t.Errorf("day %d: status lacks %q:\n%s", day+1, want, st.stdout)
+		}
+		w.now = w.now.Add(24 * time.Hour)
+	}
+	r := w.sync(exitOK)
+	if got := len(w.state().paths()); got != 3 {
+		t.Errorf("day 3: %d policies in the registry, want 3\n%s", got, r.stdout)
+	}
+	if st := w.run("status"); strings.Contains(st.stdout, "\nwaiting ") {
+		t.Errorf("status still shows waiting work after the last policy was written:\n%s", st.stdout)
 	}
 }
