@@ -69,6 +69,8 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 type statusReport struct {
 	Repo             string               `json:"repo,omitempty"`
 	Branch           string               `json:"branch,omitempty"`
+	SettingsRepo     string               `json:"settingsRepo,omitempty"`   // GITHUB_REPO, when it or
+	SettingsBranch   string               `json:"settingsBranch,omitempty"` // GITHUB_BRANCH differs from what the last run synced
 	Registry         string               `json:"registry"`
 	Writer           *registry.BoltWriter `json:"writer,omitempty"`
 	Lease            *registry.Lease      `json:"lease"`
@@ -164,13 +166,16 @@ func (rep *statusReport) gatherLastSuccess(ctx context.Context, reg *registry.Re
 
 // describe says which registry the report is of, who writes it, and which
 // repository and branch it is synced from: what the last run recorded, or
-// what the settings say when they are set (or nothing was recorded).
+// what the settings say when nothing was recorded. Settings that name
+// another repository or branch than the last run synced are reported beside
+// it (the next sync would read them).
 func (rep *statusReport) describe(cfg Config) {
+	rep.Repo, rep.Branch = cfg.Repo, cfg.Branch
 	if lr := rep.LastRun; lr != nil && lr.Repo != "" {
+		if cfg.Repo != "" && (!strings.EqualFold(cfg.Repo, lr.Repo) || cfg.Branch != lr.Branch) {
+			rep.SettingsRepo, rep.SettingsBranch = cfg.Repo, cfg.Branch
+		}
 		rep.Repo, rep.Branch = lr.Repo, lr.Branch
-	}
-	if cfg.Repo != "" {
-		rep.Repo, rep.Branch = cfg.Repo, cfg.Branch
 	}
 	if cfg.cloudflare() {
 		rep.Registry = fmt.Sprintf("Cloudflare Workers KV, account %s, namespace %s", cfg.CFAccountID, cfg.CFNamespaceID)

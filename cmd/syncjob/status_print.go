@@ -18,6 +18,9 @@ func printStatus(w io.Writer, rep statusReport) {
 	if rep.Repo != "" {
 		line("repository", "%s, branch %s", rep.Repo, rep.Branch)
 	}
+	if rep.SettingsRepo != "" {
+		line("settings", "GITHUB_REPO and GITHUB_BRANCH name %s, branch %s: not what the last run synced; the next sync reads them", rep.SettingsRepo, rep.SettingsBranch)
+	}
 	line("registry", "%s, %d policies", rep.Registry, rep.Policies)
 	if rep.Writer != nil {
 		line("writer", "%s (a sync is running)", rep.Writer)

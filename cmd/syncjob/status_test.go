@@ -139,6 +139,37 @@ func TestStatus_WithoutGitHubSettings_NamesTheRepositoryTheLastRunRecorded(t *te
 	}
 }
 
+// Settings that name another repository or branch than the last run synced
+// do not relabel the registry: status names what it holds and says what the
+// settings would sync instead.
+func TestStatus_SettingsForAnotherRepository_NamesWhatTheRegistryHolds(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	for _, tc := range []struct{ repo, branch string }{{"knue/website", "main"}, {"knue/policies", "draft"}} {
+		w.env["GITHUB_REPO"], w.env["GITHUB_BRANCH"] = tc.repo, tc.branch
+		r := w.run("status")
+		want := []string{
+			"repository     knue/policies, branch main\n",
+			"settings       GITHUB_REPO and GITHUB_BRANCH name " + tc.repo + ", branch " + tc.branch + ": not what the last run synced; the next sync reads them\n",
+		}
+		for _, s := range want {
+			if !strings.Contains(r.stdout, s) {
+				t.Errorf("%s@%s: status lacks %q:\n%s", tc.repo, tc.branch, s, r.stdout)
+			}
+		}
+		j := w.run("status", "--json")
+		if !strings.Contains(j.stdout, `"repo": "knue/policies"`) || !strings.Contains(j.stdout, `"settingsRepo": "`+tc.repo+`"`) {
+			t.Errorf("%s@%s: status --json:\n%s", tc.repo, tc.branch, j.stdout)
+		}
+	}
+	// The same repository, spelt in another case, is the same repository.
+	w.env["GITHUB_REPO"], w.env["GITHUB_BRANCH"] = "KNUE/Policies", "main"
+	if r := w.run("status"); strings.Contains(r.stdout, "\nsettings ") {
+		t.Errorf("status warns about the same repository:\n%s", r.stdout)
+	}
+}
+
 // A first sync larger than DAILY_WRITE_BUDGET spreads over days: each run
 // writes what fits, ends partial saying what waits, status shows the
 // progress, and the run that writes the last policy ends in success.
