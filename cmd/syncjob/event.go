@@ -63,7 +63,7 @@ func parseEvent(payload []byte) (syncer.Options, error) {
 	case triggerSchedule:
 		opt.Trigger = triggerSchedule
 	case triggerWebhook:
-		opt.Trigger, opt.Delivery = triggerWebhook, ev.Delivery
+		opt.Trigger, opt.Delivery, opt.After = triggerWebhook, ev.Delivery, ev.After
 	default:
 		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule, manual or webhook", ev.Trigger)}
 	}

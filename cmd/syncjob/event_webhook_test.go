@@ -27,7 +27,7 @@ func TestEvent_Webhook_ParsesToAnIncrementalRunWithItsDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the receiver's payload %s is refused: %v", b, err)
 	}
-	want := syncer.Options{Trigger: syncer.TriggerWebhook, Delivery: testDelivery}
+	want := syncer.Options{Trigger: syncer.TriggerWebhook, Delivery: testDelivery, After: testSHA}
 	if diff := cmp.Diff(want, opt); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}

@@ -12,8 +12,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/knue/syncjob/internal/logkey"
-	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/syncer"
 )
 
 // lambdaEntry is what the Lambda runtime calls. It takes the payload as raw
@@ -58,28 +56,7 @@ func (e *lambdaEntry) Invoke(ctx context.Context, payload []byte) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	e.checkPushedCommit(ctx, payload, res.RunSummary)
 	return marshalResult(res)
-}
-
-// checkPushedCommit warns when a webhook run found nothing to do although
-// the branch head it read is not the pushed commit. GitHub may answer for
-// a moment with the branch as it was before the push; the run then did
-// not see the push. A later push or the daily run syncs it, a redelivery
-// at once.
-func (e *lambdaEntry) checkPushedCommit(ctx context.Context, payload []byte, s policy.RunSummary) {
-	ev, err := decodeEvent(payload)
-	if err != nil || ev.Trigger != triggerWebhook || s.DryRun || s.Mode != syncer.ModeUnchanged || s.CommitSHA == ev.After {
-		return
-	}
-	requestID := ""
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		requestID = lc.AwsRequestID
-	}
-	slog.New(slog.NewJSONHandler(e.logs, nil)).Warn("pushed commit not at the branch head",
-		logkey.RequestID, requestID, logkey.RunID, s.RunID, logkey.Trigger, s.Trigger, logkey.Delivery, ev.Delivery,
-		logkey.After, ev.After, logkey.Commit, s.CommitSHA,
-		logkey.Reason, "the branch moved on since (a later push, a force-push), or GitHub answered with the branch as it was before the push: redeliver the push to sync it now; the daily run syncs it otherwise")
 }
 
 func (e *lambdaEntry) reject(ctx context.Context, problem string) error {

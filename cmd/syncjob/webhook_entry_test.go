@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
 )
 
 func TestLambdaEntry_FunctionURLRequest_ServedByTheReceiver(t *testing.T) {
@@ -61,7 +63,7 @@ func TestLambdaEntry_FunctionURLRequestToTheSyncFunction_Rejected(t *testing.T) 
 	assertNoSecretOrBody(t, logs.String())
 }
 
-func TestLambdaEntry_WebhookRunThatMissedThePush_Warns(t *testing.T) {
+func TestLambdaEntry_WebhookRunThatNeverSeesThePush_FailsForLambdaToRetry(t *testing.T) {
 	w := newWorld(t)
 	head := seed(w)
 	logs := new(bytes.Buffer)
@@ -69,23 +71,29 @@ func TestLambdaEntry_WebhookRunThatMissedThePush_Warns(t *testing.T) {
 	if _, err := invokeRaw(t, h, `{"trigger":"schedule"}`); err != nil {
 		t.Fatal(err)
 	}
-	// The head GitHub reports is the one already synced, not the pushed
-	// commit.
+	// The head GitHub reports stays the one already synced, not the pushed
+	// commit: the run reads it again, then fails, and the error makes
+	// Lambda retry the asynchronous invocation.
 	logs.Reset()
-	if _, err := invokeRaw(t, h, `{"trigger":"webhook","after":"`+testSHA+`","delivery":"`+testDelivery+`"}`); err != nil {
-		t.Fatal(err)
+	_, err := invokeRaw(t, h, `{"trigger":"webhook","after":"`+testSHA+`","delivery":"`+testDelivery+`"}`)
+	if err == nil || !strings.Contains(err.Error(), testSHA) || !strings.Contains(err.Error(), head) {
+		t.Errorf("webhook run that never saw its push: err %v, want one naming the pushed %s and the head %s", err, testSHA, head)
 	}
-	line := invocation{logs: logs.String()}.line(t, "pushed commit not at the branch head")
-	if line["after"] != testSHA || line["commit"] != head || line["delivery"] != testDelivery || line["level"] != "WARN" {
-		t.Errorf("line = %v", line)
+	if n := strings.Count(logs.String(), `"msg":"branch head not yet the pushed commit"`); n != 4 {
+		t.Errorf("%d waits for the push logged, want 4:\n%s", n, logs)
+	}
+	if lr := w.state().lastRun; lr.Status != "failed" || lr.Delivery != testDelivery {
+		t.Errorf("lastRun %s (delivery %q), want failed for delivery %s", lr.Status, lr.Delivery, testDelivery)
 	}
 
-	// The pushed commit synced: no warning.
-	logs.Reset()
-	if _, err := invokeRaw(t, h, `{"trigger":"webhook","after":"`+head+`","delivery":"`+testDelivery+`"}`); err != nil {
+	// GitHub catches up after two stale answers: the push is synced.
+	w.repo.Write("규정/제3편/새 규정.md", "# 새 규정\n")
+	pushed := w.repo.Commit("push")
+	w.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(head))
+	if _, err := invokeRaw(t, h, `{"trigger":"webhook","after":"`+pushed+`","delivery":"`+testDelivery+`"}`); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(logs.String(), "pushed commit not at the branch head") {
-		t.Errorf("warned although the head is the pushed commit:\n%s", logs)
+	if lc := w.state().lastCommit; lc != pushed {
+		t.Errorf("lastCommit %s after GitHub caught up, want the pushed %s", lc, pushed)
 	}
 }

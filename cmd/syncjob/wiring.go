@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -122,8 +123,9 @@ func newSyncer(cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, 
 		Logger:   logger,
 		Progress: progress,
 	}
+	var sleep func(context.Context, time.Duration) error
 	if d.httpClient != nil {
-		gcfg.Sleep = d.httpClient.sleep
+		gcfg.Sleep, sleep = d.httpClient.sleep, d.httpClient.sleep
 	}
 	src, err := github.New(gcfg)
 	if err != nil {
@@ -132,7 +134,7 @@ func newSyncer(cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, 
 	return &syncer.Syncer{
 		Source: src, Registry: reg,
 		Repo: cfg.Repo, Branch: cfg.Branch,
-		Logger: logger, Now: d.now,
+		Logger: logger, Now: d.now, Sleep: sleep,
 	}, nil
 }
 

@@ -68,3 +68,32 @@ func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changes
 	}
 	return cs, nil
 }
+
+// Relation says how head stands to base, by GitHub's compare status:
+// "identical", "ahead" (head contains base), "behind" (base contains
+// head), "diverged", or "unknown" when GitHub does not know one of them
+// (404 or 422). One request, of one commit's page: the files are not read.
+func (s *Source) Relation(ctx context.Context, base, head string) (string, error) {
+	op := "compare " + base + "..." + head
+	var comp *gh.CommitsComparison
+	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
+		c, resp, err := s.client.Repositories.CompareCommits(ctx, s.owner, s.repo, base, head, &gh.ListOptions{PerPage: 1})
+		comp = c
+		return resp, err
+	})
+	if err != nil {
+		if rateLimitOf(err, s.now()) == nil {
+			switch statusOf(err) {
+			case http.StatusNotFound, http.StatusUnprocessableEntity:
+				return "unknown", nil
+			}
+		}
+		return "", s.translate(op, err)
+	}
+	switch st := comp.GetStatus(); st {
+	case "identical", "ahead", "behind", "diverged":
+		return st, nil
+	default:
+		return "", s.masked(fmt.Errorf("github: %s: unknown status %q", op, st))
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -165,5 +167,40 @@ func TestCompare_300Files_Untrusted(t *testing.T) {
 	head = f.repo.Commit("299 files")
 	if got := mustCompare(t, f, base, head); len(got.Changes) != 299 {
 		t.Errorf("Compare: %d changes, want 299", len(got.Changes))
+	}
+}
+
+func TestRelation_GitHubsCompareStatus_UnknownCommitsAreUnknown(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("a.md", "a")
+	base := f.repo.Commit("base")
+	f.repo.Write("b.md", "b")
+	ahead := f.repo.Commit("ahead")
+	f.repo.Reset(base)
+	f.repo.Write("c.md", "c")
+	other := f.repo.Commit("another line")
+	src := f.source(t)
+	for _, tc := range []struct{ base, head, want string }{
+		{base, base, "identical"},
+		{base, ahead, "ahead"},
+		{ahead, base, "behind"},
+		{ahead, other, "diverged"},
+		{"0123456789abcdef0123456789abcdef01234567", base, "unknown"},
+	} {
+		got, err := src.Relation(context.Background(), tc.base, tc.head)
+		if err != nil || got != tc.want {
+			t.Errorf("Relation(%.7s, %.7s) = %q, %v; want %q", tc.base, tc.head, got, err, tc.want)
+		}
+	}
+	// One page of one commit: the files are not what it asks for.
+	for _, r := range f.srv.Log() {
+		if q, _ := url.ParseQuery(r.Query); r.Kind == githubtest.KindCompare && q.Get("per_page") != "1" {
+			t.Errorf("compare request %s without per_page=1", r.Path)
+		}
+	}
+	// A rate limit is an error, not an unknown commit.
+	f.srv.FailNext(githubtest.KindCompare, 1, githubtest.PrimaryRateLimit(http.StatusForbidden, time.Now().Add(time.Hour)))
+	if got, err := src.Relation(context.Background(), base, ahead); !errors.Is(err, policy.ErrRateLimited) {
+		t.Errorf("Relation under a rate limit = %q, %v; want ErrRateLimited", got, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/registrytest"
@@ -435,5 +436,88 @@ func TestConverge_RenewalThatLandsExpired_StopsTheRun(t *testing.T) {
 	}
 	if n := len(r.policies()); n != 0 {
 		t.Errorf("a run that lost its lease wrote %d policies", n)
+	}
+}
+
+// A webhook run reads the head GitHub reports; for a moment after a push
+// that can be the branch as it was before. The run waits for the push
+// instead of ending "unchanged" without it.
+func TestConverge_WebhookRun_HeadNotYetThePush_WaitsForIt(t *testing.T) {
+	r := newRig(t)
+	old := r.seed()
+	r.mustRun()
+	r.repo.Write("c/새 규정.md", "# 새 규정\n")
+	pushed := r.repo.Commit("push")
+	r.gh.ResetRequests()
+	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(old))
+	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: pushed})
+	if err != nil {
+		t.Fatalf("webhook run: %v", err)
+	}
+	if res.Summary.CommitSHA != pushed || res.Summary.Added != 1 || r.lastCommit() != pushed {
+		t.Errorf("webhook run synced %s (%d added), lastCommit %s; want the pushed %s", res.Summary.CommitSHA, res.Summary.Added, r.lastCommit(), pushed)
+	}
+	if got := r.gh.Requests(); got[githubtest.KindCommitSHA] != 3 || got[githubtest.KindCompare] != 2 {
+		t.Errorf("%d head and %d compare requests, want 3 (two stale answers, then the push) and 2 (is the stale head behind the push; the incremental run's)", got[githubtest.KindCommitSHA], got[githubtest.KindCompare])
+	}
+}
+
+// A head that already holds the pushed commit is synced at once: an old
+// push redelivered, or events that arrive out of order.
+func TestConverge_WebhookRun_HeadPastThePush_NoWait(t *testing.T) {
+	r := newRig(t)
+	first := r.seed()
+	r.repo.Write("c/새 규정.md", "# 새 규정\n")
+	r.repo.Commit("a later push")
+	r.mustRun()
+	r.gh.ResetRequests()
+	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: first})
+	if err != nil || res.Summary.Mode != syncer.ModeUnchanged {
+		t.Fatalf("redelivered old push: mode %s, err %v; want unchanged", res.Summary.Mode, err)
+	}
+	if got := r.gh.Requests(); got[githubtest.KindCommitSHA] != 1 || got[githubtest.KindCompare] != 1 {
+		t.Errorf("%d head and %d compare requests, want 1 and 1", got[githubtest.KindCommitSHA], got[githubtest.KindCompare])
+	}
+}
+
+// A head that never becomes the push fails the run (Lambda retries it) and
+// writes nothing; a head past the push, or another one, is synced at once.
+func TestConverge_WebhookRun_HeadNeverThePush_FailsWithoutWaitingForOtherHeads(t *testing.T) {
+	r := newRig(t)
+	old := r.seed()
+	r.mustRun()
+	r.repo.Write("c/새 규정.md", "# 새 규정\n")
+	pushed := r.repo.Commit("push")
+	webhook := syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: pushed}
+	r.gh.ResetRequests()
+	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.StaleHead(old))
+	res, err := r.run(webhook)
+	if !errors.Is(err, syncer.ErrPushNotSeen) || res.Summary.Status != policy.RunFailed || !strings.Contains(err.Error(), pushed) || !strings.Contains(err.Error(), "after 15s") {
+		t.Fatalf("head never the push: status %s, err %v; want failed with ErrPushNotSeen naming %s", res.Summary.Status, err, pushed)
+	}
+	if got := r.gh.Requests()[githubtest.KindCommitSHA]; got != 5 {
+		t.Errorf("%d head requests, want 5 (the first and four more)", got)
+	}
+	if r.lastCommit() != old {
+		t.Errorf("lastCommit %s after a run that did not see the push, want %s", r.lastCommit(), old)
+	}
+	// A later push moved the branch on: the run syncs it without waiting.
+	r.gh.ClearFaults()
+	r.gh.ResetRequests()
+	r.repo.Write("c/다음 규정.md", "# 다음 규정\n")
+	later := r.repo.Commit("later push")
+	if res, err = r.run(webhook); err != nil || res.Summary.CommitSHA != later {
+		t.Fatalf("head past the push: synced %s, err %v; want %s", res.Summary.CommitSHA, err, later)
+	}
+	if got := r.gh.Requests()[githubtest.KindCommitSHA]; got != 1 {
+		t.Errorf("%d head requests for a head past the push, want 1", got)
+	}
+	// Runs started by hand or on schedule never wait.
+	r.gh.ResetRequests()
+	if res, err = r.run(syncer.Options{LeaseTTL: leased.LeaseTTL}); err != nil || res.Summary.Mode != syncer.ModeUnchanged {
+		t.Fatalf("run without a pushed commit: mode %s, err %v", res.Summary.Mode, err)
+	}
+	if got := r.gh.Requests()[githubtest.KindCommitSHA]; got != 1 {
+		t.Errorf("%d head requests for a run without a pushed commit, want 1", got)
 	}
 }

@@ -26,6 +26,10 @@ type Source interface {
 	// Compare returns base...head; errors wrap policy.ErrCompareUntrusted when a
 	// full run is needed instead.
 	Compare(ctx context.Context, base, head string) (policy.Changeset, error)
+	// Relation says how head stands to base: "identical", "ahead" (head
+	// contains base), "behind", "diverged", or "unknown" (GitHub does not
+	// know one of them).
+	Relation(ctx context.Context, base, head string) (string, error)
 	// Titles reads what a run keeps of each file at commit, by path (its
 	// size and title, reading no more than maxSize+1 bytes of one), the
 	// per-path failures, and an error only when the whole read must abort
@@ -65,10 +69,15 @@ const (
 
 // Options of one run.
 type Options struct {
-	Full              bool
-	DryRun            bool
-	Trigger           string        // "cli", "schedule", "manual", "webhook"
-	Delivery          string        // the GitHub delivery id of a webhook run
+	Full     bool
+	DryRun   bool
+	Trigger  string // "cli", "schedule", "manual", "webhook"
+	Delivery string // the GitHub delivery id of a webhook run
+	// After is the pushed commit a webhook run was started for. While the
+	// branch head GitHub reports is still the last synced commit and does
+	// not contain it, the run reads it again, 1, 2, 4 and 8 s later, and
+	// fails if it never moves (ErrPushNotSeen).
+	After             string
 	MaxFileSize       int64         // 0 → policy.DefaultMaxFileSize
 	BatchSize         int           // registry pairs per batch; 0 → 50
 	Concurrency       int           // batches in flight; 0 → DefaultConcurrency
@@ -116,6 +125,9 @@ type Syncer struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	NewRunID func() string
+	// Sleep waits between reads of a head that is not yet a webhook's
+	// pushed commit; nil → a timer (tests pass one that returns at once).
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Result is what a run did (or, on a dry run, would do).

@@ -47,6 +47,7 @@ func newRig(t *testing.T) *rig {
 	return &rig{t: t, repo: repo, gh: gh, store: store, reg: reg, clock: clock, s: &syncer.Syncer{
 		Source: src, Registry: reg, Repo: "knue/policies", Branch: "main", Now: clock.Now,
 		NewRunID: func() string { n++; return fmt.Sprintf("run%03d", n) },
+		Sleep:    func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() },
 	}}
 }
 

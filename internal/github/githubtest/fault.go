@@ -71,6 +71,12 @@ func StatusError(status int, message string) Fault {
 	return Fault{Status: status, Body: jsonMessage(message, "https://docs.github.com/rest")}
 }
 
+// StaleHead answers a head request (KindCommitSHA) with sha: what GitHub
+// can answer for a moment after a push, the branch as it was before it.
+func StaleHead(sha string) Fault {
+	return Fault{Status: http.StatusOK, Body: sha}
+}
+
 // Hang never answers; the client's timeout or context ends the request.
 func Hang() Fault { return Fault{Hang: true} }
 
