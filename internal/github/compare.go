@@ -20,25 +20,16 @@ const maxCompareFiles = 300
 // GitHub's cap), policy.ErrRateLimited, policy.ErrConfig. Identical commits
 // give an empty changeset.
 func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changeset, error) {
-	rng := base + "..." + head
-	op := "compare " + rng
-	var comp *gh.CommitsComparison
-	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
-		c, resp, err := s.client.Repositories.CompareCommits(ctx, s.owner, s.repo, base, head, nil)
-		comp = c
-		return resp, err
-	})
+	op := "compare " + base + "..." + head
+	comp, unknown, err := s.compare(ctx, op, base, head, nil)
 	untrusted := func(reason string) error {
 		return s.masked(fmt.Errorf("github: %s: %w: %s", op, policy.ErrCompareUntrusted, reason))
 	}
-	if err != nil {
-		if rateLimitOf(err, s.now()) == nil {
-			switch st := statusOf(err); st {
-			case http.StatusNotFound, http.StatusUnprocessableEntity:
-				return policy.Changeset{}, untrusted(fmt.Sprintf("base or head unknown (%d %s)", st, http.StatusText(st)))
-			}
-		}
-		return policy.Changeset{}, s.translate(op, err)
+	switch {
+	case unknown != 0:
+		return policy.Changeset{}, untrusted(fmt.Sprintf("base or head unknown (%d %s)", unknown, http.StatusText(unknown)))
+	case err != nil:
+		return policy.Changeset{}, err
 	}
 	cs := policy.Changeset{Base: base, Head: head}
 	switch st := comp.GetStatus(); st {
@@ -75,20 +66,12 @@ func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changes
 // (404 or 422). One request, of one commit's page: the files are not read.
 func (s *Source) Relation(ctx context.Context, base, head string) (string, error) {
 	op := "compare " + base + "..." + head
-	var comp *gh.CommitsComparison
-	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
-		c, resp, err := s.client.Repositories.CompareCommits(ctx, s.owner, s.repo, base, head, &gh.ListOptions{PerPage: 1})
-		comp = c
-		return resp, err
-	})
-	if err != nil {
-		if rateLimitOf(err, s.now()) == nil {
-			switch statusOf(err) {
-			case http.StatusNotFound, http.StatusUnprocessableEntity:
-				return "unknown", nil
-			}
-		}
-		return "", s.translate(op, err)
+	comp, unknown, err := s.compare(ctx, op, base, head, &gh.ListOptions{PerPage: 1})
+	switch {
+	case unknown != 0:
+		return "unknown", nil
+	case err != nil:
+		return "", err
 	}
 	switch st := comp.GetStatus(); st {
 	case "identical", "ahead", "behind", "diverged":
@@ -96,4 +79,25 @@ func (s *Source) Relation(ctx context.Context, base, head string) (string, error
 	default:
 		return "", s.masked(fmt.Errorf("github: %s: unknown status %q", op, st))
 	}
+}
+
+// compare asks GitHub's compare for base...head. When GitHub does not know
+// base or head (404 or 422, not a rate limit) it returns that status as
+// unknown and no error; other errors are translated.
+func (s *Source) compare(ctx context.Context, op, base, head string, opts *gh.ListOptions) (comp *gh.CommitsComparison, unknown int, err error) {
+	err = s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
+		c, resp, err := s.client.Repositories.CompareCommits(ctx, s.owner, s.repo, base, head, opts)
+		comp = c
+		return resp, err
+	})
+	if err == nil {
+		return comp, 0, nil
+	}
+	if rateLimitOf(err, s.now()) == nil {
+		switch st := statusOf(err); st {
+		case http.StatusNotFound, http.StatusUnprocessableEntity:
+			return nil, st, nil
+		}
+	}
+	return nil, 0, s.translate(op, err)
 }
