@@ -215,7 +215,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // exitCode maps the outcome of a command to DESIGN.md's exit codes.
 func exitCode(err error) int {
 	var ee *exitError
-	var ce *ConfigError
+	var ce *policy.ConfigError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK

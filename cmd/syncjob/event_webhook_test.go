@@ -11,6 +11,8 @@ import (
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/syncer"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 const (
@@ -19,11 +21,11 @@ const (
 )
 
 func TestEvent_Webhook_ParsesToAnIncrementalRunWithItsDelivery(t *testing.T) {
-	b, err := json.Marshal(webhookEvent{Trigger: triggerWebhook, After: testSHA, Delivery: testDelivery})
+	b, err := json.Marshal(lambda.WebhookEvent{Trigger: lambda.TriggerWebhook, After: testSHA, Delivery: testDelivery})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt, err := parseEvent(b)
+	opt, err := lambda.ParseEvent(b)
 	if err != nil {
 		t.Fatalf("the receiver's payload %s is refused: %v", b, err)
 	}
@@ -48,8 +50,8 @@ func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
 		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","ref":"refs/heads/main"}`, "ref", "unknown field"},
 	} {
 		t.Run(tc.payload, func(t *testing.T) {
-			_, err := parseEvent([]byte(tc.payload))
-			var ee *EventError
+			_, err := lambda.ParseEvent([]byte(tc.payload))
+			var ee *lambda.EventError
 			if !errors.As(err, &ee) || ee.Field != tc.field || !strings.Contains(ee.Error(), tc.words) {
 				t.Errorf("err = %v, want an EventError on %s saying %q", err, tc.field, tc.words)
 			}

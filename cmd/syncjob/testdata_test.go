@@ -13,6 +13,8 @@ import (
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/syncer"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // The samples in testdata/ (see testdata/README.md) must stay true: each
@@ -48,7 +50,7 @@ func TestTestdata_Events_ParseToTheRunTheyName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := parseEvent(payload)
+			got, err := lambda.ParseEvent(payload)
 			if err != nil {
 				t.Fatalf("parse %s: %v", name, err)
 			}
