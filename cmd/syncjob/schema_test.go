@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -193,4 +194,54 @@ func TestSchema_RejectsWrongValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSchema_NamesEveryField keeps the schemas beside the Go types: every
+// JSON field a value can carry, however rare (dirty, waiting, legacy
+// fields), is a property of its schema, so additionalProperties never
+// refuses what the code writes.
+func TestSchema_NamesEveryField(t *testing.T) {
+	raw := map[string]map[string]any{}
+	for _, s := range schemaOfKey {
+		b, err := os.ReadFile(filepath.Join(schemaDir, s.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		props, _ := doc["properties"].(map[string]any)
+		raw[s.file] = props
+	}
+	for file, v := range map[string]any{
+		"policy-entry.json": policy.Entry{},
+		"queue-entry.json":  policy.QueueEntry{},
+		"dead-letter.json":  policy.DeadLetter{},
+		"last-run.json":     policy.RunSummary{},
+		"lease.json":        registry.Lease{},
+	} {
+		for _, name := range jsonFields(reflect.TypeOf(v)) {
+			if _, ok := raw[file][name]; !ok {
+				t.Errorf("%s: field %q of %T is not a property", file, name, v)
+			}
+		}
+	}
+}
+
+// jsonFields returns the JSON names of a struct's fields, embedded ones
+// flattened.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		if f.Anonymous {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
