@@ -11,7 +11,7 @@ import (
 	"github.com/knue/syncjob/internal/registry"
 )
 
-// Reads never write (DESIGN.md "Honest reports"): list, status and the
+// Reads never write (README.md, "Operate"): list, status and the
 // other reads open the registry file read-only, create nothing and work
 // while a sync has it; a second writer is told who holds it.
 

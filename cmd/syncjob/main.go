@@ -2,6 +2,8 @@
 // one branch of a GitHub repository. See README.md and docs/design.md.
 package main
 
+//go:generate go test -run TestREADME_SettingsTableIsGenerated -update .
+
 import (
 	"context"
 	"os"

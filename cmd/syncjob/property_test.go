@@ -12,7 +12,7 @@ import (
 )
 
 // headState is what the registry must hold for a commit: policyName → path@sha,
-// computed from the repository's files by DESIGN.md's rules.
+// computed from the repository's files by the rules of docs/design.md, "Policy files".
 func headState(w *world, commit string) map[string]string {
 	byName := map[string][]string{}
 	files := w.repo.Files(commit)

@@ -108,3 +108,20 @@ func (x secretsExtension) secretString(ctx context.Context, id string) (string, 
 	}
 	return strings.TrimSpace(*out.SecretString), nil
 }
+
+// Setting is a setting only the Lambda functions read.
+type Setting struct{ Env, Help string }
+
+// Settings are the settings the Lambda functions read beyond the CLI's;
+// README's settings table lists them after the CLI's.
+func Settings() []Setting {
+	var out []Setting
+	for _, r := range SecretRefs() {
+		out = append(out, Setting{r.Ref, "Lambda: read " + r.Env + " from this Secrets Manager secret (ARN or name) at each invocation"})
+	}
+	return append(out,
+		Setting{EnvSyncFunction, "webhook receiver: the sync function it hands pushes to; set, this function is the receiver"},
+		Setting{EnvWebhookSecretARN, "webhook receiver: the Secrets Manager secret GitHub signs deliveries with"},
+		Setting{EnvWebhookSecret, "the webhook secret itself, outside Lambda (read by syncjob webhook verify)"},
+	)
+}
