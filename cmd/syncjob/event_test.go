@@ -10,6 +10,7 @@ import (
 )
 
 func TestLambda_InvalidEvent_ErrorNamesTheField_NothingRuns(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		payload string
 		field   string

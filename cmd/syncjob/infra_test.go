@@ -126,6 +126,7 @@ func path(v any, keys ...string) any {
 func ref(name string) map[string]any { return map[string]any{"Ref": name} }
 
 func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
+	t.Parallel()
 	tpl := mustTemplate(t)
 	if tpl.Transform != "AWS::Serverless-2016-10-31" {
 		t.Errorf("Transform = %v, want the SAM transform", tpl.Transform)
@@ -386,6 +387,7 @@ func cmpAny(a, b any) bool {
 // of line the README's queries read and checks each message and field they
 // name appears in some line.
 func TestInfra_LogsInsightsQueries_UseFieldsWeLog(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../infra/README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ func invokeRaw(t *testing.T, h awslambda.Handler, payload string) ([]byte, error
 }
 
 func TestLambdaEntry_EmptyPayloadIsAManualRun(t *testing.T) {
+	t.Parallel()
 	for _, payload := range []string{"", "  ", "null", "{}"} {
 		t.Run(payload, func(t *testing.T) {
 			w := newWorld(t)
@@ -54,6 +55,7 @@ func TestLambdaEntry_EmptyPayloadIsAManualRun(t *testing.T) {
 }
 
 func TestLambdaEntry_ResultIsTheFlatSummary_ErrorsKeepTheirType(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	h := w.lambdaEntry(new(bytes.Buffer))

@@ -114,6 +114,7 @@ func (w *world) invokeWith(h *testHandler, payload string, timeout time.Duration
 }
 
 func TestLambda_ScheduledEvent_SyncsAndReturnsSummary(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	head := seed(w)
 	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
@@ -175,6 +176,7 @@ func TestLambda_ScheduledEvent_SyncsAndReturnsSummary(t *testing.T) {
 }
 
 func TestLambda_SameEventTwice_SecondRunIsUnchangedNoOp(t *testing.T) {
+	t.Parallel()
 	// Lambda retries a failed asynchronous invocation with the same event,
 	// and the scheduler may deliver one twice: a run recomputes everything
 	// from the repository and the registry, so a repeat changes nothing.
@@ -212,6 +214,7 @@ func TestLambda_SameEventTwice_SecondRunIsUnchangedNoOp(t *testing.T) {
 }
 
 func TestLambda_ManualEvents(t *testing.T) {
+	t.Parallel()
 	t.Run("full dry run writes nothing and reports no metrics", func(t *testing.T) {
 		w := newWorld(t)
 		seed(w)
@@ -355,6 +358,7 @@ func TestLambda_ManualEvents(t *testing.T) {
 }
 
 func TestLambda_BadConfig_ErrorNamesTheSetting(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	delete(w.env, "GITHUB_REPO")
 	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
@@ -366,6 +370,7 @@ func TestLambda_BadConfig_ErrorNamesTheSetting(t *testing.T) {
 }
 
 func TestLambda_FailedRun_ReturnsErrorAndIsRecorded(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
@@ -451,6 +456,7 @@ func TestLambda_DeadlineInsideReserve_RunFailsAtOnceAndIsRecorded(t *testing.T) 
 }
 
 func TestLambda_HandlerKeepsNoStateBetweenInvocations(t *testing.T) {
+	t.Parallel()
 	// A warm Lambda environment reuses the handler: two invocations of one
 	// handler behave as two cold ones.
 	w := newWorld(t)
@@ -472,6 +478,7 @@ func TestLambda_HandlerKeepsNoStateBetweenInvocations(t *testing.T) {
 }
 
 func TestLambda_PartialRun_ReturnsSummaryAndCountsPartial(t *testing.T) {
+	t.Parallel()
 	// Failed items are queued for the next run; an immediate Lambda retry
 	// would not help them, so a partial run is not an invocation error. The
 	// RunPartial metric (and its alarm) reports it.

@@ -43,6 +43,7 @@ func registryState(s state) map[string]string {
 // folders and force-pushes), syncing after each commit or after random jumps of
 // several commits leaves the registry equal to the head tree.
 func TestSync_Property_RandomHistories(t *testing.T) {
+	t.Parallel()
 	for seedN := range uint64(3) {
 		t.Run(fmt.Sprint("seed", seedN), func(t *testing.T) {
 			forEachBackend(t, func(t *testing.T, w *world) {

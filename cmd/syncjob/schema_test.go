@@ -86,6 +86,7 @@ func schemaFor(key string) string {
 // registry — adds, failures queued for retry, dead letters, a held lease —
 // and validates every value the registry then holds against its schema.
 func TestSchema_EveryStoredValueValidates(t *testing.T) {
+	t.Parallel()
 	schemas := mustSchemas(t)
 	w := newWorld(t)
 	deadLetterWorld(t, w) // announcements, two dead letters, four runs
@@ -137,6 +138,7 @@ func TestSchema_EveryStoredValueValidates(t *testing.T) {
 // TestSchema_RejectsWrongValues shows the schemas are strict enough to
 // catch a missing field, a wrong type or a value outside its set.
 func TestSchema_RejectsWrongValues(t *testing.T) {
+	t.Parallel()
 	schemas := mustSchemas(t)
 	entry := map[string]any{
 		"policyName": "학칙", "title": "한국교원대학교 학칙", "status": "active",
@@ -201,6 +203,7 @@ func TestSchema_RejectsWrongValues(t *testing.T) {
 // fields), is a property of its schema, so additionalProperties never
 // refuses what the code writes.
 func TestSchema_NamesEveryField(t *testing.T) {
+	t.Parallel()
 	raw := map[string]map[string]any{}
 	for _, s := range schemaOfKey {
 		b, err := os.ReadFile(filepath.Join(schemaDir, s.file))

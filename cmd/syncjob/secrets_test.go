@@ -70,6 +70,7 @@ func withSecretExtension(w *world) (*fakeExtension, *testHandler) {
 }
 
 func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		fault  *githubtest.Fault
@@ -125,6 +126,7 @@ func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
 }
 
 func TestLambda_DryRunPlan_NeverPrintsTheToken(t *testing.T) {
+	t.Parallel()
 	// A title is read from a file: one quoting the token must not carry it
 	// into the result or the log.
 	w := newWorld(t)
@@ -157,6 +159,7 @@ func TestLambda_DryRunPlan_NeverPrintsTheToken(t *testing.T) {
 }
 
 func TestLambda_SecretReferenceProblems_NameTheSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		setup func(w *world, ext *fakeExtension, h *testHandler)

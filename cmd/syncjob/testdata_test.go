@@ -27,6 +27,7 @@ import (
 const testdataDir = "../../testdata"
 
 func TestTestdata_Events_ParseToTheRunTheyName(t *testing.T) {
+	t.Parallel()
 	want := map[string]syncer.Options{
 		"schedule.json": {Trigger: "schedule"},
 		"backfill.json": {Trigger: "manual", Full: true},
@@ -62,6 +63,7 @@ func TestTestdata_Events_ParseToTheRunTheyName(t *testing.T) {
 }
 
 func TestTestdata_Policies_SyncToSixPoliciesAndOneConflict(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		mustLoadTree(t, w.repo, filepath.Join(testdataDir, "policies"))
 		head := w.repo.Commit("the testdata policy tree")

@@ -17,6 +17,7 @@ import (
 )
 
 func TestLambdaEntry_FunctionURLRequest_ServedByTheReceiver(t *testing.T) {
+	t.Parallel()
 	r := newReceiverRig(t)
 	e := lambda.NewEntry(func(k string) string { return r.env[k] }, r.logs, time.Now, lambdaJob(deps{}))
 	if e.Receiver == nil {
@@ -48,6 +49,7 @@ func TestLambdaEntry_FunctionURLRequest_ServedByTheReceiver(t *testing.T) {
 }
 
 func TestLambdaEntry_FunctionURLRequestToTheSyncFunction_Rejected(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	ev, err := json.Marshal(delivery("push", testDelivery, pushPayload("knue/policies", "refs/heads/main", testSHA), testWebhookSecret))
@@ -67,6 +69,7 @@ func TestLambdaEntry_FunctionURLRequestToTheSyncFunction_Rejected(t *testing.T) 
 }
 
 func TestLambdaEntry_WebhookRunThatNeverSeesThePush_FailsForLambdaToRetry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	head := seed(w)
 	logs := new(bytes.Buffer)

@@ -62,6 +62,7 @@ func webhookSampleLogs(t *testing.T) string {
 }
 
 func TestInfra_WebhookReceiver_AgreesWithTheCode(t *testing.T) {
+	t.Parallel()
 	tpl := mustTemplate(t)
 	const id = "WebhookFunction"
 	rcv, sync := tpl.function(t, id), tpl.function(t, "SyncFunction")

@@ -142,6 +142,7 @@ func (a answer) metric(t *testing.T, name string) any {
 }
 
 func TestWebhook_SignedPushToTheBranch_HandedOffAsynchronously(t *testing.T) {
+	t.Parallel()
 	r := newReceiverRig(t)
 	const after = "89abcdef0123456789abcdef0123456789abcdef"
 	a := r.deliver(delivery("push", testDelivery, pushPayload("knue/policies", "refs/heads/main", after), testWebhookSecret))
@@ -175,6 +176,7 @@ func TestWebhook_SignedPushToTheBranch_HandedOffAsynchronously(t *testing.T) {
 }
 
 func TestWebhook_EveryOtherDelivery_AnsweredAndNothingStarted(t *testing.T) {
+	t.Parallel()
 	push := pushPayload("knue/policies", "refs/heads/main", testSHA)
 	signedPush := delivery("push", testDelivery, push, testWebhookSecret)
 	b64 := signedPush
@@ -247,6 +249,7 @@ func assertNoSecretOrBody(t *testing.T, out string) {
 }
 
 func TestWebhook_PushesDuringARun_EachQueued(t *testing.T) {
+	t.Parallel()
 	// The handoff waits for nothing but Lambda's 202: while the one run
 	// the sync function's reserved concurrency allows is going, each push
 	// is still answered at once and its event queued, none dropped.
@@ -271,6 +274,7 @@ func TestWebhook_PushesDuringARun_EachQueued(t *testing.T) {
 }
 
 func TestWebhook_HandoffRefused_502AndLogged(t *testing.T) {
+	t.Parallel()
 	r := newReceiverRig(t)
 	r.lambda.fail(404, "ResourceNotFoundException")
 	a := r.deliver(delivery("push", testDelivery, pushPayload("knue/policies", "refs/heads/main", testSHA), testWebhookSecret))
@@ -289,6 +293,7 @@ func TestWebhook_HandoffRefused_502AndLogged(t *testing.T) {
 }
 
 func TestWebhook_SecretFromSecretsManager(t *testing.T) {
+	t.Parallel()
 	r := newReceiverRig(t)
 	ext := &fakeExtension{sessionToken: testSessionTk, secrets: map[string]string{testWebhookARN: testWebhookSecret}}
 	r.h.ExtensionURL = ext.serve(t)
@@ -335,6 +340,7 @@ func TestWebhook_SecretFromSecretsManager(t *testing.T) {
 }
 
 func TestWebhook_Misconfigured_500NamesTheSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ unset, want string }{
 		{lambda.EnvSyncFunction, lambda.EnvSyncFunction},
 		{"GITHUB_REPO", "GITHUB_REPO"},

@@ -29,6 +29,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func TestCLI_WebhookVerify(t *testing.T) {
+	t.Parallel()
 	body := pushPayload("knue/policies", "refs/heads/main", testSHA)
 	sig := webhook.Sign([]byte(testWebhookSecret), []byte(body))
 	// As GitHub's Recent Deliveries shows a delivery's request headers.
@@ -94,6 +95,7 @@ func TestCLI_WebhookVerify(t *testing.T) {
 }
 
 func TestCLI_WebhookHelp_Exit0(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, args := range [][]string{{"webhook", "--help"}, {"webhook", "verify", "--help"}, {"webhook", "verify", "-h"}} {
 		if r := w.run(args...); r.code != 0 || !strings.Contains(r.stderr, "Usage: syncjob webhook verify") || !strings.Contains(r.stderr, "--secret-env") {
