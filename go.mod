@@ -2,6 +2,8 @@ module github.com/knue/syncjob
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
@@ -12,7 +14,8 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-github/v66 v66.0.0
 	github.com/mattn/go-runewidth v0.0.31
-	go.etcd.io/bbolt v1.4.3
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/sync v0.25.0
 	golang.org/x/term v0.48.0

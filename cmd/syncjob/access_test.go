@@ -11,13 +11,14 @@ import (
 	"github.com/knue/syncjob/internal/registry"
 )
 
-// Reads never write (DESIGN.md "Honest reports"): list, status and the
+// Reads never write (README.md, "Operate"): list, status and the
 // other reads open the registry file read-only, create nothing and work
 // while a sync has it; a second writer is told who holds it.
 
 var reads = [][]string{{"list"}, {"status"}, {"queue", "list"}, {"deadletter", "list"}, {"lease", "show"}}
 
 func TestRead_MissingRegistry_ErrorNamesRegistryPath_CreatesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	changes := [][]string{{"deadletter", "retry", "학칙"}, {"deadletter", "retry", "--all"}, {"deadletter", "drop", "학칙", "--yes"}, {"lease", "release", "--yes"}}
 	for _, args := range append(reads, changes...) {
@@ -32,6 +33,7 @@ func TestRead_MissingRegistry_ErrorNamesRegistryPath_CreatesNothing(t *testing.T
 }
 
 func TestRead_WhileASyncHoldsTheFile_Works_SecondWriterRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -66,6 +68,7 @@ func TestRead_WhileASyncHoldsTheFile_Works_SecondWriterRefused(t *testing.T) {
 }
 
 func TestRead_ReadOnlyRegistryFile_Listed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)

@@ -16,7 +16,7 @@ import (
 	"github.com/knue/syncjob/internal/syncer"
 )
 
-// Exit codes (DESIGN.md "Interface").
+// Exit codes (README.md, "Operate").
 const (
 	exitOK      = 0
 	exitFailed  = 1
@@ -212,10 +212,10 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
-// exitCode maps the outcome of a command to DESIGN.md's exit codes.
+// exitCode maps the outcome of a command to its exit code (README.md, "Operate").
 func exitCode(err error) int {
 	var ee *exitError
-	var ce *ConfigError
+	var ce *policy.ConfigError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCLI_UnknownCommand_Exit2(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if r := w.run("frobnicate"); r.code != exitUsage {
 		t.Errorf("exit %d, want 2", r.code)
@@ -20,6 +21,7 @@ func TestCLI_UnknownCommand_Exit2(t *testing.T) {
 }
 
 func TestCLI_TokenNeverPrinted(t *testing.T) {
+	t.Parallel()
 	const token = "ghp_SECRETSECRETSECRET0123456789abcdef"
 	for _, tc := range []struct {
 		name  string
@@ -54,6 +56,7 @@ func TestCLI_TokenNeverPrinted(t *testing.T) {
 }
 
 func TestCLI_CredentialsInAPIURL_NeverPrinted(t *testing.T) {
+	t.Parallel()
 	const password = "s3cr3tpassword0123"
 	w := newWorld(t)
 	seed(w)

@@ -69,6 +69,7 @@ func bodyMentions(r *http.Request, s string) bool {
 }
 
 func TestCloudflare_RequestsPerRun_OneListPerPrefixOneBulkWritePerBatch(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	seed(w)
 	first := w.syncCounted(0)
@@ -121,6 +122,7 @@ func stormHistory(w *world) string {
 }
 
 func TestCloudflare_429Storm_RetriedAfterRetryAfter_RunCompletes(t *testing.T) {
+	t.Parallel()
 	// The same history without the storm says what the run costs when
 	// every request is answered the first time.
 	calm := newCloudflareWorld(t)
@@ -162,6 +164,7 @@ func TestCloudflare_429Storm_RetriedAfterRetryAfter_RunCompletes(t *testing.T) {
 }
 
 func TestCloudflare_429StormNeverEnds_FailsKeepsLastCommitDeletesNothing(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	first := seed(w)
 	w.sync(0)
@@ -207,6 +210,7 @@ func TestCloudflare_429StormNeverEnds_FailsKeepsLastCommitDeletesNothing(t *test
 }
 
 func TestCloudflare_RunRecordRefused_Exit1LastCommitKept(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	first := seed(w)
 	w.sync(0)
@@ -234,6 +238,7 @@ func TestCloudflare_RunRecordRefused_Exit1LastCommitKept(t *testing.T) {
 }
 
 func TestCloudflare_PartialBulkFailures_QueuedForRetryThenLand(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	seed(w)
 	w.sync(0)
@@ -310,6 +315,7 @@ func TestCloudflare_PartialBulkFailures_QueuedForRetryThenLand(t *testing.T) {
 }
 
 func TestCloudflare_ListingServerError_FailsDeletesNothing(t *testing.T) {
+	t.Parallel()
 	for _, prefix := range []string{policy.QueuePrefix, policy.PolicyPrefix, policy.DeadLetterPrefix} {
 		t.Run(strings.TrimSuffix(prefix, ":"), func(t *testing.T) {
 			w := newCloudflareWorld(t)
@@ -356,6 +362,7 @@ func TestCloudflare_ListingServerError_FailsDeletesNothing(t *testing.T) {
 }
 
 func TestCloudflare_TokenNeverPrinted(t *testing.T) {
+	t.Parallel()
 	echo := cloudflaretest.Fault{Status: http.StatusBadRequest, Code: cloudflaretest.CodeBadRequest, Message: "request refused for token " + cfToken}
 	for _, tc := range []struct {
 		name  string
@@ -410,6 +417,7 @@ func TestCloudflare_TokenNeverPrinted(t *testing.T) {
 }
 
 func TestCloudflare_OddKeys_RoundTripExactly(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	names := []string{
 		"학칙: 총칙 (2026)",

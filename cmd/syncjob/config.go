@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -117,14 +116,6 @@ func parseDuration(v string, p *time.Duration) error {
 	return nil
 }
 
-// ConfigError names the setting that is wrong. It means exit code 2.
-type ConfigError struct {
-	Setting string // the environment variable name
-	Problem string
-}
-
-func (e *ConfigError) Error() string { return "config: " + e.Setting + ": " + e.Problem }
-
 // bindConfig registers the settings of groups as flags on fs, with env
 // values as defaults; every other setting keeps its default, whatever the
 // environment says (a command does not read it). The returned function
@@ -161,7 +152,7 @@ func bindConfig(fs *flag.FlagSet, env func(string) string, groups group) func() 
 		var c Config
 		for _, b := range all {
 			if err := b.s.set(&c, strings.TrimSpace(*b.val)); err != nil {
-				return c, &ConfigError{Setting: b.s.env, Problem: err.Error()}
+				return c, &policy.ConfigError{Setting: b.s.env, Problem: err.Error()}
 			}
 		}
 		return c, c.Validate()
@@ -184,17 +175,15 @@ func (f *stringFlag) Set(v string) error { *f.p = v; return nil }
 // large run spread over Cloudflare's rate window.
 const maxBatchSize = 50
 
-var repoPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$`)
-
 // ValidateSource checks the GitHub settings, which only sync needs.
 func (c Config) ValidateSource() error {
 	switch {
 	case c.Repo == "":
-		return &ConfigError{"GITHUB_REPO", "required: the repository to sync, as owner/name"}
-	case !repoPattern.MatchString(c.Repo):
-		return &ConfigError{"GITHUB_REPO", fmt.Sprintf("%q is not owner/name", c.Repo)}
+		return &policy.ConfigError{Setting: "GITHUB_REPO", Problem: "required: the repository to sync, as owner/name"}
+	case !policy.IsRepo(c.Repo):
+		return &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%q is not owner/name", c.Repo)}
 	case c.Branch == "":
-		return &ConfigError{"GITHUB_BRANCH", "must not be empty"}
+		return &policy.ConfigError{Setting: "GITHUB_BRANCH", Problem: "must not be empty"}
 	}
 	return checkURL("GITHUB_API_URL", c.GitHubAPIURL)
 }
@@ -212,7 +201,7 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case len(set) > 0 && len(unset) > 0:
-		return &ConfigError{unset[0], fmt.Sprintf("missing while %s is set: set all three Cloudflare settings, or none to use REGISTRY_PATH", strings.Join(set, ", "))}
+		return &policy.ConfigError{Setting: unset[0], Problem: fmt.Sprintf("missing while %s is set: set all three Cloudflare settings, or none to use REGISTRY_PATH", strings.Join(set, ", "))}
 	case len(set) == 3:
 		if err := checkURL("CLOUDFLARE_API_URL", c.CFAPIURL); err != nil {
 			return err
@@ -220,26 +209,26 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.RegistryPath == "":
-		return &ConfigError{"REGISTRY_PATH", "must not be empty"}
+		return &policy.ConfigError{Setting: "REGISTRY_PATH", Problem: "must not be empty"}
 	case c.MaxFileSize < 1:
-		return &ConfigError{"MAX_FILE_SIZE", "must be at least 1 byte"}
+		return &policy.ConfigError{Setting: "MAX_FILE_SIZE", Problem: "must be at least 1 byte"}
 	case c.BatchSize < 1 || c.BatchSize > maxBatchSize:
-		return &ConfigError{"BATCH_SIZE", fmt.Sprintf("%d is outside 1-%d", c.BatchSize, maxBatchSize)}
+		return &policy.ConfigError{Setting: "BATCH_SIZE", Problem: fmt.Sprintf("%d is outside 1-%d", c.BatchSize, maxBatchSize)}
 	case c.Concurrency < 1 || c.Concurrency > 32:
-		return &ConfigError{"CONCURRENCY", fmt.Sprintf("%d is outside 1-32", c.Concurrency)}
+		return &policy.ConfigError{Setting: "CONCURRENCY", Problem: fmt.Sprintf("%d is outside 1-32", c.Concurrency)}
 	case c.DailyWriteBudget < 0:
-		return &ConfigError{"DAILY_WRITE_BUDGET", "must not be negative (0: no budget)"}
+		return &policy.ConfigError{Setting: "DAILY_WRITE_BUDGET", Problem: "must not be negative (0: no budget)"}
 	case c.ReconcileInterval < time.Hour:
-		return &ConfigError{"RECONCILE_INTERVAL", "must be at least 1h"}
+		return &policy.ConfigError{Setting: "RECONCILE_INTERVAL", Problem: "must be at least 1h"}
 	case c.StatusMaxAge < time.Minute:
-		return &ConfigError{"STATUS_MAX_AGE", "must be at least 1m"}
+		return &policy.ConfigError{Setting: "STATUS_MAX_AGE", Problem: "must be at least 1m"}
 	case c.LogFormat != "auto" && c.LogFormat != "json" && c.LogFormat != "text":
-		return &ConfigError{"LOG_FORMAT", fmt.Sprintf("%q is not auto, json or text", c.LogFormat)}
+		return &policy.ConfigError{Setting: "LOG_FORMAT", Problem: fmt.Sprintf("%q is not auto, json or text", c.LogFormat)}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return &ConfigError{"LOG_LEVEL", fmt.Sprintf("%q is not debug, info, warn or error", c.LogLevel)}
+		return &policy.ConfigError{Setting: "LOG_LEVEL", Problem: fmt.Sprintf("%q is not debug, info, warn or error", c.LogLevel)}
 	}
 	return nil
 }
@@ -247,7 +236,7 @@ func (c Config) Validate() error {
 func checkURL(name, v string) error {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &ConfigError{name, fmt.Sprintf("%q is not an http(s) URL", v)}
+		return &policy.ConfigError{Setting: name, Problem: fmt.Sprintf("%q is not an http(s) URL", v)}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCLI_MissingRepo_Exit2NamesTheField(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	delete(w.env, "GITHUB_REPO")
 	r := w.run("sync")
@@ -15,6 +16,7 @@ func TestCLI_MissingRepo_Exit2NamesTheField(t *testing.T) {
 }
 
 func TestCLI_BadSettings_Exit2NamesTheField(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ env, value string }{
 		{"GITHUB_REPO", "not a repo"},
 		{"GITHUB_API_URL", "ftp://example"},
@@ -45,6 +47,7 @@ func TestCLI_BadSettings_Exit2NamesTheField(t *testing.T) {
 }
 
 func TestCLI_Help_ListsEverySettingWithDefault(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("sync", "--help")
 	if r.code != exitOK {

@@ -33,6 +33,7 @@ func deadLetterWorld(t *testing.T, w *world) {
 }
 
 func TestOps_DeadLetterRetryLands_DropAsksOnTerminal(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		deadLetterWorld(t, w)
 		r := w.run("deadletter", "list")
@@ -78,6 +79,7 @@ func TestOps_DeadLetterRetryLands_DropAsksOnTerminal(t *testing.T) {
 }
 
 func TestOps_UnreadableDeadLetter_CanBeDropped(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -100,6 +102,7 @@ func TestOps_UnreadableDeadLetter_CanBeDropped(t *testing.T) {
 }
 
 func TestDeadLetter_Drop_NotOnATerminal_NeedsYes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	deadLetterWorld(t, w)
 	w.stdin = strings.NewReader("y\n") // as from a pipe or </dev/null: nobody answers
@@ -113,6 +116,7 @@ func TestDeadLetter_Drop_NotOnATerminal_NeedsYes(t *testing.T) {
 }
 
 func TestDeadLetter_Drop_SaysWhatTheRegistryKeeps(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	deadLetterWorld(t, w)
 	kept := w.state().policies["학칙"]
@@ -131,6 +135,7 @@ func TestDeadLetter_Drop_SaysWhatTheRegistryKeeps(t *testing.T) {
 }
 
 func TestDeadLetter_RetryAll_ReleasesEveryOne(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		deadLetterWorld(t, w)
 		r := w.run("deadletter", "retry", "--all")
@@ -152,6 +157,7 @@ func TestDeadLetter_RetryAll_ReleasesEveryOne(t *testing.T) {
 }
 
 func TestDeadLetter_RetryAll_NamesTheUnreadable(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	deadLetterWorld(t, w)
 	reg := w.open()
@@ -166,6 +172,7 @@ func TestDeadLetter_RetryAll_NamesTheUnreadable(t *testing.T) {
 }
 
 func TestDeadLetter_RetryAndDrop_RefusedWhileASyncRuns(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	deadLetterWorld(t, w)
 	reg := w.open()

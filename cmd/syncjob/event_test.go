@@ -5,9 +5,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 func TestLambda_InvalidEvent_ErrorNamesTheField_NothingRuns(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		payload string
 		field   string
@@ -28,9 +31,9 @@ func TestLambda_InvalidEvent_ErrorNamesTheField_NothingRuns(t *testing.T) {
 			w := newWorld(t)
 			seed(w)
 			inv := w.invoke(tc.payload, time.Minute)
-			var ee *EventError
+			var ee *lambda.EventError
 			if !errors.As(inv.err, &ee) {
-				t.Fatalf("err = %v (%T), want *EventError", inv.err, inv.err)
+				t.Fatalf("err = %v (%T), want *lambda.EventError", inv.err, inv.err)
 			}
 			if ee.Field != tc.field {
 				t.Errorf("field %q, want %q (%v)", ee.Field, tc.field, ee)

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/syncer"
 )
 
 const (
@@ -18,46 +12,8 @@ const (
 	testSHA      = "0123456789abcdef0123456789abcdef01234567"
 )
 
-func TestEvent_Webhook_ParsesToAnIncrementalRunWithItsDelivery(t *testing.T) {
-	b, err := json.Marshal(webhookEvent{Trigger: triggerWebhook, After: testSHA, Delivery: testDelivery})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := parseEvent(b)
-	if err != nil {
-		t.Fatalf("the receiver's payload %s is refused: %v", b, err)
-	}
-	want := syncer.Options{Trigger: syncer.TriggerWebhook, Delivery: testDelivery, After: testSHA}
-	if diff := cmp.Diff(want, opt); diff != "" {
-		t.Errorf("options (-want +got):\n%s", diff)
-	}
-}
-
-func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
-	for _, tc := range []struct {
-		payload, field, words string
-	}{
-		{`{"trigger":"webhook","delivery":"d"}`, "after", "not a commit sha"},
-		{`{"trigger":"webhook","after":"abc","delivery":"d"}`, "after", `"abc"`},
-		{`{"trigger":"webhook","after":"` + strings.ToUpper(testSHA) + `","delivery":"d"}`, "after", "lower-case"},
-		{`{"trigger":"webhook","after":"` + testSHA + `"}`, "delivery", "required"},
-		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"` + strings.Repeat("d", 101) + `"}`, "delivery", "longer"},
-		{`{"trigger":"webhook","after":1,"delivery":"d"}`, "after", "a string"},
-		{`{"trigger":"schedule","after":"` + testSHA + `"}`, "after", "only with"},
-		{`{"delivery":"d"}`, "delivery", "only with"},
-		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","ref":"refs/heads/main"}`, "ref", "unknown field"},
-	} {
-		t.Run(tc.payload, func(t *testing.T) {
-			_, err := parseEvent([]byte(tc.payload))
-			var ee *EventError
-			if !errors.As(err, &ee) || ee.Field != tc.field || !strings.Contains(ee.Error(), tc.words) {
-				t.Errorf("err = %v, want an EventError on %s saying %q", err, tc.field, tc.words)
-			}
-		})
-	}
-}
-
 func TestLambda_WebhookEvent_IncrementalRunCarriesTheDelivery(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err != nil {
@@ -95,6 +51,7 @@ func TestLambda_WebhookEvent_IncrementalRunCarriesTheDelivery(t *testing.T) {
 }
 
 func TestLambda_WebhookEvent_DoesNotReconcile(t *testing.T) {
+	t.Parallel()
 	// The daily schedule reconciles; a webhook run a day after the last
 	// full run stays incremental.
 	w := newWorld(t)

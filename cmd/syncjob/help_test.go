@@ -16,6 +16,7 @@ var commands = [][]string{
 }
 
 func TestCLI_HelpOnEveryCommand_Exit0(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, cmd := range commands {
 		for _, args := range [][]string{append(cmd[:len(cmd):len(cmd)], "--help"), append([]string{"help"}, cmd...)} {
@@ -31,6 +32,7 @@ func TestCLI_HelpOnEveryCommand_Exit0(t *testing.T) {
 }
 
 func TestCLI_Help_ListsOnlyTheSettingsACommandReads(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, cmd := range commands {
 		r := w.run(append(cmd[:len(cmd):len(cmd)], "--help")...)
@@ -60,6 +62,7 @@ func TestCLI_Help_ListsOnlyTheSettingsACommandReads(t *testing.T) {
 }
 
 func TestCLI_Help_ShowsEachFlagsKindNotValue(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("sync", "--help")
 	for _, want := range []string{"-repo owner/name\n", "-reconcile-interval duration\n", "-batch-size int\n", "-github-api-url URL\n", "-log-level debug|info|warn|error\n", "-full\n"} {
@@ -76,6 +79,7 @@ func TestCLI_Help_ShowsEachFlagsKindNotValue(t *testing.T) {
 }
 
 func TestCLI_UsageMistakes_OneShortLine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, tc := range []struct {
 		args []string
@@ -98,6 +102,7 @@ func TestCLI_UsageMistakes_OneShortLine(t *testing.T) {
 }
 
 func TestCLI_BadValues_SayTheExpectedForm(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ env, value, want string }{
 		{"RECONCILE_INTERVAL", "7d", `RECONCILE_INTERVAL: "7d" is not a duration such as 24h or 30m`},
 		{"BATCH_SIZE", "many", `BATCH_SIZE: "many" is not a whole number`},
@@ -113,6 +118,7 @@ func TestCLI_BadValues_SayTheExpectedForm(t *testing.T) {
 }
 
 func TestCLI_ReadCommands_IgnoreSyncSettings(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -127,6 +133,7 @@ func TestCLI_ReadCommands_IgnoreSyncSettings(t *testing.T) {
 }
 
 func TestCLI_Version_ModuleAndRevision(t *testing.T) {
+	t.Parallel()
 	run := func(info *debug.BuildInfo) (int, string) {
 		var out, errb strings.Builder
 		code := runWith(context.Background(), []string{"version"}, func(string) string { return "" }, &out, &errb,

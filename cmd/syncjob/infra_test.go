@@ -13,6 +13,8 @@ import (
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // cfnValue turns a YAML node of a CloudFormation template into plain values,
@@ -124,6 +126,7 @@ func path(v any, keys ...string) any {
 func ref(name string) map[string]any { return map[string]any{"Ref": name} }
 
 func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
+	t.Parallel()
 	tpl := mustTemplate(t)
 	if tpl.Transform != "AWS::Serverless-2016-10-31" {
 		t.Errorf("Transform = %v, want the SAM transform", tpl.Transform)
@@ -143,8 +146,8 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 			t.Errorf("Architectures = %v, want [arm64]", fn["Architectures"])
 		}
 		timeout, _ := fn["Timeout"].(int)
-		if time.Duration(timeout)*time.Second < 4*lambdaReserve || timeout > 900 {
-			t.Errorf("Timeout %ds: want room for a run beyond the %v reserve, at most 900", timeout, lambdaReserve)
+		if time.Duration(timeout)*time.Second < 4*lambda.Reserve || timeout > 900 {
+			t.Errorf("Timeout %ds: want room for a run beyond the %v reserve, at most 900", timeout, lambda.Reserve)
 		}
 		if m, _ := fn["MemorySize"].(int); m < 128 {
 			t.Errorf("MemorySize = %v", fn["MemorySize"])
@@ -205,8 +208,8 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 		for _, s := range settings() {
 			known[s.env] = true
 		}
-		for _, s := range secretRefs() {
-			known[s.ref] = true
+		for _, s := range lambda.SecretRefs() {
+			known[s.Ref] = true
 		}
 		vars, _ := path(fn, "Environment", "Variables").(map[string]any)
 		if len(vars) == 0 {
@@ -217,9 +220,9 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 				t.Errorf("environment variable %s is not a setting of syncjob", name)
 			}
 		}
-		for _, s := range secretRefs() {
-			if _, plain := vars[s.env]; plain {
-				t.Errorf("%s is set in the template: a secret's value must come from %s", s.env, s.ref)
+		for _, s := range lambda.SecretRefs() {
+			if _, plain := vars[s.Env]; plain {
+				t.Errorf("%s is set in the template: a secret's value must come from %s", s.Env, s.Ref)
 			}
 		}
 		if vars["GITHUB_REPO"] == nil || !cmpAny(vars["GITHUB_REPO"], ref("GitHubRepo")) {
@@ -266,8 +269,8 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 			t.Errorf("schedule target %v, want the function", path(s, "Target", "Arn"))
 		}
 		input, _ := path(s, "Target", "Input").(string)
-		opt, err := parseEvent([]byte(input))
-		if err != nil || opt.Trigger != triggerSchedule || opt.Full || opt.DryRun {
+		opt, err := lambda.ParseEvent([]byte(input))
+		if err != nil || opt.Trigger != lambda.TriggerSchedule || opt.Full || opt.DryRun {
 			t.Errorf("schedule input %q: %+v, %v; want the handler's scheduled event", input, opt, err)
 		}
 		if n, _ := path(s, "Target", "RetryPolicy", "MaximumRetryAttempts").(int); n < 1 {
@@ -280,7 +283,7 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 
 	t.Run("alarms", func(t *testing.T) {
 		metrics := map[string]bool{}
-		line := runMetrics("knue/policies", "main", policy.RunSummary{}, "", time.Time{})
+		line := lambda.RunMetrics("knue/policies", "main", policy.RunSummary{}, "", time.Time{})
 		for _, m := range line.Metrics {
 			metrics[m.Name] = true
 		}
@@ -302,7 +305,7 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 			ns, _ := a["Namespace"].(string)
 			name, _ := a["MetricName"].(string)
 			seen[ns+"/"+name] = a
-			if ns != metricsNamespace {
+			if ns != lambda.MetricsNamespace {
 				continue
 			}
 			if !metrics[name] {
@@ -323,11 +326,11 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 			t.Errorf("no invocation-errors alarm on the function")
 		}
 		for _, m := range []string{"RunFailed", "RunPartial", "HeldBack"} {
-			if a := seen[metricsNamespace+"/"+m]; a == nil || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || a["Threshold"] != 1 {
+			if a := seen[lambda.MetricsNamespace+"/"+m]; a == nil || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || a["Threshold"] != 1 {
 				t.Errorf("no alarm on one %s run: %v", m, a)
 			}
 		}
-		hb := seen[metricsNamespace+"/RunSucceeded"]
+		hb := seen[lambda.MetricsNamespace+"/RunSucceeded"]
 		if hb == nil {
 			t.Fatal("no alarm on the absence of successful runs")
 		}
@@ -384,6 +387,7 @@ func cmpAny(a, b any) bool {
 // of line the README's queries read and checks each message and field they
 // name appears in some line.
 func TestInfra_LogsInsightsQueries_UseFieldsWeLog(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../infra/README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -8,22 +8,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	awslambda "github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // lambdaEntry returns the entry the runtime calls, on the world's fakes,
 // wrapped as aws-lambda-go wraps what lambda.Start is given.
-func (w *world) lambdaEntry(logs *bytes.Buffer) lambda.Handler {
-	e := newLambdaEntry(func(k string) string { return w.env[k] }, logs, deps{})
-	e.sync = w.lambdaHandler(logs)
-	return lambda.NewHandler(e)
+func (w *world) lambdaEntry(logs *bytes.Buffer) awslambda.Handler {
+	d := w.lambdaDeps()
+	e := lambda.NewEntry(func(k string) string { return w.env[k] }, logs, d.now, lambdaJob(d))
+	return awslambda.NewHandler(e)
 }
 
-func invokeRaw(t *testing.T, h lambda.Handler, payload string) ([]byte, error) {
+func invokeRaw(t *testing.T, h awslambda.Handler, payload string) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -32,6 +34,7 @@ func invokeRaw(t *testing.T, h lambda.Handler, payload string) ([]byte, error) {
 }
 
 func TestLambdaEntry_EmptyPayloadIsAManualRun(t *testing.T) {
+	t.Parallel()
 	for _, payload := range []string{"", "  ", "null", "{}"} {
 		t.Run(payload, func(t *testing.T) {
 			w := newWorld(t)
@@ -52,6 +55,7 @@ func TestLambdaEntry_EmptyPayloadIsAManualRun(t *testing.T) {
 }
 
 func TestLambdaEntry_ResultIsTheFlatSummary_ErrorsKeepTheirType(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	h := w.lambdaEntry(new(bytes.Buffer))
@@ -68,14 +72,14 @@ func TestLambdaEntry_ResultIsTheFlatSummary_ErrorsKeepTheirType(t *testing.T) {
 	}
 
 	_, err = invokeRaw(t, h, `{"mode":"fast"}`)
-	var ee *EventError
+	var ee *lambda.EventError
 	if !errors.As(err, &ee) {
-		t.Errorf("bad event: %v (%T), want *EventError", err, err)
+		t.Errorf("bad event: %v (%T), want *lambda.EventError", err, err)
 	}
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
 	_, err = invokeRaw(t, h, `{"trigger":"schedule"}`)
-	var re *RunError
+	var re *lambda.RunError
 	if !errors.As(err, &re) {
-		t.Errorf("failed run: %v (%T), want *RunError (Lambda reports its type name)", err, err)
+		t.Errorf("failed run: %v (%T), want *lambda.RunError (Lambda reports its type name)", err, err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // invocation is one call of the Lambda handler.
@@ -68,9 +70,15 @@ func (inv invocation) metrics(t *testing.T) []map[string]any {
 	return out
 }
 
-// lambdaHandler returns a handler on the world's fake GitHub and registry.
-func (w *world) lambdaHandler(logs *bytes.Buffer) *lambdaHandler {
-	d := deps{
+// testHandler is a Lambda handler and the buffer it logs to.
+type testHandler struct {
+	*lambda.Handler
+	logs *bytes.Buffer
+}
+
+// lambdaDeps are the deps of a world's Lambda handler.
+func (w *world) lambdaDeps() deps {
+	return deps{
 		now: func() time.Time { return w.now },
 		// Retries wait for nothing. (Blobs are read concurrently: this hook
 		// records nothing, so it needs no lock.)
@@ -78,7 +86,12 @@ func (w *world) lambdaHandler(logs *bytes.Buffer) *lambdaHandler {
 			return ctx.Err()
 		}},
 	}
-	return newLambdaHandler(func(k string) string { return w.env[k] }, logs, d)
+}
+
+// lambdaHandler returns a handler on the world's fake GitHub and registry.
+func (w *world) lambdaHandler(logs *bytes.Buffer) *testHandler {
+	d := w.lambdaDeps()
+	return &testHandler{lambda.NewHandler(func(k string) string { return w.env[k] }, logs, d.now, lambdaJob(d)), logs}
 }
 
 // invoke calls the handler as the Lambda runtime would: a context carrying a
@@ -88,12 +101,9 @@ func (w *world) invoke(payload string, timeout time.Duration) invocation {
 	return w.invokeWith(w.lambdaHandler(new(bytes.Buffer)), payload, timeout)
 }
 
-func (w *world) invokeWith(h *lambdaHandler, payload string, timeout time.Duration) invocation {
+func (w *world) invokeWith(h *testHandler, payload string, timeout time.Duration) invocation {
 	w.t.Helper()
-	logs, ok := h.logs.(*bytes.Buffer)
-	if !ok {
-		w.t.Fatal("handler logs are not a buffer")
-	}
+	logs := h.logs
 	logs.Reset()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -104,6 +114,7 @@ func (w *world) invokeWith(h *lambdaHandler, payload string, timeout time.Durati
 }
 
 func TestLambda_ScheduledEvent_SyncsAndReturnsSummary(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	head := seed(w)
 	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
@@ -146,7 +157,7 @@ func TestLambda_ScheduledEvent_SyncsAndReturnsSummary(t *testing.T) {
 	}
 	m := emfLines[0]
 	cw := m["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
-	if cw["Namespace"] != metricsNamespace || !cmp.Equal(cw["Dimensions"], []any{[]any{"Repo"}}) {
+	if cw["Namespace"] != lambda.MetricsNamespace || !cmp.Equal(cw["Dimensions"], []any{[]any{"Repo"}}) {
 		t.Errorf("EMF directive = %v", cw)
 	}
 	for k, want := range map[string]any{
@@ -165,6 +176,7 @@ func TestLambda_ScheduledEvent_SyncsAndReturnsSummary(t *testing.T) {
 }
 
 func TestLambda_SameEventTwice_SecondRunIsUnchangedNoOp(t *testing.T) {
+	t.Parallel()
 	// Lambda retries a failed asynchronous invocation with the same event,
 	// and the scheduler may deliver one twice: a run recomputes everything
 	// from the repository and the registry, so a repeat changes nothing.
@@ -202,6 +214,7 @@ func TestLambda_SameEventTwice_SecondRunIsUnchangedNoOp(t *testing.T) {
 }
 
 func TestLambda_ManualEvents(t *testing.T) {
+	t.Parallel()
 	t.Run("full dry run writes nothing and reports no metrics", func(t *testing.T) {
 		w := newWorld(t)
 		seed(w)
@@ -239,7 +252,7 @@ func TestLambda_ManualEvents(t *testing.T) {
 		}
 		// The summary's fields stay at the top level of the JSON result,
 		// next to the plan.
-		res, err := json.Marshal(lambdaResult{RunSummary: inv.sum, Plan: inv.plan})
+		res, err := json.Marshal(lambda.Result{RunSummary: inv.sum, Plan: inv.plan})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +287,7 @@ func TestLambda_ManualEvents(t *testing.T) {
 		if inv.plan != nil {
 			t.Errorf("a run that writes returned a plan: %+v", inv.plan)
 		}
-		res, err := json.Marshal(lambdaResult{RunSummary: inv.sum})
+		res, err := json.Marshal(lambda.Result{RunSummary: inv.sum})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +349,7 @@ func TestLambda_ManualEvents(t *testing.T) {
 	})
 	t.Run("empty and null payloads are manual runs", func(t *testing.T) {
 		for _, p := range []string{``, `null`, ` {} `} {
-			opt, err := parseEvent([]byte(p))
+			opt, err := lambda.ParseEvent([]byte(p))
 			if err != nil || opt.Trigger != "manual" || opt.Full || opt.DryRun {
 				t.Errorf("%q: %+v, %v", p, opt, err)
 			}
@@ -345,10 +358,11 @@ func TestLambda_ManualEvents(t *testing.T) {
 }
 
 func TestLambda_BadConfig_ErrorNamesTheSetting(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	delete(w.env, "GITHUB_REPO")
 	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
-	var ce *ConfigError
+	var ce *policy.ConfigError
 	if !errors.As(inv.err, &ce) || ce.Setting != "GITHUB_REPO" {
 		t.Fatalf("err = %v, want a ConfigError naming GITHUB_REPO", inv.err)
 	}
@@ -356,11 +370,12 @@ func TestLambda_BadConfig_ErrorNamesTheSetting(t *testing.T) {
 }
 
 func TestLambda_FailedRun_ReturnsErrorAndIsRecorded(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
 	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
-	var re *RunError
+	var re *lambda.RunError
 	if !errors.As(inv.err, &re) || re.Status != policy.RunFailed || re.RunID == "" || !strings.Contains(re.Error(), re.RunID) {
 		t.Fatalf("err = %v (%T), want a RunError naming the run", inv.err, inv.err)
 	}
@@ -391,14 +406,14 @@ func TestLambda_ShortDeadline_EndsCleanlyWithRunRecorded(t *testing.T) {
 	w.gh.FailNext(githubtest.KindArchive, -1, githubtest.Hang())
 
 	h := w.lambdaHandler(new(bytes.Buffer))
-	h.reserve = 2 * time.Second
+	h.Reserve = 2 * time.Second
 	const timeout = 3 * time.Second
 	began := time.Now()
 	inv := w.invokeWith(h, `{"trigger":"schedule"}`, timeout)
 	if took := time.Since(began); took >= timeout {
 		t.Errorf("the handler returned after %v, past the Lambda deadline of %v", took, timeout)
 	}
-	var re *RunError
+	var re *lambda.RunError
 	if !errors.As(inv.err, &re) || !strings.Contains(re.Error(), "before the Lambda deadline") {
 		t.Fatalf("err = %v, want a RunError that says the run stopped for the deadline", inv.err)
 	}
@@ -430,8 +445,8 @@ func TestLambda_ShortDeadline_EndsCleanlyWithRunRecorded(t *testing.T) {
 func TestLambda_DeadlineInsideReserve_RunFailsAtOnceAndIsRecorded(t *testing.T) {
 	w := newWorld(t)
 	seed(w)
-	inv := w.invoke(`{"trigger":"schedule"}`, lambdaReserve/2)
-	var re *RunError
+	inv := w.invoke(`{"trigger":"schedule"}`, lambda.Reserve/2)
+	var re *lambda.RunError
 	if !errors.As(inv.err, &re) {
 		t.Fatalf("err = %v, want a RunError", inv.err)
 	}
@@ -441,6 +456,7 @@ func TestLambda_DeadlineInsideReserve_RunFailsAtOnceAndIsRecorded(t *testing.T) 
 }
 
 func TestLambda_HandlerKeepsNoStateBetweenInvocations(t *testing.T) {
+	t.Parallel()
 	// A warm Lambda environment reuses the handler: two invocations of one
 	// handler behave as two cold ones.
 	w := newWorld(t)
@@ -462,6 +478,7 @@ func TestLambda_HandlerKeepsNoStateBetweenInvocations(t *testing.T) {
 }
 
 func TestLambda_PartialRun_ReturnsSummaryAndCountsPartial(t *testing.T) {
+	t.Parallel()
 	// Failed items are queued for the next run; an immediate Lambda retry
 	// would not help them, so a partial run is not an invocation error. The
 	// RunPartial metric (and its alarm) reports it.

@@ -10,6 +10,7 @@ import (
 )
 
 func TestLease_ShowAndRelease_AsksFirst(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	seed(w)
 	w.sync(0)
@@ -54,6 +55,7 @@ func TestLease_ShowAndRelease_AsksFirst(t *testing.T) {
 }
 
 func TestLease_Show_NamesTheWriterOfTheFile(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCLI_List_ShowsPolicies(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)

@@ -29,7 +29,7 @@ func newLogger(cfg Config, w io.Writer, terminal bool) *slog.Logger {
 	opts := &slog.HandlerOptions{
 		Level: level,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			a = redactAttr(a, secrets)
+			a = redact.Attr(a, secrets)
 			if text {
 				return textAttr(a)
 			}
@@ -40,24 +40,6 @@ func newLogger(cfg Config, w io.Writer, terminal bool) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
-func redactAttr(a slog.Attr, secrets []string) slog.Attr {
-	if len(secrets) == 0 {
-		return a
-	}
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, redact.String(v.String(), secrets...))
-	case slog.KindAny:
-		// Errors are where a secret could hide (a URL, a server's echo);
-		// the other values logged are our own counts and names.
-		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, redact.String(err.Error(), secrets...))
-		}
-	}
-	return a
 }
 
 // msSuffix marks a count of milliseconds in a key: "durationMs", "phasesMs".

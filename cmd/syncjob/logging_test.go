@@ -30,6 +30,7 @@ func logRunFinished(format string) string {
 }
 
 func TestLog_Text_ReadByAPerson(t *testing.T) {
+	t.Parallel()
 	line := logRunFinished("text")
 	for _, want := range []string{
 		`requests="github=4 registry=5"`,
@@ -55,6 +56,7 @@ func TestLog_Text_ReadByAPerson(t *testing.T) {
 }
 
 func TestLog_JSON_DurationsInMilliseconds_KeysKept(t *testing.T) {
+	t.Parallel()
 	var m map[string]any
 	line := logRunFinished("json")
 	if err := json.Unmarshal([]byte(line), &m); err != nil {
@@ -81,6 +83,7 @@ func TestLog_JSON_DurationsInMilliseconds_KeysKept(t *testing.T) {
 }
 
 func TestLog_ProgressLineClearedBeforeALogLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	line := &statusLine{w: &b}
 	logger := newLogger(Config{LogFormat: "auto", LogLevel: "info"}, line, true)
@@ -99,6 +102,7 @@ func TestLog_ProgressLineClearedBeforeALogLine(t *testing.T) {
 }
 
 func TestLog_OnATerminal_SyncLogsReadable_NoLineGluedToProgress(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.stderrTerminal = true

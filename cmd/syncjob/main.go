@@ -1,17 +1,21 @@
 // Command syncjob keeps a policy registry equal to the markdown policies of
-// one branch of a GitHub repository. See README.md and DESIGN.md.
+// one branch of a GitHub repository. See README.md and docs/design.md.
 package main
+
+//go:generate go test -run TestREADME_SettingsTableIsGenerated -update .
 
 import (
 	"context"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 func main() {
 	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
-		serveLambda() // the Lambda runtime loop; never returns
+		lambda.Start(lambdaJob(deps{})) // the Lambda runtime loop; never returns
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := runWith(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, deps{stdin: os.Stdin, stdinTerminal: isTerminalFile(os.Stdin)})

@@ -6,6 +6,7 @@ import (
 )
 
 func TestMetrics_HeldBackCountsDeadLettersHoldingVersions(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	deadLetterWorld(t, w)
 	// A full run sees the head's versions again; the dead letters hold them back.

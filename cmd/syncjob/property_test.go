@@ -12,7 +12,7 @@ import (
 )
 
 // headState is what the registry must hold for a commit: policyName → path@sha,
-// computed from the repository's files by DESIGN.md's rules.
+// computed from the repository's files by the rules of docs/design.md, "Policy files".
 func headState(w *world, commit string) map[string]string {
 	byName := map[string][]string{}
 	files := w.repo.Files(commit)
@@ -43,6 +43,7 @@ func registryState(s state) map[string]string {
 // folders and force-pushes), syncing after each commit or after random jumps of
 // several commits leaves the registry equal to the head tree.
 func TestSync_Property_RandomHistories(t *testing.T) {
+	t.Parallel()
 	for seedN := range uint64(3) {
 		t.Run(fmt.Sprint("seed", seedN), func(t *testing.T) {
 			forEachBackend(t, func(t *testing.T, w *world) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -34,8 +35,8 @@ func newRunReport(res syncer.Result, runErr error, dry bool, secrets []string) r
 	_, applying := res.Summary.PhasesMs["apply"]
 	r := runReport{
 		err:     runErr,
-		sum:     redactSummary(res.Summary, secrets),
-		plan:    redactPlan(res.Plan, secrets),
+		sum:     redact.Summary(res.Summary, secrets),
+		plan:    redact.Plan(res.Plan, secrets),
 		applied: applying && !dry,
 	}
 	switch {

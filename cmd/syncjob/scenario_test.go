@@ -25,6 +25,7 @@ func seed(w *world) string {
 }
 
 func TestSync_FirstRun_WritesEveryPolicyAndQueue(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		head := seed(w)
 		r := w.sync(0)
@@ -71,6 +72,7 @@ func TestSync_FirstRun_WritesEveryPolicyAndQueue(t *testing.T) {
 }
 
 func TestSync_FirstRun_ManyFilesReadFromOneArchive(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		for i := range 120 {
 			w.repo.Write(fmt.Sprintf("규정/제%d편/규정 %03d.md", i%7, i), fmt.Sprintf("# 규정 %d\n", i))
@@ -87,6 +89,7 @@ func TestSync_FirstRun_ManyFilesReadFromOneArchive(t *testing.T) {
 }
 
 func TestSync_UnchangedHead_OneGitHubRequestNoPolicyWrites(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -120,6 +123,7 @@ func TestSync_UnchangedHead_OneGitHubRequestNoPolicyWrites(t *testing.T) {
 }
 
 func TestSync_AddModifyDelete_Incremental(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -156,6 +160,7 @@ func TestSync_AddModifyDelete_Incremental(t *testing.T) {
 }
 
 func TestSync_Rename_DeletesOldAddsNew(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -180,6 +185,7 @@ func TestSync_Rename_DeletesOldAddsNew(t *testing.T) {
 }
 
 func TestSync_RenameUnchangedContent_DeletesOldAddsNew(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -200,6 +206,7 @@ func TestSync_RenameUnchangedContent_DeletesOldAddsNew(t *testing.T) {
 }
 
 func TestSync_MoveKeepsName_NoDelete(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -222,6 +229,7 @@ func TestSync_MoveKeepsName_NoDelete(t *testing.T) {
 }
 
 func TestSync_MergeCommitWithFolderMoves(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -250,6 +258,7 @@ func TestSync_MergeCommitWithFolderMoves(t *testing.T) {
 }
 
 func TestSync_DeleteWholeFolder(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -263,6 +272,7 @@ func TestSync_DeleteWholeFolder(t *testing.T) {
 }
 
 func TestSync_ForcePush_FullRun(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		first := seed(w)
 		w.repo.Write("규정/제3편/잘못 올린 규정.md", "# 실수\n")
@@ -289,6 +299,7 @@ func TestSync_ForcePush_FullRun(t *testing.T) {
 }
 
 func TestSync_UnknownBase_FullRun(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -308,6 +319,7 @@ func TestSync_UnknownBase_FullRun(t *testing.T) {
 }
 
 func TestSync_MoreThan300Changes_FullRun(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -324,6 +336,7 @@ func TestSync_MoreThan300Changes_FullRun(t *testing.T) {
 }
 
 func TestSync_TruncatedTree_Completed(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		for i := range 40 {
 			w.repo.Write(fmt.Sprintf("규정/제%d편/제%d장/규정 %02d.md", i%4, i%3, i), fmt.Sprintf("# 규정 %d\n", i))
@@ -338,6 +351,7 @@ func TestSync_TruncatedTree_Completed(t *testing.T) {
 }
 
 func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
+	t.Parallel()
 	// A rate limit on any request of the run, the head's or one after it
 	// while the plan is being built with a delete pending, fails the run:
 	// nothing written, lastCommit kept, and no retry (a rate limit is not
@@ -458,6 +472,7 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 }
 
 func TestSync_RateLimitAfterPlanning_NothingDeleted(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		first := seed(w)
 		w.sync(0)
@@ -474,6 +489,7 @@ func TestSync_RateLimitAfterPlanning_NothingDeleted(t *testing.T) {
 }
 
 func TestSync_UnknownRepository_Exit2(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.env["GITHUB_REPO"] = "knue/no-such-repo"
@@ -491,6 +507,7 @@ func TestSync_UnknownRepository_Exit2(t *testing.T) {
 }
 
 func TestSync_OversizedAndEmptyFiles_SkippedEntriesKept(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -524,6 +541,7 @@ func TestSync_OversizedAndEmptyFiles_SkippedEntriesKept(t *testing.T) {
 }
 
 func TestSync_Titles_EdgeCases(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		w.repo.Write("a/제목없음.md", "본문만 있고 제목은 없다\n## 부제\n")
 		w.repo.Write("a/여러제목.md", "\n# 첫째 제목\n# 둘째 제목\n")
@@ -546,6 +564,7 @@ func TestSync_Titles_EdgeCases(t *testing.T) {
 }
 
 func TestSync_DuplicateNames_FirstPathWinsConflictReported(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		w.repo.Write("z폴더/규정.md", "# 나중\n")
 		w.repo.Write("a폴더/규정.md", "# 먼저\n")
@@ -573,6 +592,7 @@ func TestSync_DuplicateNames_FirstPathWinsConflictReported(t *testing.T) {
 }
 
 func TestSync_NFDName_StoredAsNFC(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		nfd := "\u1112\u1161\u11a8\u110e\u1175\u11a8" // 학칙 decomposed
 		w.repo.Write("규정/"+nfd+".md", "# 학칙\n")
@@ -594,6 +614,7 @@ func TestSync_NFDName_StoredAsNFC(t *testing.T) {
 }
 
 func TestSync_DryRun_WritesNothing(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		r := w.sync(0, "--dry-run")

@@ -14,6 +14,8 @@ import (
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // fakeExtension is the AWS Parameters and Secrets Lambda Extension's HTTP
@@ -57,17 +59,18 @@ const (
 )
 
 // withSecretExtension makes the world's token come from a fake extension.
-func withSecretExtension(w *world) (*fakeExtension, *lambdaHandler) {
+func withSecretExtension(w *world) (*fakeExtension, *testHandler) {
 	ext := &fakeExtension{sessionToken: testSessionTk, secrets: map[string]string{testTokenARN: testToken + "\n"}}
 	w.gh.Token = testToken
 	w.env["GITHUB_TOKEN_SECRET_ARN"] = testTokenARN
 	w.env["AWS_SESSION_TOKEN"] = testSessionTk
 	h := w.lambdaHandler(new(bytes.Buffer))
-	h.extensionURL = ext.serve(w.t)
+	h.ExtensionURL = ext.serve(w.t)
 	return ext, h
 }
 
 func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		fault  *githubtest.Fault
@@ -123,6 +126,7 @@ func TestLambda_TokenFromSecretsManager_UsedAndNeverPrinted(t *testing.T) {
 }
 
 func TestLambda_DryRunPlan_NeverPrintsTheToken(t *testing.T) {
+	t.Parallel()
 	// A title is read from a file: one quoting the token must not carry it
 	// into the result or the log.
 	w := newWorld(t)
@@ -143,7 +147,7 @@ func TestLambda_DryRunPlan_NeverPrintsTheToken(t *testing.T) {
 	if title != "leaked "+redact.Mask {
 		t.Errorf("title %q, want the token redacted", title)
 	}
-	res, _ := json.Marshal(lambdaResult{RunSummary: inv.sum, Plan: inv.plan})
+	res, _ := json.Marshal(lambda.Result{RunSummary: inv.sum, Plan: inv.plan})
 	for where, text := range map[string]string{"result": string(res), "logs": inv.logs} {
 		if strings.Contains(text, testToken) {
 			t.Errorf("the token appears in the %s:\n%s", where, text)
@@ -155,22 +159,25 @@ func TestLambda_DryRunPlan_NeverPrintsTheToken(t *testing.T) {
 }
 
 func TestLambda_SecretReferenceProblems_NameTheSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		setup func(w *world, ext *fakeExtension, h *lambdaHandler)
+		setup func(w *world, ext *fakeExtension, h *testHandler)
 		words []string
 	}{
-		{"token and reference both set", func(w *world, _ *fakeExtension, _ *lambdaHandler) { w.env["GITHUB_TOKEN"] = testToken },
+		{"token and reference both set", func(w *world, _ *fakeExtension, _ *testHandler) { w.env["GITHUB_TOKEN"] = testToken },
 			[]string{"GITHUB_TOKEN or GITHUB_TOKEN_SECRET_ARN, not both"}},
-		{"access denied", func(_ *world, ext *fakeExtension, _ *lambdaHandler) { ext.status = http.StatusBadRequest },
+		{"access denied", func(_ *world, ext *fakeExtension, _ *testHandler) { ext.status = http.StatusBadRequest },
 			[]string{"status 400", "AccessDeniedException"}},
-		{"unknown secret", func(w *world, _ *fakeExtension, _ *lambdaHandler) { w.env["GITHUB_TOKEN_SECRET_ARN"] = "syncjob/other" },
+		{"unknown secret", func(w *world, _ *fakeExtension, _ *testHandler) {
+			w.env["GITHUB_TOKEN_SECRET_ARN"] = "syncjob/other"
+		},
 			[]string{"syncjob/other", "ResourceNotFoundException"}},
-		{"no session token", func(w *world, _ *fakeExtension, _ *lambdaHandler) { delete(w.env, "AWS_SESSION_TOKEN") },
+		{"no session token", func(w *world, _ *fakeExtension, _ *testHandler) { delete(w.env, "AWS_SESSION_TOKEN") },
 			[]string{"status 403"}},
-		{"extension missing", func(_ *world, _ *fakeExtension, h *lambdaHandler) { h.extensionURL = "http://127.0.0.1:1" },
+		{"extension missing", func(_ *world, _ *fakeExtension, h *testHandler) { h.ExtensionURL = "http://127.0.0.1:1" },
 			[]string{"layer attached"}},
-		{"empty secret", func(_ *world, ext *fakeExtension, _ *lambdaHandler) { ext.secrets[testTokenARN] = "  " },
+		{"empty secret", func(_ *world, ext *fakeExtension, _ *testHandler) { ext.secrets[testTokenARN] = "  " },
 			[]string{"no SecretString"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,7 +186,7 @@ func TestLambda_SecretReferenceProblems_NameTheSetting(t *testing.T) {
 			ext, h := withSecretExtension(w)
 			tc.setup(w, ext, h)
 			inv := w.invokeWith(h, `{"trigger":"schedule"}`, time.Minute)
-			var ce *ConfigError
+			var ce *policy.ConfigError
 			if !errors.As(inv.err, &ce) || ce.Setting != "GITHUB_TOKEN_SECRET_ARN" {
 				t.Fatalf("err = %v, want a ConfigError naming GITHUB_TOKEN_SECRET_ARN", inv.err)
 			}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestOps_StatusAfterDeadLetter(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		deadLetterWorld(t, w)
 		r := w.run("status")
@@ -36,6 +37,7 @@ func TestOps_StatusAfterDeadLetter(t *testing.T) {
 }
 
 func TestStatus_SaysWhichRegistryRepositoryAndLease(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -74,6 +76,7 @@ func TestStatus_SaysWhichRegistryRepositoryAndLease(t *testing.T) {
 }
 
 func TestStatus_Check_HealthyExit0(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -84,6 +87,7 @@ func TestStatus_Check_HealthyExit0(t *testing.T) {
 }
 
 func TestStatus_Check_UnhealthyExit1WithTheReason(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		prepare func(w *world)
@@ -129,6 +133,7 @@ func TestStatus_Check_UnhealthyExit1WithTheReason(t *testing.T) {
 }
 
 func TestStatus_WithoutGitHubSettings_NamesTheRepositoryTheLastRunRecorded(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -143,6 +148,7 @@ func TestStatus_WithoutGitHubSettings_NamesTheRepositoryTheLastRunRecorded(t *te
 // do not relabel the registry: status names what it holds and says what the
 // settings would sync instead.
 func TestStatus_SettingsForAnotherRepository_NamesWhatTheRegistryHolds(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -174,6 +180,7 @@ func TestStatus_SettingsForAnotherRepository_NamesWhatTheRegistryHolds(t *testin
 // writes what fits, ends partial saying what waits, status shows the
 // progress, and the run that writes the last policy ends in success.
 func TestStatus_ShowsAFirstSyncSpreadOverDaysByTheWriteBudget(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	seed(w)
 	// Each run's own writes (lease taken and released, the record's three)

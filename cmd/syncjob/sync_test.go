@@ -21,6 +21,7 @@ func firstLine(s string) string {
 }
 
 func TestSync_Refused_SaysSoFirst_PlanNotApplied(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
@@ -50,6 +51,7 @@ func TestSync_Refused_SaysSoFirst_PlanNotApplied(t *testing.T) {
 }
 
 func TestSync_GitHubDown_FailedFirstNoEmptySummary(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
@@ -65,6 +67,7 @@ func TestSync_GitHubDown_FailedFirstNoEmptySummary(t *testing.T) {
 }
 
 func TestSync_RateLimitedAfterPlanning_FailedPlanNotApplied(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for i := range 12 { // over 10 files to read: they come from the tarball
 		w.repo.Write(fmt.Sprintf("규정/규정 %02d.md", i), fmt.Sprintf("# 규정 %02d\n", i))
@@ -81,6 +84,7 @@ func TestSync_RateLimitedAfterPlanning_FailedPlanNotApplied(t *testing.T) {
 }
 
 func TestSync_Partial_FailedLinesMarked(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -100,6 +104,7 @@ func TestSync_Partial_FailedLinesMarked(t *testing.T) {
 }
 
 func TestSync_PlanOneSymbolPerChange_ClosingLine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -132,6 +137,7 @@ func TestSync_PlanOneSymbolPerChange_ClosingLine(t *testing.T) {
 }
 
 func TestSync_Colour_OnATerminalOnly_OffWithNoColor(t *testing.T) {
+	t.Parallel()
 	const plus = "\x1b[32m+\x1b[0m"
 	for _, tc := range []struct {
 		name     string
@@ -160,6 +166,7 @@ func TestSync_Colour_OnATerminalOnly_OffWithNoColor(t *testing.T) {
 }
 
 func TestSync_DryRun_CreatesNoRegistryFile(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	r := w.sync(0, "--dry-run")
@@ -175,6 +182,7 @@ func TestSync_DryRun_CreatesNoRegistryFile(t *testing.T) {
 }
 
 func TestSync_HeldBackByDeadLetter_Marked(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	deadLetterWorld(t, w)
 	r := w.run("sync", "--full")

@@ -22,6 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 const nfd = "\u1112\u1161\u11a8\u110e\u1175\u11a8"
 
 func TestCells_ScreenWidth(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]int{
 		"학칙":                 4, // a Hangul syllable takes two cells
 		nfd:                  4, // decomposed, the vowel and final consonant take none
@@ -105,6 +106,7 @@ func goldenTables() string {
 }
 
 func TestTables_Golden_AlignedByScreenWidth(t *testing.T) {
+	t.Parallel()
 	got := goldenTables()
 	const path = "testdata/tables.golden"
 	if *update {

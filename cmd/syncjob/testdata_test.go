@@ -13,6 +13,8 @@ import (
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/syncer"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // The samples in testdata/ (see testdata/README.md) must stay true: each
@@ -25,6 +27,7 @@ import (
 const testdataDir = "../../testdata"
 
 func TestTestdata_Events_ParseToTheRunTheyName(t *testing.T) {
+	t.Parallel()
 	want := map[string]syncer.Options{
 		"schedule.json": {Trigger: "schedule"},
 		"backfill.json": {Trigger: "manual", Full: true},
@@ -48,7 +51,7 @@ func TestTestdata_Events_ParseToTheRunTheyName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := parseEvent(payload)
+			got, err := lambda.ParseEvent(payload)
 			if err != nil {
 				t.Fatalf("parse %s: %v", name, err)
 			}
@@ -60,6 +63,7 @@ func TestTestdata_Events_ParseToTheRunTheyName(t *testing.T) {
 }
 
 func TestTestdata_Policies_SyncToSixPoliciesAndOneConflict(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		mustLoadTree(t, w.repo, filepath.Join(testdataDir, "policies"))
 		head := w.repo.Commit("the testdata policy tree")

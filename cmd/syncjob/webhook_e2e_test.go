@@ -28,6 +28,7 @@ func (w *world) handToSync(inv recordedInvocation) invocation {
 }
 
 func TestWebhook_EndToEnd_SignedPushReachesTheRegistry(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err != nil {
@@ -104,6 +105,7 @@ func (w *world) gateGitHub() (arm func() (arrived <-chan struct{}, release func(
 }
 
 func TestWebhook_PushDuringARun_SyncedAfterIt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	arm := w.gateGitHub()
 	seed(w)

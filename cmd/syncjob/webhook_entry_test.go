@@ -6,25 +6,29 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
+	awslambda "github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 func TestLambdaEntry_FunctionURLRequest_ServedByTheReceiver(t *testing.T) {
+	t.Parallel()
 	r := newReceiverRig(t)
-	e := newLambdaEntry(func(k string) string { return r.env[k] }, r.logs, deps{})
-	if e.receiver == nil {
+	e := lambda.NewEntry(func(k string) string { return r.env[k] }, r.logs, time.Now, lambdaJob(deps{}))
+	if e.Receiver == nil {
 		t.Fatal("SYNC_FUNCTION_NAME is set: the entry should serve the receiver")
 	}
-	e.receiver = r.h
+	e.Receiver = r.h
 	ev, err := json.Marshal(delivery("push", testDelivery, pushPayload("knue/policies", "refs/heads/main", testSHA), testWebhookSecret))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := invokeRaw(t, lambda.NewHandler(e), string(ev))
+	out, err := invokeRaw(t, awslambda.NewHandler(e), string(ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +41,15 @@ func TestLambdaEntry_FunctionURLRequest_ServedByTheReceiver(t *testing.T) {
 	}
 
 	// The receiver runs no sync of its own.
-	_, err = invokeRaw(t, lambda.NewHandler(e), `{"trigger":"schedule"}`)
-	var ee *EventError
+	_, err = invokeRaw(t, awslambda.NewHandler(e), `{"trigger":"schedule"}`)
+	var ee *lambda.EventError
 	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "Function URL only") {
 		t.Errorf("a sync event to the receiver: %v", err)
 	}
 }
 
 func TestLambdaEntry_FunctionURLRequestToTheSyncFunction_Rejected(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	ev, err := json.Marshal(delivery("push", testDelivery, pushPayload("knue/policies", "refs/heads/main", testSHA), testWebhookSecret))
@@ -53,8 +58,8 @@ func TestLambdaEntry_FunctionURLRequestToTheSyncFunction_Rejected(t *testing.T) 
 	}
 	logs := new(bytes.Buffer)
 	_, err = invokeRaw(t, w.lambdaEntry(logs), string(ev))
-	var ee *EventError
-	if !errors.As(err, &ee) || !strings.Contains(err.Error(), envSyncFunction) {
+	var ee *lambda.EventError
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), lambda.EnvSyncFunction) {
 		t.Errorf("err = %v, want an EventError pointing to the receiver", err)
 	}
 	if st := w.state(); len(st.keys) != 0 || w.gh.Requests().Total() != 0 {
@@ -64,6 +69,7 @@ func TestLambdaEntry_FunctionURLRequestToTheSyncFunction_Rejected(t *testing.T) 
 }
 
 func TestLambdaEntry_WebhookRunThatNeverSeesThePush_FailsForLambdaToRetry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	head := seed(w)
 	logs := new(bytes.Buffer)

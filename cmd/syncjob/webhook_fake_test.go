@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // fakeLambda is the AWS Lambda Invoke API as the receiver uses it:
@@ -108,8 +110,8 @@ func (f *fakeLambda) invocations() []recordedInvocation {
 
 // invoker is the receiver's handoff on a real SDK client pointed at the
 // fake, with static credentials.
-func (f *fakeLambda) invoker() *lambdaInvoker {
-	return &lambdaInvoker{client: awslambda.New(awslambda.Options{
+func (f *fakeLambda) invoker() *lambda.Invoker {
+	return &lambda.Invoker{Client: awslambda.New(awslambda.Options{
 		Region:       testRegion,
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDFAKELAMBDA", "fake-lambda-secret-key", ""),
 		BaseEndpoint: aws.String(f.srv.URL),

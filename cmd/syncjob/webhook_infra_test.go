@@ -10,6 +10,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/knue/syncjob/internal/webhook"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // function returns the properties of the AWS::Serverless::Function id.
@@ -38,7 +40,7 @@ func (tpl cfnTemplate) alarmOn(namespace, metric, dim, id string) map[string]any
 // webhookMetricNames are the metrics of the receiver's EMF line.
 func webhookMetricNames() []string {
 	var names []string
-	for _, m := range webhookMetrics("knue/policies", webhook.Outcome{}, "", time.Time{}).Metrics {
+	for _, m := range lambda.WebhookMetrics("knue/policies", webhook.Outcome{}, "", time.Time{}).Metrics {
 		names = append(names, m.Name)
 	}
 	return names
@@ -60,6 +62,7 @@ func webhookSampleLogs(t *testing.T) string {
 }
 
 func TestInfra_WebhookReceiver_AgreesWithTheCode(t *testing.T) {
+	t.Parallel()
 	tpl := mustTemplate(t)
 	const id = "WebhookFunction"
 	rcv, sync := tpl.function(t, id), tpl.function(t, "SyncFunction")
@@ -74,8 +77,8 @@ func TestInfra_WebhookReceiver_AgreesWithTheCode(t *testing.T) {
 			t.Errorf("ReservedConcurrentExecutions = %v: the receiver must always answer", v)
 		}
 		timeout, _ := rcv["Timeout"].(int)
-		if d := time.Duration(timeout) * time.Second; d <= webhookHandoffTimeout || d > 10*time.Second {
-			t.Errorf("Timeout %ds: want more than the %v handoff, at most GitHub's 10 s", timeout, webhookHandoffTimeout)
+		if d := time.Duration(timeout) * time.Second; d <= lambda.HandoffTimeout || d > 10*time.Second {
+			t.Errorf("Timeout %ds: want more than the %v handoff, at most GitHub's 10 s", timeout, lambda.HandoffTimeout)
 		}
 		lg, ok := path(rcv, "LoggingConfig", "LogGroup").(map[string]any)
 		if !ok || tpl.Resources[lg["Ref"].(string)].Type != "AWS::Logs::LogGroup" || tpl.Resources[lg["Ref"].(string)].Properties["RetentionInDays"] == nil {
@@ -102,30 +105,30 @@ func TestInfra_WebhookReceiver_AgreesWithTheCode(t *testing.T) {
 
 	t.Run("environment", func(t *testing.T) {
 		vars, _ := path(rcv, "Environment", "Variables").(map[string]any)
-		known := []string{envSyncFunction, "GITHUB_REPO", "GITHUB_BRANCH", envWebhookSecretARN}
+		known := []string{lambda.EnvSyncFunction, "GITHUB_REPO", "GITHUB_BRANCH", lambda.EnvWebhookSecretARN}
 		for name := range vars {
 			if !slices.Contains(known, name) {
 				t.Errorf("environment variable %s is not read by the receiver", name)
 			}
 		}
 		for name, want := range map[string]any{
-			envSyncFunction:     ref("SyncFunction"),
-			"GITHUB_REPO":       ref("GitHubRepo"),
-			"GITHUB_BRANCH":     ref("GitHubBranch"),
-			envWebhookSecretARN: ref("WebhookSecret"),
+			lambda.EnvSyncFunction:     ref("SyncFunction"),
+			"GITHUB_REPO":              ref("GitHubRepo"),
+			"GITHUB_BRANCH":            ref("GitHubBranch"),
+			lambda.EnvWebhookSecretARN: ref("WebhookSecret"),
 		} {
 			if !cmpAny(vars[name], want) {
 				t.Errorf("%s = %v, want %v", name, vars[name], want)
 			}
 		}
-		sample := map[string]string{envSyncFunction: "syncjob-SyncFunction-x", "GITHUB_REPO": "knue/policies", "GITHUB_BRANCH": "main", envWebhookSecretARN: testWebhookARN}
+		sample := map[string]string{lambda.EnvSyncFunction: "syncjob-SyncFunction-x", "GITHUB_REPO": "knue/policies", "GITHUB_BRANCH": "main", lambda.EnvWebhookSecretARN: testWebhookARN}
 		env := func(k string) string {
 			if _, set := vars[k]; set {
 				return sample[k]
 			}
 			return ""
 		}
-		if _, err := loadWebhookConfig(env); err != nil {
+		if _, err := lambda.LoadWebhookConfig(env); err != nil {
 			t.Errorf("the template's environment does not configure the receiver: %v", err)
 		}
 		secret := tpl.Resources["WebhookSecret"]
@@ -133,8 +136,8 @@ func TestInfra_WebhookReceiver_AgreesWithTheCode(t *testing.T) {
 			t.Errorf("WebhookSecret = %+v, want a Secrets Manager secret the stack generates", secret)
 		}
 		// The sync function must not become a receiver.
-		if path(sync, "Environment", "Variables", envSyncFunction) != nil {
-			t.Errorf("the sync function has %s: it would serve as the receiver", envSyncFunction)
+		if path(sync, "Environment", "Variables", lambda.EnvSyncFunction) != nil {
+			t.Errorf("the sync function has %s: it would serve as the receiver", lambda.EnvSyncFunction)
 		}
 	})
 
@@ -172,7 +175,7 @@ func TestInfra_WebhookReceiver_AgreesWithTheCode(t *testing.T) {
 
 	t.Run("alarms", func(t *testing.T) {
 		for _, m := range []string{"WebhookRejected", "WebhookFailed"} {
-			if a := tpl.alarmOn(metricsNamespace, m, "Repo", "GitHubRepo"); a == nil || a["Threshold"] != 1 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+			if a := tpl.alarmOn(lambda.MetricsNamespace, m, "Repo", "GitHubRepo"); a == nil || a["Threshold"] != 1 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
 				t.Errorf("no alarm on one %s delivery: %v", m, a)
 			}
 		}

@@ -20,6 +20,8 @@ import (
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/webhook"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // TestRIE_WebhookToRegistry runs the real binary under AWS's Lambda Runtime
@@ -85,10 +87,10 @@ func TestRIE_WebhookToRegistry(t *testing.T) {
 	receiver := startRIE(t, rie, bootstrap, map[string]string{
 		"AWS_LAMBDA_FUNCTION_NAME":               "syncjob-webhook",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT":            "10",
-		envSyncFunction:                          testSyncFunction,
+		lambda.EnvSyncFunction:                   testSyncFunction,
 		"GITHUB_REPO":                            "knue/policies",
 		"GITHUB_BRANCH":                          "main",
-		envWebhookSecretARN:                      testWebhookARN,
+		lambda.EnvWebhookSecretARN:               testWebhookARN,
 		"PARAMETERS_SECRETS_EXTENSION_HTTP_PORT": extURL.Port(),
 		"AWS_REGION":                             testRegion,
 		"AWS_ACCESS_KEY_ID":                      "AKIDFAKELAMBDA",

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/knue/syncjob/internal/webhook"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 const (
@@ -90,20 +92,20 @@ type receiverRig struct {
 	env    map[string]string
 	lambda *fakeLambda
 	logs   *bytes.Buffer
-	h      *webhookReceiver
+	h      *lambda.Receiver
 }
 
 func newReceiverRig(t *testing.T) *receiverRig {
 	t.Helper()
 	r := &receiverRig{t: t, lambda: newFakeLambda(t), logs: new(bytes.Buffer)}
 	r.env = map[string]string{
-		envSyncFunction:  testSyncFunction,
-		"GITHUB_REPO":    "knue/policies",
-		"GITHUB_BRANCH":  "main",
-		envWebhookSecret: testWebhookSecret,
+		lambda.EnvSyncFunction:  testSyncFunction,
+		"GITHUB_REPO":           "knue/policies",
+		"GITHUB_BRANCH":         "main",
+		lambda.EnvWebhookSecret: testWebhookSecret,
 	}
 	at := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	r.h = newWebhookReceiver(func(k string) string { return r.env[k] }, r.logs, deps{now: func() time.Time { return at }}, r.lambda.invoker(), nil)
+	r.h = lambda.NewReceiver(func(k string) string { return r.env[k] }, r.logs, func() time.Time { return at }, r.lambda.invoker(), nil)
 	return r
 }
 
@@ -140,6 +142,7 @@ func (a answer) metric(t *testing.T, name string) any {
 }
 
 func TestWebhook_SignedPushToTheBranch_HandedOffAsynchronously(t *testing.T) {
+	t.Parallel()
 	r := newReceiverRig(t)
 	const after = "89abcdef0123456789abcdef0123456789abcdef"
 	a := r.deliver(delivery("push", testDelivery, pushPayload("knue/policies", "refs/heads/main", after), testWebhookSecret))
@@ -173,6 +176,7 @@ func TestWebhook_SignedPushToTheBranch_HandedOffAsynchronously(t *testing.T) {
 }
 
 func TestWebhook_EveryOtherDelivery_AnsweredAndNothingStarted(t *testing.T) {
+	t.Parallel()
 	push := pushPayload("knue/policies", "refs/heads/main", testSHA)
 	signedPush := delivery("push", testDelivery, push, testWebhookSecret)
 	b64 := signedPush
@@ -245,6 +249,7 @@ func assertNoSecretOrBody(t *testing.T, out string) {
 }
 
 func TestWebhook_PushesDuringARun_EachQueued(t *testing.T) {
+	t.Parallel()
 	// The handoff waits for nothing but Lambda's 202: while the one run
 	// the sync function's reserved concurrency allows is going, each push
 	// is still answered at once and its event queued, none dropped.
@@ -261,7 +266,7 @@ func TestWebhook_PushesDuringARun_EachQueued(t *testing.T) {
 		t.Fatalf("%d invocations, want %d", len(got), len(shas))
 	}
 	for i, inv := range got {
-		var ev webhookEvent
+		var ev lambda.WebhookEvent
 		if err := json.Unmarshal(inv.Payload, &ev); err != nil || ev.After != shas[i] || ev.Delivery != "delivery-"+string(rune('1'+i)) {
 			t.Errorf("invocation %d: %s (%v)", i, inv.Payload, err)
 		}
@@ -269,6 +274,7 @@ func TestWebhook_PushesDuringARun_EachQueued(t *testing.T) {
 }
 
 func TestWebhook_HandoffRefused_502AndLogged(t *testing.T) {
+	t.Parallel()
 	r := newReceiverRig(t)
 	r.lambda.fail(404, "ResourceNotFoundException")
 	a := r.deliver(delivery("push", testDelivery, pushPayload("knue/policies", "refs/heads/main", testSHA), testWebhookSecret))
@@ -287,11 +293,12 @@ func TestWebhook_HandoffRefused_502AndLogged(t *testing.T) {
 }
 
 func TestWebhook_SecretFromSecretsManager(t *testing.T) {
+	t.Parallel()
 	r := newReceiverRig(t)
 	ext := &fakeExtension{sessionToken: testSessionTk, secrets: map[string]string{testWebhookARN: testWebhookSecret}}
-	r.h.extensionURL = ext.serve(t)
-	delete(r.env, envWebhookSecret)
-	r.env[envWebhookSecretARN] = testWebhookARN
+	r.h.ExtensionURL = ext.serve(t)
+	delete(r.env, lambda.EnvWebhookSecret)
+	r.env[lambda.EnvWebhookSecretARN] = testWebhookARN
 	r.env["AWS_SESSION_TOKEN"] = testSessionTk
 
 	push := delivery("push", testDelivery, pushPayload("knue/policies", "refs/heads/main", testSHA), testWebhookSecret)
@@ -313,7 +320,7 @@ func TestWebhook_SecretFromSecretsManager(t *testing.T) {
 		ext.status = 400
 		a := r.deliver(push)
 		line := a.line(t)
-		if a.resp.StatusCode != 500 || line["level"] != "ERROR" || !strings.Contains(line["error"].(string), envWebhookSecretARN) {
+		if a.resp.StatusCode != 500 || line["level"] != "ERROR" || !strings.Contains(line["error"].(string), lambda.EnvWebhookSecretARN) {
 			t.Errorf("answer %d, line %v", a.resp.StatusCode, line)
 		}
 		if a.metric(t, "WebhookFailed") != 1.0 || len(r.lambda.invocations()) != 1 {
@@ -322,21 +329,22 @@ func TestWebhook_SecretFromSecretsManager(t *testing.T) {
 		ext.status = 0
 	})
 	t.Run("both settings", func(t *testing.T) {
-		r.env[envWebhookSecret] = testWebhookSecret
+		r.env[lambda.EnvWebhookSecret] = testWebhookSecret
 		a := r.deliver(push)
 		if a.resp.StatusCode != 500 || !strings.Contains(a.line(t)["error"].(string), "not both") {
 			t.Errorf("answer %d: %s", a.resp.StatusCode, a.logs.logs)
 		}
 		assertNoSecretOrBody(t, a.logs.logs)
-		delete(r.env, envWebhookSecret)
+		delete(r.env, lambda.EnvWebhookSecret)
 	})
 }
 
 func TestWebhook_Misconfigured_500NamesTheSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ unset, want string }{
-		{envSyncFunction, envSyncFunction},
+		{lambda.EnvSyncFunction, lambda.EnvSyncFunction},
 		{"GITHUB_REPO", "GITHUB_REPO"},
-		{envWebhookSecret, envWebhookSecret},
+		{lambda.EnvWebhookSecret, lambda.EnvWebhookSecret},
 	} {
 		r := newReceiverRig(t)
 		delete(r.env, tc.unset)
@@ -364,7 +372,7 @@ func TestWebhook_StandardSDKConfiguration_AWS_ENDPOINT_URL_LAMBDA(t *testing.T) 
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "fake-lambda-secret-key")
 	t.Setenv("AWS_SESSION_TOKEN", "")
 	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", f.srv.URL)
-	inv, err := newLambdaInvoker(context.Background())
+	inv, err := lambda.NewInvoker(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

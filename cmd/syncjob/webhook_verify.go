@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/knue/syncjob/internal/lambda"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/webhook"
 )
 
@@ -41,7 +43,7 @@ would answer.`,
 
 func (c *webhookVerifyCommand) Run(_ context.Context, args []string) error {
 	fs := c.p.flagSet("webhook verify")
-	secretEnv := fs.String("secret-env", envWebhookSecret, "the environment variable (`VAR`) that holds the webhook secret")
+	secretEnv := fs.String("secret-env", lambda.EnvWebhookSecret, "the environment variable (`VAR`) that holds the webhook secret")
 	signature := fs.String("signature", "", "the X-Hub-Signature-256 header (`SIG`), sha256=<64 hex digits>")
 	headersFile := fs.String("headers", "", "the delivery's headers (`FILE`): one \"Name: value\" a line, as GitHub's\nRecent Deliveries shows them, or a JSON object (a Function URL event, or its\n\"headers\"); X-Hub-Signature-256 is read from it")
 	if _, _, err := c.p.parse(fs, webhookVerifyHelp, args); err != nil {
@@ -50,7 +52,7 @@ func (c *webhookVerifyCommand) Run(_ context.Context, args []string) error {
 	usageErr := func(problem string) error { return usageError(webhookVerifyHelp.name, problem) }
 	secret := c.p.getenv(*secretEnv)
 	if secret == "" {
-		return &exitError{exitUsage, &ConfigError{*secretEnv, "empty or not set: it must hold the webhook secret"}}
+		return &exitError{exitUsage, &policy.ConfigError{Setting: *secretEnv, Problem: "empty or not set: it must hold the webhook secret"}}
 	}
 	headers, err := verifyHeaders(*signature, *headersFile, usageErr)
 	if err != nil {

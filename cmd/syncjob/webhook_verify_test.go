@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/knue/syncjob/internal/webhook"
+
+	"github.com/knue/syncjob/internal/lambda"
 )
 
 // verify runs "syncjob webhook verify args..." with body on stdin.
@@ -27,6 +29,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func TestCLI_WebhookVerify(t *testing.T) {
+	t.Parallel()
 	body := pushPayload("knue/policies", "refs/heads/main", testSHA)
 	sig := webhook.Sign([]byte(testWebhookSecret), []byte(body))
 	// As GitHub's Recent Deliveries shows a delivery's request headers.
@@ -54,13 +57,13 @@ func TestCLI_WebhookVerify(t *testing.T) {
 		{"valid, another branch", map[string]string{"GITHUB_REPO": "knue/policies", "GITHUB_BRANCH": "live"}, body, []string{"--headers", headers}, 0,
 			[]string{"valid\n", "would answer 202: push to refs/heads/main, not refs/heads/live"}, ""},
 		{"valid, JSON headers", nil, body, []string{"--headers", jsonHeaders}, 0, []string{"valid\n"}, ""},
-		{"valid, secret in another variable", map[string]string{"MY_SECRET": testWebhookSecret, envWebhookSecret: ""}, body, []string{"--secret-env", "MY_SECRET", "--signature", sig}, 0, []string{"valid\n"}, ""},
-		{"wrong secret", map[string]string{envWebhookSecret: "another"}, body, []string{"--signature", sig}, 1, []string{"invalid: X-Hub-Signature-256 does not match the body", "GITHUB_WEBHOOK_SECRET"}, ""},
+		{"valid, secret in another variable", map[string]string{"MY_SECRET": testWebhookSecret, lambda.EnvWebhookSecret: ""}, body, []string{"--secret-env", "MY_SECRET", "--signature", sig}, 0, []string{"valid\n"}, ""},
+		{"wrong secret", map[string]string{lambda.EnvWebhookSecret: "another"}, body, []string{"--signature", sig}, 1, []string{"invalid: X-Hub-Signature-256 does not match the body", "GITHUB_WEBHOOK_SECRET"}, ""},
 		{"another body", nil, body + "\n", []string{"--signature", sig}, 1, []string{"invalid: ", "not the exact bytes"}, ""},
 		{"malformed", nil, body, []string{"--signature", "abc"}, 1, []string{"invalid: X-Hub-Signature-256 is not sha256="}, ""},
 		{"sha1 only", nil, body, []string{"--headers", sha1Only}, 1, []string{"invalid: only X-Hub-Signature (sha1)"}, ""},
 		{"oversized", nil, strings.Repeat("x", webhook.MaxBody+1), []string{"--signature", sig}, 1, []string{"invalid: the body is over", "413"}, ""},
-		{"no secret", map[string]string{envWebhookSecret: ""}, body, []string{"--signature", sig}, 2, nil, "GITHUB_WEBHOOK_SECRET"},
+		{"no secret", map[string]string{lambda.EnvWebhookSecret: ""}, body, []string{"--signature", sig}, 2, nil, "GITHUB_WEBHOOK_SECRET"},
 		{"no signature", nil, body, nil, 2, nil, "--signature SIG or --headers FILE"},
 		{"both", nil, body, []string{"--signature", sig, "--headers", headers}, 2, nil, "not both"},
 		{"missing headers file", nil, body, []string{"--headers", filepath.Join(t.TempDir(), "none")}, 2, nil, "read headers"},
@@ -68,7 +71,7 @@ func TestCLI_WebhookVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
-			w.env[envWebhookSecret] = testWebhookSecret
+			w.env[lambda.EnvWebhookSecret] = testWebhookSecret
 			for k, v := range tc.env {
 				w.env[k] = v
 			}
@@ -92,6 +95,7 @@ func TestCLI_WebhookVerify(t *testing.T) {
 }
 
 func TestCLI_WebhookHelp_Exit0(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, args := range [][]string{{"webhook", "--help"}, {"webhook", "verify", "--help"}, {"webhook", "verify", "-h"}} {
 		if r := w.run(args...); r.code != 0 || !strings.Contains(r.stderr, "Usage: syncjob webhook verify") || !strings.Contains(r.stderr, "--secret-env") {

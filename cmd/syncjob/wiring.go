@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -11,7 +13,9 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/github"
+	"github.com/knue/syncjob/internal/lambda"
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/syncer"
@@ -46,7 +50,7 @@ const (
 func (p *program) open(cfg Config, a access) (*slog.Logger, *registry.Registry, func(), error) {
 	logger := newLogger(cfg, p.stderr, p.errTerminal)
 	reg, closeReg, err := openRegistry(cfg, p.deps, logger, a)
-	var ce *ConfigError
+	var ce *policy.ConfigError
 	switch {
 	case errors.As(err, &ce):
 		return nil, nil, nil, err // a setting, named: exit 2
@@ -92,7 +96,7 @@ func openCloudflare(cfg Config, d deps, logger *slog.Logger) (registry.Store, er
 }
 
 func openBolt(path string, now func() time.Time, logger *slog.Logger, a access) (registry.Store, error) {
-	missing := &ConfigError{"REGISTRY_PATH", fmt.Sprintf("registry file %s does not exist (syncjob sync creates it; or set REGISTRY_PATH to the registry file)", path)}
+	missing := &policy.ConfigError{Setting: "REGISTRY_PATH", Problem: fmt.Sprintf("registry file %s does not exist (syncjob sync creates it; or set REGISTRY_PATH to the registry file)", path)}
 	switch a {
 	case readAccess, planAccess:
 		b, err := registry.OpenBoltReadOnly(path, now)
@@ -136,6 +140,42 @@ func newSyncer(cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, 
 		Repo: cfg.Repo, Branch: cfg.Branch,
 		Logger: logger, Now: d.now, Sleep: sleep,
 	}, nil
+}
+
+// lambdaJob configures a Lambda invocation as the CLI configures a sync: the
+// same settings (no flags), read after internal/lambda resolved the secret
+// references.
+func lambdaJob(d deps) lambda.Configure {
+	return func(getenv func(string) string, logs io.Writer) (lambda.Job, error) {
+		fs := flag.NewFlagSet("syncjob lambda", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		load := bindConfig(fs, getenv, groupSource|groupRegistry|groupRun|groupLogging)
+		if err := fs.Parse(nil); err != nil {
+			return lambda.Job{}, err
+		}
+		cfg, err := load()
+		if err == nil {
+			err = cfg.ValidateSource()
+		}
+		if err != nil {
+			return lambda.Job{}, err
+		}
+		return lambda.Job{
+			Repo: cfg.Repo, Branch: cfg.Branch, Secrets: cfg.secrets(),
+			Logger: newLogger(cfg, logs, false),
+			OpenRegistry: func(dry bool, logger *slog.Logger) (*registry.Registry, func(), error) {
+				a := syncAccess
+				if dry {
+					a = planAccess
+				}
+				return openRegistry(cfg, d, logger, a)
+			},
+			NewSyncer: func(reg *registry.Registry, logger *slog.Logger) (*syncer.Syncer, error) {
+				return newSyncer(cfg, d, reg, logger, nil)
+			},
+			Options: cfg.syncOptions,
+		}, nil
+	}
 }
 
 // syncOptions completes opt (mode, dry run, trigger) with the settings of c.

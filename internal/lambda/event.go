@@ -1,4 +1,4 @@
-package main
+package lambda
 
 import (
 	"bytes"
@@ -26,9 +26,9 @@ type lambdaEvent struct {
 
 // Event values.
 const (
-	triggerSchedule = "schedule"
+	TriggerSchedule = "schedule"
 	triggerManual   = "manual"
-	triggerWebhook  = syncer.TriggerWebhook
+	TriggerWebhook  = syncer.TriggerWebhook
 	eventModeFull   = "full"
 	eventModeIncr   = "incremental"
 )
@@ -48,10 +48,10 @@ func (e *EventError) Error() string {
 
 const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}, or from the webhook receiver {"trigger":"webhook", "after":"<commit sha>", "delivery":"<id>"}`
 
-// parseEvent reads a payload strictly: an unknown field, a value of the wrong
+// ParseEvent reads a payload strictly: an unknown field, a value of the wrong
 // type or outside its set is an *EventError. An empty payload or {} is a
 // manual incremental run.
-func parseEvent(payload []byte) (syncer.Options, error) {
+func ParseEvent(payload []byte) (syncer.Options, error) {
 	ev, err := decodeEvent(payload)
 	if err != nil {
 		return syncer.Options{}, err
@@ -60,10 +60,10 @@ func parseEvent(payload []byte) (syncer.Options, error) {
 	switch ev.Trigger {
 	case "", triggerManual:
 		opt.Trigger = triggerManual
-	case triggerSchedule:
-		opt.Trigger = triggerSchedule
-	case triggerWebhook:
-		opt.Trigger, opt.Delivery, opt.After = triggerWebhook, ev.Delivery, ev.After
+	case TriggerSchedule:
+		opt.Trigger = TriggerSchedule
+	case TriggerWebhook:
+		opt.Trigger, opt.Delivery, opt.After = TriggerWebhook, ev.Delivery, ev.After
 	default:
 		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule, manual or webhook", ev.Trigger)}
 	}

@@ -1,4 +1,4 @@
-package main
+package lambda
 
 import (
 	"log/slog"
@@ -13,14 +13,14 @@ import (
 	"github.com/knue/syncjob/internal/redact"
 )
 
-// metricsNamespace is the CloudWatch namespace of the EMF line; the alarms
+// MetricsNamespace is the CloudWatch namespace of the EMF line; the alarms
 // of infra/template.yaml read it.
-const metricsNamespace = "syncjob"
+const MetricsNamespace = "syncjob"
 
-// runMetrics is the EMF line of one run: its counts, its duration and one
+// RunMetrics is the EMF line of one run: its counts, its duration and one
 // RunSucceeded/RunFailed/RunPartial count, so that alarms need neither an SDK
 // nor a metric filter.
-func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at time.Time) emf.Line {
+func RunMetrics(repo, branch string, s policy.RunSummary, requestID string, at time.Time) emf.Line {
 	one := func(status string) float64 {
 		if s.Status == status {
 			return 1
@@ -29,7 +29,7 @@ func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 	}
 	c := func(name string, v int) emf.Metric { return emf.Metric{Name: name, Unit: emf.Count, Value: float64(v)} }
 	line := emf.Line{
-		Namespace:  metricsNamespace,
+		Namespace:  MetricsNamespace,
 		Dimensions: map[string]string{"Repo": repo},
 		Metrics: []emf.Metric{
 			c("Added", s.Added),
@@ -75,14 +75,14 @@ func runMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 
 // writeMetrics prints the run's EMF line as one raw line: Lambda forwards it
 // to CloudWatch Logs, which extracts the metrics.
-func (h *lambdaHandler) writeMetrics(logger *slog.Logger, cfg Config, s policy.RunSummary, requestID string) {
-	line := runMetrics(cfg.Repo, cfg.Branch, s, requestID, h.deps.now())
+func (h *Handler) writeMetrics(logger *slog.Logger, job Job, s policy.RunSummary, requestID string) {
+	line := RunMetrics(job.Repo, job.Branch, s, requestID, h.now())
 	b, err := line.Marshal()
 	if err != nil {
 		logger.Error("metrics not written", logkey.Error, err)
 		return
 	}
-	b = []byte(redact.String(string(b), cfg.secrets()...))
+	b = []byte(redact.String(string(b), job.Secrets...))
 	if _, err := h.logs.Write(append(b, '\n')); err != nil {
 		logger.Error("metrics not written", logkey.Error, err)
 	}

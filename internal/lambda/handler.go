@@ -1,10 +1,14 @@
-package main
+// Package lambda serves syncjob inside AWS Lambda: the sync function's
+// handler (its event, its secrets, its metric line) and the webhook
+// receiver, a second function from the same artifact that verifies GitHub's
+// push deliveries and hands each to the sync function. The command wires the
+// configuration in through Configure, so a run is configured as the CLI's.
+package lambda
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,58 +16,77 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	awslambda "github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
-// Inside Lambda (AWS_LAMBDA_RUNTIME_API set) the binary serves lambdaHandler
+// Inside Lambda (AWS_LAMBDA_RUNTIME_API set) the binary serves Handler
 // instead of the CLI. Its configuration is the CLI's environment, plus the
 // secret references of secrets.go; its event is event.go's.
 
-// lambdaReserve is the time kept back from the Lambda deadline: the run stops
+// Reserve is the time kept back from the Lambda deadline: the run stops
 // this long before it, leaving the syncer's metadata writes (which get their
 // own 10 s) and the metrics line time to happen.
-const lambdaReserve = 15 * time.Second
+const Reserve = 15 * time.Second
 
-// serveLambda runs the Lambda runtime loop; it does not return.
-func serveLambda() {
-	lambda.Start(newLambdaEntry(os.Getenv, os.Stderr, deps{})) // raw bytes: lambda_entry.go
+// Job is one invocation's configuration, read by the command from the
+// environment (secrets resolved) exactly as the CLI reads a sync's.
+type Job struct {
+	Repo, Branch string
+	Secrets      []string     // values masked in whatever the handler logs or returns
+	Logger       *slog.Logger // the configured logger, writing to the handler's logs
+	// OpenRegistry opens the registry, read-only for a dry run; the caller
+	// closes it with the function returned.
+	OpenRegistry func(dryRun bool, logger *slog.Logger) (*registry.Registry, func(), error)
+	// NewSyncer builds the GitHub source and the syncer of a run.
+	NewSyncer func(reg *registry.Registry, logger *slog.Logger) (*syncer.Syncer, error)
+	// Options completes a run's options with the configured settings.
+	Options func(syncer.Options) syncer.Options
 }
 
-// lambdaHandler serves invocations. It keeps no state between them: a warm
+// Configure reads a Job from getenv; its logger writes to logs. An error
+// names the setting (a *policy.ConfigError) and never a secret's value.
+type Configure func(getenv func(string) string, logs io.Writer) (Job, error)
+
+// Start runs the Lambda runtime loop; it does not return.
+func Start(configure Configure) {
+	awslambda.Start(NewEntry(os.Getenv, os.Stderr, time.Now, configure)) // raw bytes: entry.go
+}
+
+// Handler serves invocations. It keeps no state between them: a warm
 // environment reuses it.
-type lambdaHandler struct {
-	getenv  env
-	logs    io.Writer // log lines and the EMF line (Lambda sends both streams to CloudWatch)
-	deps    deps
-	reserve time.Duration
-	// extensionURL is the base URL of the secrets extension.
-	extensionURL string
+type Handler struct {
+	getenv    func(string) string
+	logs      io.Writer // log lines and the EMF line (Lambda sends both streams to CloudWatch)
+	now       func() time.Time
+	configure Configure
+	// Reserve is kept back from the deadline (the package's Reserve; tests
+	// shorten it).
+	Reserve time.Duration
+	// ExtensionURL is the base URL of the secrets extension.
+	ExtensionURL string
 	httpClient   *http.Client
 }
 
-func newLambdaHandler(getenv env, logs io.Writer, d deps) *lambdaHandler {
-	if d.now == nil {
-		d.now = time.Now
-	}
-	if d.isTerminal == nil {
-		d.isTerminal = func(io.Writer) bool { return false }
-	}
+// NewHandler returns the sync function's handler; now is its clock.
+func NewHandler(getenv func(string) string, logs io.Writer, now func() time.Time, configure Configure) *Handler {
 	port := getenv("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT")
 	if port == "" {
 		port = secretsExtensionPort
 	}
-	return &lambdaHandler{
+	return &Handler{
 		getenv:       getenv,
 		logs:         logs,
-		deps:         d,
-		reserve:      lambdaReserve,
-		extensionURL: "http://localhost:" + port,
+		now:          now,
+		configure:    configure,
+		Reserve:      Reserve,
+		ExtensionURL: "http://localhost:" + port,
 		httpClient:   &http.Client{Timeout: 10 * time.Second},
 	}
 }
@@ -82,10 +105,10 @@ func (e *RunError) Error() string {
 	return fmt.Sprintf("run %s %s: %s", e.RunID, e.Status, e.Message)
 }
 
-// lambdaResult is what an invocation returns: the run summary, its fields at
+// Result is what an invocation returns: the run summary, its fields at
 // the top level, and for a dry run the plan (what a run would write, the
 // files skipped and the name conflicts), as the CLI prints it.
-type lambdaResult struct {
+type Result struct {
 	policy.RunSummary
 	Plan *policy.Plan `json:"plan,omitempty"`
 }
@@ -96,15 +119,15 @@ type lambdaResult struct {
 // run whose status is failed is an error; a partial run is not (its failed
 // items are queued for the next run, an immediate retry would not help them,
 // and the RunPartial alarm reports it).
-func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (lambdaResult, error) {
-	start := h.deps.now()
+func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Result, error) {
+	start := h.now()
 	requestID := ""
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		requestID = lc.AwsRequestID
 	}
-	cfg, syncLogger, opt, err := h.prepare(ctx, payload, requestID)
+	job, syncLogger, opt, err := h.prepare(ctx, payload, requestID)
 	if err != nil {
-		return lambdaResult{}, err
+		return Result{}, err
 	}
 	logger := syncLogger.With(logkey.Trigger, opt.Trigger) // the syncer adds the trigger to its own lines
 	if opt.Delivery != "" {
@@ -115,23 +138,23 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 	deadline, hasDeadline := runCtx.Deadline()
 	logger.Info("invocation started", logkey.Full, opt.Full, logkey.DryRun, opt.DryRun, logkey.RunDeadline, deadlineString(deadline, hasDeadline))
 
-	s, closeReg, err := h.build(cfg, opt.DryRun, logger, syncLogger)
+	s, closeReg, err := h.build(job, opt.DryRun, logger, syncLogger)
 	if err != nil {
-		return lambdaResult{}, err
+		return Result{}, err
 	}
 	defer closeReg()
-	setupMs := h.deps.now().Sub(start).Milliseconds()
+	setupMs := h.now().Sub(start).Milliseconds()
 
-	opt = cfg.syncOptions(opt)
+	opt = job.Options(opt)
 	if requestID != "" {
 		// Lambda retries an invocation with the same request id: the retry
 		// takes over the lease a crashed try left.
 		opt.LeaseOwner = "lambda " + requestID
 	}
 	res, runErr := s.Run(runCtx, opt)
-	out, outErr := h.outcome(logger, cfg, res, runErr, requestID)
+	out, outErr := h.outcome(logger, job, res, runErr, requestID)
 	if outErr != nil && runCtx.Err() != nil && ctx.Err() == nil {
-		outErr.Message += fmt.Sprintf(" (stopped %s before the Lambda deadline to record the run; the next run continues)", h.reserve)
+		outErr.Message += fmt.Sprintf(" (stopped %s before the Lambda deadline to record the run; the next run continues)", h.Reserve)
 	}
 	level := slog.LevelInfo
 	if outErr != nil {
@@ -141,74 +164,70 @@ func (h *lambdaHandler) Handle(ctx context.Context, payload json.RawMessage) (la
 		logkey.RunID, out.RunID,
 		logkey.Status, out.Status,
 		logkey.SetupMs, setupMs,
-		logkey.TotalMs, h.deps.now().Sub(start).Milliseconds(),
+		logkey.TotalMs, h.now().Sub(start).Milliseconds(),
 		logkey.RemainingMs, remainingMs(ctx),
 	)
 	if outErr != nil {
-		return lambdaResult{}, outErr
+		return Result{}, outErr
 	}
 	return out, nil
 }
 
 // build opens the registry (read-only for a dry run) and the GitHub source
 // of one run; a failure is logged and returned without secrets.
-func (h *lambdaHandler) build(cfg Config, dry bool, logger, syncLogger *slog.Logger) (*syncer.Syncer, func(), error) {
-	a := syncAccess
-	if dry {
-		a = planAccess
-	}
-	reg, closeReg, err := openRegistry(cfg, h.deps, logger, a)
+func (h *Handler) build(job Job, dry bool, logger, syncLogger *slog.Logger) (*syncer.Syncer, func(), error) {
+	reg, closeReg, err := job.OpenRegistry(dry, logger)
 	if err != nil {
 		logger.Error("registry unavailable", logkey.Error, err)
-		return nil, nil, errors.New(redact.String(err.Error(), cfg.secrets()...))
+		return nil, nil, errors.New(redact.String(err.Error(), job.Secrets...))
 	}
-	s, err := newSyncer(cfg, h.deps, reg, syncLogger, nil)
+	s, err := job.NewSyncer(reg, syncLogger)
 	if err != nil {
 		closeReg()
 		logger.Error("github source unavailable", logkey.Error, err)
-		return nil, nil, errors.New(redact.String(err.Error(), cfg.secrets()...))
+		return nil, nil, errors.New(redact.String(err.Error(), job.Secrets...))
 	}
 	return s, closeReg, nil
 }
 
 // prepare reads the configuration (secrets resolved) and the event. The
 // logger it returns carries the request id; a rejection is logged.
-func (h *lambdaHandler) prepare(ctx context.Context, payload []byte, requestID string) (Config, *slog.Logger, syncer.Options, error) {
-	cfg, err := h.loadConfig(ctx)
+func (h *Handler) prepare(ctx context.Context, payload []byte, requestID string) (Job, *slog.Logger, syncer.Options, error) {
+	job, err := h.loadConfig(ctx)
 	if err != nil {
 		// Without a valid configuration there is no configured logger; the
 		// error names settings, never their values.
 		slog.New(slog.NewJSONHandler(h.logs, nil)).Error("invocation rejected", logkey.RequestID, requestID, logkey.Error, err)
-		return cfg, nil, syncer.Options{}, err
+		return job, nil, syncer.Options{}, err
 	}
-	logger := newLogger(cfg, h.logs, false).With(logkey.RequestID, requestID)
-	opt, err := parseEvent(payload)
+	logger := job.Logger.With(logkey.RequestID, requestID)
+	opt, err := ParseEvent(payload)
 	if err != nil {
 		logger.Error("invocation rejected", logkey.Error, err)
-		return cfg, nil, opt, err
+		return job, nil, opt, err
 	}
-	return cfg, logger, opt, nil
+	return job, logger, opt, nil
 }
 
 // outcome is what the invocation returns for a run: the redacted summary
 // (and plan, logged too, on a dry run), and a *RunError when the run
 // failed. A run that writes also writes its metrics line.
-func (h *lambdaHandler) outcome(logger *slog.Logger, cfg Config, res syncer.Result, runErr error, requestID string) (lambdaResult, *RunError) {
-	sum := redactSummary(res.Summary, cfg.secrets())
-	out := lambdaResult{RunSummary: sum}
+func (h *Handler) outcome(logger *slog.Logger, job Job, res syncer.Result, runErr error, requestID string) (Result, *RunError) {
+	sum := redact.Summary(res.Summary, job.Secrets)
+	out := Result{RunSummary: sum}
 	if sum.DryRun {
-		plan := redactPlan(res.Plan, cfg.secrets())
+		plan := redact.Plan(res.Plan, job.Secrets)
 		out.Plan = &plan
 		logger.Info("dry-run plan", logkey.RunID, sum.RunID, logkey.Items, plan.Items, logkey.Skipped, plan.Skipped, logkey.Conflicts, plan.Conflicts)
 	} else {
-		h.writeMetrics(logger, cfg, sum, requestID)
+		h.writeMetrics(logger, job, sum, requestID)
 	}
 	if sum.Status != policy.RunFailed {
 		return out, nil
 	}
 	msg := sum.Error
 	if runErr != nil {
-		msg = redact.String(runErr.Error(), cfg.secrets()...)
+		msg = redact.String(runErr.Error(), job.Secrets...)
 	}
 	return out, &RunError{RunID: sum.RunID, Status: sum.Status, Message: msg}
 }
@@ -216,9 +235,9 @@ func (h *lambdaHandler) outcome(logger *slog.Logger, cfg Config, res syncer.Resu
 // runContext bounds the run by the Lambda deadline less the reserve. A
 // deadline already closer than the reserve gives an expired context: the run
 // then fails at once and is still recorded.
-func (h *lambdaHandler) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (h *Handler) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, d.Add(-h.reserve))
+		return context.WithDeadline(ctx, d.Add(-h.Reserve))
 	}
 	return context.WithCancel(ctx)
 }
@@ -239,21 +258,11 @@ func remainingMs(ctx context.Context) int64 {
 
 // loadConfig reads the configuration exactly as the CLI does (no flags),
 // after resolving secret references.
-func (h *lambdaHandler) loadConfig(ctx context.Context) (Config, error) {
-	ext := secretsExtension{baseURL: h.extensionURL, sessionToken: h.getenv("AWS_SESSION_TOKEN"), client: h.httpClient}
+func (h *Handler) loadConfig(ctx context.Context) (Job, error) {
+	ext := secretsExtension{baseURL: h.ExtensionURL, sessionToken: h.getenv("AWS_SESSION_TOKEN"), client: h.httpClient}
 	getenv, err := resolveSecrets(ctx, h.getenv, ext)
 	if err != nil {
-		return Config{}, err
+		return Job{}, err
 	}
-	fs := flag.NewFlagSet("syncjob lambda", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	load := bindConfig(fs, getenv, groupSource|groupRegistry|groupRun|groupLogging)
-	if err := fs.Parse(nil); err != nil {
-		return Config{}, err
-	}
-	cfg, err := load()
-	if err == nil {
-		err = cfg.ValidateSource()
-	}
-	return cfg, err
+	return h.configure(getenv, h.logs)
 }

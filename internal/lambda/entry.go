@@ -1,4 +1,4 @@
-package main
+package lambda
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -14,52 +15,53 @@ import (
 	"github.com/knue/syncjob/internal/logkey"
 )
 
-// lambdaEntry is what the Lambda runtime calls. It takes the payload as raw
+// Entry is what the Lambda runtime calls. It takes the payload as raw
 // bytes: aws-lambda-go would decode a typed one first, and an empty payload
-// (a manual run, DESIGN.md "Interface") would fail as EOF before reaching
+// (a manual run, docs/design.md "Lambda") would fail as EOF before reaching
 // the handler.
 //
 // One artifact serves two functions: the sync function, and the webhook
 // receiver, which is the one whose SYNC_FUNCTION_NAME names the other and
 // which takes HTTP requests from its Function URL.
-type lambdaEntry struct {
-	sync     *lambdaHandler
-	receiver *webhookReceiver // nil in the sync function
+type Entry struct {
+	Sync     *Handler
+	Receiver *Receiver // nil in the sync function
 	logs     io.Writer
 }
 
-func newLambdaEntry(getenv env, logs io.Writer, d deps) *lambdaEntry {
-	e := &lambdaEntry{sync: newLambdaHandler(getenv, logs, d), logs: logs}
-	if strings.TrimSpace(getenv(envSyncFunction)) != "" {
-		h, err := newLambdaInvoker(context.Background())
-		var hand handoff
+// NewEntry returns the entry of either function, as getenv says.
+func NewEntry(getenv func(string) string, logs io.Writer, now func() time.Time, configure Configure) *Entry {
+	e := &Entry{Sync: NewHandler(getenv, logs, now, configure), logs: logs}
+	if strings.TrimSpace(getenv(EnvSyncFunction)) != "" {
+		h, err := NewInvoker(context.Background())
+		var hand Handoff
 		if err == nil {
 			hand = h
 		}
-		e.receiver = newWebhookReceiver(getenv, logs, d, hand, err)
+		e.Receiver = NewReceiver(getenv, logs, now, hand, err)
 	}
 	return e
 }
 
 // Invoke serves one invocation: it implements lambda.Handler.
-func (e *lambdaEntry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	req, isHTTP := functionURLRequest(payload)
 	switch {
-	case isHTTP && e.receiver != nil:
-		return marshalResult(e.receiver.Handle(ctx, req))
+	case isHTTP && e.Receiver != nil:
+		return marshalResult(e.Receiver.Handle(ctx, req))
 	case isHTTP:
-		return nil, e.reject(ctx, "an HTTP request reached the sync function: webhooks go to the receiver, the function whose "+envSyncFunction+" names this one")
-	case e.receiver != nil:
-		return nil, e.reject(ctx, "the webhook receiver takes requests from its Function URL only: invoke the sync function ("+envSyncFunction+") instead")
+		return nil, e.reject(ctx, "an HTTP request reached the sync function: webhooks go to the receiver, the function whose "+EnvSyncFunction+" names this one")
+	case e.Receiver != nil:
+		return nil, e.reject(ctx, "the webhook receiver takes requests from its Function URL only: invoke the sync function ("+EnvSyncFunction+") instead")
 	}
-	res, err := e.sync.Handle(ctx, json.RawMessage(payload))
+	res, err := e.Sync.Handle(ctx, json.RawMessage(payload))
 	if err != nil {
 		return nil, err
 	}
 	return marshalResult(res)
 }
 
-func (e *lambdaEntry) reject(ctx context.Context, problem string) error {
+func (e *Entry) reject(ctx context.Context, problem string) error {
 	err := &EventError{Problem: problem}
 	requestID := ""
 	if lc, ok := lambdacontext.FromContext(ctx); ok {

@@ -1,4 +1,4 @@
-package main
+package lambda
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/knue/syncjob/internal/policy"
 )
 
 // secretsExtensionPort is the default port of the AWS Parameters and Secrets
@@ -15,19 +17,20 @@ import (
 // own setting) changes it.
 const secretsExtensionPort = "2773"
 
-// secretRef is a secret setting that Lambda may instead name by the ARN (or
+// SecretRef is a secret setting that Lambda may instead name by the ARN (or
 // name) of an AWS Secrets Manager secret, read at each invocation through the
 // Parameters and Secrets extension, so the value never passes through
 // CloudFormation, the function's configuration or a log.
-type secretRef struct {
-	env string // the setting, e.g. GITHUB_TOKEN
-	ref string // the variable naming its secret, e.g. GITHUB_TOKEN_SECRET_ARN
+type SecretRef struct {
+	Env string // the setting, e.g. GITHUB_TOKEN
+	Ref string // the variable naming its secret, e.g. GITHUB_TOKEN_SECRET_ARN
 }
 
-func secretRefs() []secretRef {
-	return []secretRef{
-		{env: "GITHUB_TOKEN", ref: "GITHUB_TOKEN_SECRET_ARN"},
-		{env: "CLOUDFLARE_API_TOKEN", ref: "CLOUDFLARE_API_TOKEN_SECRET_ARN"},
+// SecretRefs are the settings Lambda may read from Secrets Manager.
+func SecretRefs() []SecretRef {
+	return []SecretRef{
+		{Env: "GITHUB_TOKEN", Ref: "GITHUB_TOKEN_SECRET_ARN"},
+		{Env: "CLOUDFLARE_API_TOKEN", Ref: "CLOUDFLARE_API_TOKEN_SECRET_ARN"},
 	}
 }
 
@@ -42,22 +45,22 @@ type secretsExtension struct {
 
 // resolveSecrets returns getenv with every secret reference replaced by its
 // value, read from ext. A reference set beside its plain setting, or a
-// secret that cannot be read, is a *ConfigError naming the reference.
-func resolveSecrets(ctx context.Context, getenv env, ext secretsExtension) (env, error) {
+// secret that cannot be read, is a *policy.ConfigError naming the reference.
+func resolveSecrets(ctx context.Context, getenv func(string) string, ext secretsExtension) (func(string) string, error) {
 	resolved := map[string]string{}
-	for _, s := range secretRefs() {
-		id := strings.TrimSpace(getenv(s.ref))
+	for _, s := range SecretRefs() {
+		id := strings.TrimSpace(getenv(s.Ref))
 		if id == "" {
 			continue
 		}
-		if getenv(s.env) != "" {
-			return nil, &ConfigError{s.ref, "set " + s.env + " or " + s.ref + ", not both"}
+		if getenv(s.Env) != "" {
+			return nil, &policy.ConfigError{Setting: s.Ref, Problem: "set " + s.Env + " or " + s.Ref + ", not both"}
 		}
 		v, err := ext.secretString(ctx, id)
 		if err != nil {
-			return nil, &ConfigError{s.ref, err.Error()}
+			return nil, &policy.ConfigError{Setting: s.Ref, Problem: err.Error()}
 		}
-		resolved[s.env] = v
+		resolved[s.Env] = v
 	}
 	return func(k string) string {
 		if v, ok := resolved[k]; ok {
@@ -104,4 +107,21 @@ func (x secretsExtension) secretString(ctx context.Context, id string) (string, 
 		return "", fmt.Errorf("secrets extension: get %s: the secret has no SecretString (store the token as plain text)", id)
 	}
 	return strings.TrimSpace(*out.SecretString), nil
+}
+
+// Setting is a setting only the Lambda functions read.
+type Setting struct{ Env, Help string }
+
+// Settings are the settings the Lambda functions read beyond the CLI's;
+// README's settings table lists them after the CLI's.
+func Settings() []Setting {
+	var out []Setting
+	for _, r := range SecretRefs() {
+		out = append(out, Setting{r.Ref, "Lambda: read " + r.Env + " from this Secrets Manager secret (ARN or name) at each invocation"})
+	}
+	return append(out,
+		Setting{EnvSyncFunction, "webhook receiver: the sync function it hands pushes to; set, this function is the receiver"},
+		Setting{EnvWebhookSecretARN, "webhook receiver: the Secrets Manager secret GitHub signs deliveries with"},
+		Setting{EnvWebhookSecret, "the webhook secret itself, outside Lambda (read by syncjob webhook verify)"},
+	)
 }

@@ -1,4 +1,4 @@
-package main
+package lambda
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/knue/syncjob/internal/emf"
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/webhook"
 )
@@ -26,109 +27,108 @@ import (
 // Lambda's queue holds it while a run is going (one writer) and retries
 // throttles, so a push during a run is synced after it, not dropped.
 
-// The receiver's settings. SYNC_FUNCTION_NAME also tells lambdaEntry that
+// The receiver's settings. SYNC_FUNCTION_NAME also tells Entry that
 // this function is the receiver.
 const (
-	envSyncFunction     = "SYNC_FUNCTION_NAME"
-	envWebhookSecret    = "GITHUB_WEBHOOK_SECRET"
-	envWebhookSecretARN = "GITHUB_WEBHOOK_SECRET_ARN"
+	EnvSyncFunction     = "SYNC_FUNCTION_NAME"
+	EnvWebhookSecret    = "GITHUB_WEBHOOK_SECRET"
+	EnvWebhookSecretARN = "GITHUB_WEBHOOK_SECRET_ARN"
 )
 
-// webhookHandoffTimeout bounds the handoff: GitHub gives up on a delivery
+// HandoffTimeout bounds the handoff: GitHub gives up on a delivery
 // after 10 seconds, and Lambda accepts an event in milliseconds.
-const webhookHandoffTimeout = 5 * time.Second
+const HandoffTimeout = 5 * time.Second
 
-// handoff starts a sync.
-type handoff interface {
+// Handoff starts a sync.
+type Handoff interface {
 	// InvokeAsync queues payload as an asynchronous (Event) invocation of
 	// function and returns once Lambda has accepted it; it does not wait
 	// for the run.
 	InvokeAsync(ctx context.Context, function string, payload []byte) error
 }
 
-// webhookConfig is the receiver's configuration; the secret itself is read
+// WebhookConfig is the receiver's configuration; the secret itself is read
 // per delivery, and only for one worth verifying.
-type webhookConfig struct {
+type WebhookConfig struct {
 	SyncFunction string
 	Repo, Branch string
 	secretARN    string // GITHUB_WEBHOOK_SECRET_ARN, read through the secrets extension
 	secret       string // or GITHUB_WEBHOOK_SECRET, outside Lambda
 }
 
-func loadWebhookConfig(getenv env) (webhookConfig, error) {
-	c := webhookConfig{
-		SyncFunction: strings.TrimSpace(getenv(envSyncFunction)),
+func LoadWebhookConfig(getenv func(string) string) (WebhookConfig, error) {
+	c := WebhookConfig{
+		SyncFunction: strings.TrimSpace(getenv(EnvSyncFunction)),
 		Repo:         strings.TrimSpace(getenv("GITHUB_REPO")),
 		Branch:       strings.TrimSpace(getenv("GITHUB_BRANCH")),
-		secretARN:    strings.TrimSpace(getenv(envWebhookSecretARN)),
-		secret:       getenv(envWebhookSecret),
+		secretARN:    strings.TrimSpace(getenv(EnvWebhookSecretARN)),
+		secret:       getenv(EnvWebhookSecret),
 	}
 	if c.Branch == "" {
 		c.Branch = "main"
 	}
 	switch {
 	case c.SyncFunction == "":
-		return c, &ConfigError{envSyncFunction, "required: the name or ARN of the sync function"}
+		return c, &policy.ConfigError{Setting: EnvSyncFunction, Problem: "required: the name or ARN of the sync function"}
 	case c.Repo == "":
-		return c, &ConfigError{"GITHUB_REPO", "required: the repository whose pushes start a sync, as owner/name"}
-	case !repoPattern.MatchString(c.Repo):
-		return c, &ConfigError{"GITHUB_REPO", fmt.Sprintf("%q is not owner/name", c.Repo)}
+		return c, &policy.ConfigError{Setting: "GITHUB_REPO", Problem: "required: the repository whose pushes start a sync, as owner/name"}
+	case !policy.IsRepo(c.Repo):
+		return c, &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%q is not owner/name", c.Repo)}
 	case c.secretARN != "" && c.secret != "":
-		return c, &ConfigError{envWebhookSecretARN, "set " + envWebhookSecret + " or " + envWebhookSecretARN + ", not both"}
+		return c, &policy.ConfigError{Setting: EnvWebhookSecretARN, Problem: "set " + EnvWebhookSecret + " or " + EnvWebhookSecretARN + ", not both"}
 	case c.secretARN == "" && strings.TrimSpace(c.secret) == "":
-		return c, &ConfigError{envWebhookSecret, "required: the webhook's secret (in Lambda: " + envWebhookSecretARN + ", a Secrets Manager secret)"}
+		return c, &policy.ConfigError{Setting: EnvWebhookSecret, Problem: "required: the webhook's secret (in Lambda: " + EnvWebhookSecretARN + ", a Secrets Manager secret)"}
 	}
 	return c, nil
 }
 
-// webhookReceiver serves Function URL requests. It keeps no state between
+// Receiver serves Function URL requests. It keeps no state between
 // them.
-type webhookReceiver struct {
-	getenv       env
+type Receiver struct {
+	getenv       func(string) string
 	logs         io.Writer
 	now          func() time.Time
-	extensionURL string
+	ExtensionURL string // the secrets extension
 	httpClient   *http.Client
-	handoff      handoff
-	handoffErr   error // why there is no handoff (the AWS SDK could not be configured)
-	timeout      time.Duration
+	handoff      Handoff
+	handoffErr   error         // why there is no handoff (the AWS SDK could not be configured)
+	Timeout      time.Duration // of the handoff
 }
 
-func newWebhookReceiver(getenv env, logs io.Writer, d deps, h handoff, herr error) *webhookReceiver {
-	if d.now == nil {
-		d.now = time.Now
-	}
+// NewReceiver returns the webhook receiver; h is nil, and herr says why,
+// when no AWS Lambda client could be configured.
+func NewReceiver(getenv func(string) string, logs io.Writer, now func() time.Time, h Handoff, herr error) *Receiver {
 	port := getenv("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT")
 	if port == "" {
 		port = secretsExtensionPort
 	}
-	return &webhookReceiver{
-		getenv: getenv, logs: logs, now: d.now,
-		extensionURL: "http://localhost:" + port,
+	return &Receiver{
+		getenv: getenv, logs: logs, now: now,
+		ExtensionURL: "http://localhost:" + port,
 		httpClient:   &http.Client{Timeout: 5 * time.Second},
 		handoff:      h, handoffErr: herr,
-		timeout: webhookHandoffTimeout,
+		Timeout: HandoffTimeout,
 	}
 }
 
 // Handle answers one request. Every answer is a response, never an error:
 // GitHub shows the status and the body in the webhook's Recent Deliveries.
 // Each request writes one "webhook delivery" line and one metrics line.
-func (r *webhookReceiver) Handle(ctx context.Context, ev events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
+func (r *Receiver) Handle(ctx context.Context, ev events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
 	requestID := ""
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		requestID = lc.AwsRequestID
 	}
 	var secrets []string // the secret once read: masked wherever it might appear
 	logger := slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { return redactAttr(a, secrets) },
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { return redact.Attr(a, secrets) },
 	})).With(logkey.Component, "webhook", logkey.RequestID, requestID)
 	req := webhook.Request{
 		Method: ev.RequestContext.HTTP.Method, Headers: ev.Headers,
 		Body: ev.Body, IsBase64Encoded: ev.IsBase64Encoded,
 	}
 
-	cfg, err := loadWebhookConfig(r.getenv)
+	cfg, err := LoadWebhookConfig(r.getenv)
 	var o webhook.Outcome
 	if err != nil {
 		o = webhook.Outcome{
@@ -163,7 +163,7 @@ func (r *webhookReceiver) Handle(ctx context.Context, ev events.LambdaFunctionUR
 		attrs = append(attrs, logkey.Error, o.Err)
 	}
 	logger.Log(ctx, webhookLevel(o.Kind), "webhook delivery", attrs...)
-	if cfg.Repo != "" && repoPattern.MatchString(cfg.Repo) {
+	if cfg.Repo != "" && policy.IsRepo(cfg.Repo) {
 		r.writeMetrics(logger, cfg.Repo, o, requestID, secrets)
 	}
 	return webhookResponse(o)
@@ -171,21 +171,21 @@ func (r *webhookReceiver) Handle(ctx context.Context, ev events.LambdaFunctionUR
 
 // secret reads the webhook secret: through the secrets extension in Lambda,
 // from the environment elsewhere.
-func (r *webhookReceiver) secret(ctx context.Context, cfg webhookConfig) (string, error) {
+func (r *Receiver) secret(ctx context.Context, cfg WebhookConfig) (string, error) {
 	if cfg.secretARN == "" {
 		return cfg.secret, nil
 	}
-	ext := secretsExtension{baseURL: r.extensionURL, sessionToken: r.getenv("AWS_SESSION_TOKEN"), client: r.httpClient}
+	ext := secretsExtension{baseURL: r.ExtensionURL, sessionToken: r.getenv("AWS_SESSION_TOKEN"), client: r.httpClient}
 	s, err := ext.secretString(ctx, cfg.secretARN)
 	if err != nil {
-		return "", &ConfigError{envWebhookSecretARN, err.Error()}
+		return "", &policy.ConfigError{Setting: EnvWebhookSecretARN, Problem: err.Error()}
 	}
 	return s, nil
 }
 
 // handOff queues the sync of a verified push; a failure is a 502, which
 // GitHub shows as failed and lets a person redeliver.
-func (r *webhookReceiver) handOff(ctx context.Context, cfg webhookConfig, o webhook.Outcome) webhook.Outcome {
+func (r *Receiver) handOff(ctx context.Context, cfg WebhookConfig, o webhook.Outcome) webhook.Outcome {
 	fail := func(err error) webhook.Outcome {
 		o.Kind, o.Status, o.Err = webhook.Failed, http.StatusBadGateway, err
 		o.Reason = "could not hand the push to the sync function; redeliver it from GitHub, or the daily run will sync it"
@@ -194,11 +194,11 @@ func (r *webhookReceiver) handOff(ctx context.Context, cfg webhookConfig, o webh
 	if r.handoff == nil {
 		return fail(fmt.Errorf("no AWS Lambda client: %w", r.handoffErr))
 	}
-	payload, err := json.Marshal(webhookEvent{Trigger: triggerWebhook, After: o.Push.After, Delivery: o.Delivery})
+	payload, err := json.Marshal(WebhookEvent{Trigger: TriggerWebhook, After: o.Push.After, Delivery: o.Delivery})
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	if err := r.handoff.InvokeAsync(ctx, cfg.SyncFunction, payload); err != nil {
 		return fail(err)
@@ -225,11 +225,11 @@ func webhookResponse(o webhook.Outcome) events.LambdaFunctionURLResponse {
 	return events.LambdaFunctionURLResponse{StatusCode: o.Status, Headers: h, Body: o.Reason + "\n"}
 }
 
-// webhookMetrics is the EMF line of one delivery: WebhookRejected counts
+// WebhookMetrics is the EMF line of one delivery: WebhookRejected counts
 // deliveries whose signature was missing or wrong (someone knocking, or a
 // secret that differs from GitHub's), WebhookFailed those the receiver
 // could not serve (the secret unreadable, the handoff refused).
-func webhookMetrics(repo string, o webhook.Outcome, requestID string, at time.Time) emf.Line {
+func WebhookMetrics(repo string, o webhook.Outcome, requestID string, at time.Time) emf.Line {
 	one := func(b bool) float64 {
 		if b {
 			return 1
@@ -238,7 +238,7 @@ func webhookMetrics(repo string, o webhook.Outcome, requestID string, at time.Ti
 	}
 	c := func(name string, b bool) emf.Metric { return emf.Metric{Name: name, Unit: emf.Count, Value: one(b)} }
 	return emf.Line{
-		Namespace:  metricsNamespace,
+		Namespace:  MetricsNamespace,
 		Dimensions: map[string]string{"Repo": repo},
 		Metrics: []emf.Metric{
 			c("WebhookDeliveries", true),
@@ -258,8 +258,8 @@ func webhookMetrics(repo string, o webhook.Outcome, requestID string, at time.Ti
 	}
 }
 
-func (r *webhookReceiver) writeMetrics(logger *slog.Logger, repo string, o webhook.Outcome, requestID string, secrets []string) {
-	b, err := webhookMetrics(repo, o, requestID, r.now()).Marshal()
+func (r *Receiver) writeMetrics(logger *slog.Logger, repo string, o webhook.Outcome, requestID string, secrets []string) {
+	b, err := WebhookMetrics(repo, o, requestID, r.now()).Marshal()
 	if err != nil {
 		logger.Error("metrics not written", logkey.Error, err)
 		return

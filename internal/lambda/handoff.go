@@ -1,4 +1,4 @@
-package main
+package lambda
 
 import (
 	"context"
@@ -7,33 +7,33 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdaapi "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 )
 
-// lambdaInvoker hands a push to the sync function through the Lambda
+// Invoker hands a push to the sync function through the Lambda
 // Invoke API, as an asynchronous (Event) invocation.
-type lambdaInvoker struct {
-	client *awslambda.Client
+type Invoker struct {
+	Client *lambdaapi.Client
 }
 
-// newLambdaInvoker configures the AWS SDK the standard way: in Lambda the
+// NewInvoker configures the AWS SDK the standard way: in Lambda the
 // function's role credentials and region from the environment;
 // AWS_ENDPOINT_URL_LAMBDA points it elsewhere (tests, emulators).
-func newLambdaInvoker(ctx context.Context) (*lambdaInvoker, error) {
+func NewInvoker(ctx context.Context) (*Invoker, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("aws: load configuration: %w", err)
 	}
-	return &lambdaInvoker{client: awslambda.NewFromConfig(cfg)}, nil
+	return &Invoker{Client: lambdaapi.NewFromConfig(cfg)}, nil
 }
 
 // InvokeAsync queues payload for function. Lambda answers 202 once the
 // event is in the function's queue, where it waits while the one run the
 // reserved concurrency allows is going; throttles and failed runs are
 // retried by Lambda (the function's EventInvokeConfig).
-func (l *lambdaInvoker) InvokeAsync(ctx context.Context, function string, payload []byte) error {
-	out, err := l.client.Invoke(ctx, &awslambda.InvokeInput{
+func (l *Invoker) InvokeAsync(ctx context.Context, function string, payload []byte) error {
+	out, err := l.Client.Invoke(ctx, &lambdaapi.InvokeInput{
 		FunctionName:   aws.String(function),
 		InvocationType: types.InvocationTypeEvent,
 		Payload:        payload,

@@ -1,4 +1,4 @@
-package main
+package scalebench
 
 import (
 	"archive/tar"

@@ -1,22 +1,29 @@
-package main
+package scalebench
 
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/github"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
+	"github.com/knue/syncjob/internal/syncer"
 )
 
-// profile runs a first and an incremental sync in-process, through runWith
-// (the program's own entry point), with a CPU profile and heap profiles,
+// profile runs a first and an incremental sync in-process, through
+// syncer.Run on the adapters the program builds (profileSync), with a CPU profile and heap profiles,
 // into -scale.profile. The program's goroutines carry the label
 // side=program, so the fakes that share the process can be left out:
 //
@@ -83,9 +90,9 @@ func profileRun(b *testing.B, name string, env map[string]string) {
 	}
 	peak, stop := watchHeap()
 	var stderr bytes.Buffer
-	var code int
+	var runErr error
 	pprof.Do(context.Background(), pprof.Labels("side", "program"), func(ctx context.Context) {
-		code = runWith(ctx, []string{"sync"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &stderr, deps{})
+		runErr = profileSync(ctx, env, &stderr)
 	})
 	stop()
 	pprof.StopCPUProfile()
@@ -95,8 +102,8 @@ func profileRun(b *testing.B, name string, env map[string]string) {
 	write(name+".allocs.pprof", func(f *os.File) error { return pprof.Lookup("allocs").WriteTo(f, 0) })
 	write(name+".heap-peak.pprof", func(f *os.File) error { _, err := f.Write(peak.Bytes()); return err })
 	_ = os.WriteFile(name+".log", stderr.Bytes(), 0o644)
-	if code != 0 {
-		b.Errorf("profiled run %s: exit %d\n%s", name, code, lastLines(stderr.String(), 5))
+	if runErr != nil {
+		b.Errorf("profiled run %s: %v\n%s", name, runErr, lastLines(stderr.String(), 5))
 	}
 }
 
@@ -128,4 +135,30 @@ func watchHeap() (peak *bytes.Buffer, stop func()) {
 		}
 	}()
 	return peak, func() { close(done); wg.Wait() }
+}
+
+// profileSync runs one sync as the program wires it (cmd/syncjob is a main
+// package, which a bench cannot import): the GitHub source, the Cloudflare
+// store and the syncer, configured from env, logging JSON to logs.
+func profileSync(ctx context.Context, env map[string]string, logs io.Writer) error {
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	owner, repo, _ := strings.Cut(env["GITHUB_REPO"], "/")
+	src, err := github.New(github.Config{Owner: owner, Repo: repo, Branch: "main", BaseURL: env["GITHUB_API_URL"], Logger: logger})
+	if err != nil {
+		return err
+	}
+	store, err := cloudflare.New(cloudflare.Config{
+		AccountID: env["CLOUDFLARE_ACCOUNT_ID"], NamespaceID: env["CLOUDFLARE_KV_NAMESPACE_ID"],
+		APIToken: env["CLOUDFLARE_API_TOKEN"], BaseURL: env["CLOUDFLARE_API_URL"], Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	opt := syncer.Options{Trigger: syncer.TriggerCLI}
+	opt.Concurrency, _ = strconv.Atoi(env["CONCURRENCY"])
+	opt.BatchSize, _ = strconv.Atoi(env["BATCH_SIZE"])
+	s := &syncer.Syncer{Source: src, Registry: registry.New(store), Repo: env["GITHUB_REPO"], Branch: "main", Logger: logger, Now: time.Now}
+	_, err = s.Run(ctx, opt)
+	return err
 }

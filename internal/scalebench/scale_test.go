@@ -1,4 +1,4 @@
-package main
+package scalebench
 
 import (
 	"context"
@@ -45,7 +45,7 @@ const (
 // first sync. Each iteration is one repetition; the table it prints holds
 // the medians, and checks the targets of docs/bench.md.
 //
-//	go test -run '^$' -bench Scale -benchtime 3x -timeout 60m ./cmd/syncjob -args -scale.policies=1000,10000
+//	go test -run '^$' -bench Scale -benchtime 3x -timeout 60m ./internal/scalebench -args -scale.policies=1000,10000
 func BenchmarkScale(b *testing.B) {
 	if _, err := exec.LookPath("git"); err != nil {
 		b.Skip("git not found")
@@ -106,7 +106,7 @@ func loadAverage() string {
 func buildSyncjob(b *testing.B, gotool string) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "syncjob")
-	cmd := exec.Command(gotool, "build", "-o", bin, ".")
+	cmd := exec.Command(gotool, "build", "-o", bin, "../../cmd/syncjob")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}

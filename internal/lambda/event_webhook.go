@@ -1,4 +1,4 @@
-package main
+package lambda
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"github.com/knue/syncjob/internal/webhook"
 )
 
-// webhookEvent is the payload the webhook receiver hands to the sync
+// WebhookEvent is the payload the webhook receiver hands to the sync
 // function: lambdaEvent's webhook fields, and nothing else.
-type webhookEvent struct {
+type WebhookEvent struct {
 	Trigger  string `json:"trigger"`  // always "webhook"
 	After    string `json:"after"`    // the pushed commit
 	Delivery string `json:"delivery"` // GitHub's X-GitHub-Delivery
@@ -20,7 +20,7 @@ type webhookEvent struct {
 // after (a run reads the branch head, which may be newer), but a payload
 // that names no commit is not the receiver's.
 func checkWebhookFields(ev lambdaEvent) error {
-	if ev.Trigger != triggerWebhook {
+	if ev.Trigger != TriggerWebhook {
 		switch {
 		case ev.After != "":
 			return &EventError{"after", `only with "trigger":"webhook"`}

@@ -1,0 +1,59 @@
+package lambda_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/lambda"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+const (
+	testDelivery = "72d3162e-cc78-11e3-81ab-4c9367dc0958"
+	testSHA      = "0123456789abcdef0123456789abcdef01234567"
+)
+
+func TestEvent_Webhook_ParsesToAnIncrementalRunWithItsDelivery(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(lambda.WebhookEvent{Trigger: lambda.TriggerWebhook, After: testSHA, Delivery: testDelivery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := lambda.ParseEvent(b)
+	if err != nil {
+		t.Fatalf("the receiver's payload %s is refused: %v", b, err)
+	}
+	want := syncer.Options{Trigger: syncer.TriggerWebhook, Delivery: testDelivery, After: testSHA}
+	if diff := cmp.Diff(want, opt); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+}
+
+func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		payload, field, words string
+	}{
+		{`{"trigger":"webhook","delivery":"d"}`, "after", "not a commit sha"},
+		{`{"trigger":"webhook","after":"abc","delivery":"d"}`, "after", `"abc"`},
+		{`{"trigger":"webhook","after":"` + strings.ToUpper(testSHA) + `","delivery":"d"}`, "after", "lower-case"},
+		{`{"trigger":"webhook","after":"` + testSHA + `"}`, "delivery", "required"},
+		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"` + strings.Repeat("d", 101) + `"}`, "delivery", "longer"},
+		{`{"trigger":"webhook","after":1,"delivery":"d"}`, "after", "a string"},
+		{`{"trigger":"schedule","after":"` + testSHA + `"}`, "after", "only with"},
+		{`{"delivery":"d"}`, "delivery", "only with"},
+		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","ref":"refs/heads/main"}`, "ref", "unknown field"},
+	} {
+		t.Run(tc.payload, func(t *testing.T) {
+			_, err := lambda.ParseEvent([]byte(tc.payload))
+			var ee *lambda.EventError
+			if !errors.As(err, &ee) || ee.Field != tc.field || !strings.Contains(ee.Error(), tc.words) {
+				t.Errorf("err = %v, want an EventError on %s saying %q", err, tc.field, tc.words)
+			}
+		})
+	}
+}
