@@ -21,10 +21,12 @@ func TestFolder_Contract(t *testing.T) {
 			t.Fatal(err)
 		}
 		return mirrortest.Harness{
-			Target:  f,
-			Prefix:  mirror.DefaultPrefix,
-			PutRaw:  func(t testing.TB, key string, body []byte) { mustWriteFile(t, filepath.Join(dir, key), body) },
-			ReadRaw: func(t testing.TB, key string) ([]byte, map[string]string, bool) { return readFile(t, filepath.Join(dir, key)) },
+			Target: f,
+			Prefix: mirror.DefaultPrefix,
+			PutRaw: func(t testing.TB, key string, body []byte) { mustWriteFile(t, filepath.Join(dir, key), body) },
+			ReadRaw: func(t testing.TB, key string) ([]byte, map[string]string, bool) {
+				return readFile(t, filepath.Join(dir, key))
+			},
 		}
 	})
 }

@@ -123,7 +123,7 @@ func TestDecodeHeader_ReadsWhatS3AndMIMEWrite(t *testing.T) {
 
 func TestRender_LongValues_MetadataBounded(t *testing.T) {
 	long := strings.Repeat("가", 400) // 1,200 bytes
-	name := strings.Repeat("나", 166)  // 498 bytes: the longest name the registry takes
+	name := strings.Repeat("나", 166) // 498 bytes: the longest name the registry takes
 	o, err := mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: name, Title: long, SHA: strings.Repeat("f", 40), Path: long + "/" + long + ".md"})
 	if err != nil {
 		t.Fatal(err)
