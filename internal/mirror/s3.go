@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -29,8 +30,12 @@ const (
 	DefaultMaxRetries = 4
 	DefaultTryTimeout = 30 * time.Second
 	defaultPageSize   = 1000
-	backoffBase       = 200 * time.Millisecond
-	backoffMax        = 5 * time.Second
+	// maxIdleConnsPerHost keeps a connection for each concurrent upload
+	// (Go's default keeps 2, the SDK's 10): without it, a run uploading 16
+	// at a time opens a TLS connection for most requests.
+	maxIdleConnsPerHost = 64
+	backoffBase         = 200 * time.Millisecond
+	backoffMax          = 5 * time.Second
 )
 
 // S3 is a Target in an S3-compatible bucket (Cloudflare R2, AWS S3, a
@@ -112,7 +117,9 @@ func newS3(ctx context.Context, cfg Config, naive bool) (*S3, error) {
 // awsConfig builds the SDK's configuration: static keys when cfg has them,
 // else AWS's default chain (environment, shared files, the Lambda role).
 func awsConfig(ctx context.Context, cfg Config) (aws.Config, error) {
-	var httpClient aws.HTTPClient = awshttp.NewBuildableClient()
+	var httpClient aws.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	})
 	if cfg.HTTPClient != nil {
 		httpClient = cfg.HTTPClient
 	}

@@ -1,10 +1,14 @@
 package mirror_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -204,4 +208,51 @@ func BenchmarkS3_Put1000_Concurrency16(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkMinimalClient_Put1000_Concurrency16 is the baseline of the one
+// above: the same 1,000 bodies PUT to the same server by bare net/http,
+// without the SDK, signing or retries.
+func BenchmarkMinimalClient_Put1000_Concurrency16(b *testing.B) {
+	srv := mirrortest.NewS3Server(b)
+	content := []byte(strings.Repeat("규정 본문 line\n", 256))
+	objs := make([]mirror.Object, 1000)
+	for i := range objs {
+		objs[i], _ = mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: fmt.Sprint("정책 ", i), Title: "제목", Content: content})
+	}
+	b.ResetTimer()
+	for range b.N {
+		g, ctx := errgroup.WithContext(context.Background())
+		g.SetLimit(16)
+		for _, o := range objs {
+			g.Go(func() error { return minimalPut(ctx, srv, o) })
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func minimalPut(ctx context.Context, srv *mirrortest.S3Server, o mirror.Object) error {
+	u := srv.URL + "/" + mirrortest.Bucket + "/" + (&url.URL{Path: o.Key}).EscapedPath()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(o.Body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", o.ContentType)
+	for k, v := range o.Metadata {
+		req.Header.Set("X-Amz-Meta-"+k, v)
+	}
+	resp, err := srv.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }

@@ -72,7 +72,11 @@ func NewS3Server(t testing.TB) *S3Server {
 	s := &S3Server{Backend: backend, Faults: newFaults()}
 	srv := httptest.NewTLSServer(s.middleware(fake.Server()))
 	t.Cleanup(srv.Close)
-	s.URL, s.Client = srv.URL, srv.Client()
+	client := srv.Client()
+	tr := client.Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64 // as the target's own client: no handshake per request
+	client.Transport = tr
+	s.URL, s.Client = srv.URL, client
 	return s
 }
 
