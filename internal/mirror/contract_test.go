@@ -31,6 +31,13 @@ func TestFolder_Contract(t *testing.T) {
 	})
 }
 
+func TestMemory_Contract(t *testing.T) {
+	mirrortest.Run(t, func(t *testing.T) mirrortest.Harness {
+		m := mirrortest.NewMemory(mirror.DefaultPrefix)
+		return mirrortest.Harness{Target: m, Prefix: mirror.DefaultPrefix, PutRaw: m.PutRaw, ReadRaw: m.ReadRaw}
+	})
+}
+
 func TestS3_Contract(t *testing.T) {
 	mirrortest.Run(t, func(t *testing.T) mirrortest.Harness {
 		srv := mirrortest.NewS3Server(t)

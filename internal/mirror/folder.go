@@ -22,6 +22,7 @@ import (
 type Folder struct {
 	dir    string
 	prefix string
+	count  counters
 }
 
 var _ Target = (*Folder)(nil)
@@ -45,6 +46,9 @@ func NewFolder(dir, prefix string) (*Folder, error) {
 // Name implements Target.
 func (f *Folder) Name() string { return "folder " + f.dir + ", prefix " + f.prefix }
 
+// Stats implements Target.
+func (f *Folder) Stats() Stats { return f.count.stats() }
+
 // root is the folder that holds every key under the prefix.
 func (f *Folder) root() string { return filepath.Join(f.dir, filepath.FromSlash(f.prefix)) }
 
@@ -61,6 +65,8 @@ func (f *Folder) Put(ctx context.Context, o Object) (string, error) {
 	if err := writeAtomic(f.path(o.Key), o.Body); err != nil {
 		return "", fmt.Errorf("folder: put %s: %w", o.Key, translateFS(err))
 	}
+	f.count.puts.Add(1)
+	f.count.bytes.Add(int64(len(o.Body)))
 	return ETagOf(o.Body), nil
 }
 
@@ -127,6 +133,7 @@ func (f *Folder) Delete(ctx context.Context, keys []string) (map[string]error, e
 			perKey[k] = fmt.Errorf("folder: delete %s: %w", k, translateFS(err))
 			continue
 		}
+		f.count.deletes.Add(1)
 		f.removeEmptyParents(filepath.Dir(f.path(k)))
 	}
 	if err := ctx.Err(); err != nil {
@@ -151,6 +158,7 @@ func (f *Folder) removeEmptyParents(dir string) {
 // regular file to hash it. Anything else there (a symlink, a device) is
 // listed with an empty ETag, so Drift takes it for foreign.
 func (f *Folder) List(ctx context.Context) ([]Listed, error) {
+	f.count.lists.Add(1)
 	var out []Listed
 	err := filepath.WalkDir(f.root(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -57,6 +58,7 @@ type S3 struct {
 	pageSize int32
 	secrets  []string
 	noMD5    bool
+	count    counters
 }
 
 var _ Target = (*S3)(nil)
@@ -149,10 +151,14 @@ func s3Name(cfg Config) string {
 // Name implements Target.
 func (s *S3) Name() string { return s.name }
 
+// Stats implements Target.
+func (s *S3) Stats() Stats { return s.count.stats() }
+
 // do runs one SDK call under the retry policy, each try bounded by the try
 // timeout, and translates its error.
-func do[T any](ctx context.Context, s *S3, call func(ctx context.Context) (T, error)) (T, error) {
+func do[T any](ctx context.Context, s *S3, tries *atomic.Int64, call func(ctx context.Context) (T, error)) (T, error) {
 	v, err := retry.Do(ctx, s.policy, func(ctx context.Context) (T, error) {
+		tries.Add(1)
 		tctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errTryTimeout)
 		defer cancel()
 		v, err := call(tctx)
@@ -177,7 +183,7 @@ func (s *S3) Put(ctx context.Context, o Object) (string, error) {
 		sum := md5.Sum(o.Body)
 		contentMD5 = aws.String(base64.StdEncoding.EncodeToString(sum[:]))
 	}
-	out, err := do(ctx, s, func(ctx context.Context) (*s3.PutObjectOutput, error) {
+	out, err := do(ctx, s, &s.count.puts, func(ctx context.Context) (*s3.PutObjectOutput, error) {
 		return s.client.PutObject(ctx, &s3.PutObjectInput{
 			Bucket:        aws.String(s.bucket),
 			Key:           aws.String(o.Key),
@@ -191,6 +197,7 @@ func (s *S3) Put(ctx context.Context, o Object) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("s3: put %s: %w", o.Key, err)
 	}
+	s.count.bytes.Add(int64(len(o.Body)))
 	if etag := NormalizeETag(aws.ToString(out.ETag)); etag != "" {
 		return etag, nil
 	}
@@ -223,7 +230,7 @@ func (s *S3) deleteBatch(ctx context.Context, batch []string, perKey map[string]
 	for i, k := range batch {
 		ids[i] = types.ObjectIdentifier{Key: aws.String(k)}
 	}
-	out, err := do(ctx, s, func(ctx context.Context) (*s3.DeleteObjectsOutput, error) {
+	out, err := do(ctx, s, &s.count.deletes, func(ctx context.Context) (*s3.DeleteObjectsOutput, error) {
 		return s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
 			Bucket: aws.String(s.bucket),
 			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
@@ -250,7 +257,7 @@ func (s *S3) List(ctx context.Context) ([]Listed, error) {
 	var out []Listed
 	var token *string
 	for {
-		page, err := do(ctx, s, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
+		page, err := do(ctx, s, &s.count.lists, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
 			return s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 				Bucket:            aws.String(s.bucket),
 				Prefix:            aws.String(s.prefix),

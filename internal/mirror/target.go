@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -90,6 +91,25 @@ type Target interface {
 	// reading any object (the folder reads files to hash them). Errors:
 	// ErrAccessDenied, ErrNotFound, ErrUnavailable, ErrRejected.
 	List(ctx context.Context) ([]Listed, error)
+	// Stats returns what the target has done so far, for the run summary.
+	Stats() Stats
+}
+
+// Stats counts a target's work: requests by operation (every try, retries
+// included; for a folder, files written, removed and listings), and the
+// bytes of the objects stored.
+type Stats struct {
+	Puts, Deletes, Lists int64
+	BytesUploaded        int64
+}
+
+// counters is Stats, safe for concurrent use.
+type counters struct {
+	puts, deletes, lists, bytes atomic.Int64
+}
+
+func (c *counters) stats() Stats {
+	return Stats{Puts: c.puts.Load(), Deletes: c.deletes.Load(), Lists: c.lists.Load(), BytesUploaded: c.bytes.Load()}
 }
 
 // ValidatePrefix checks a prefix: non-empty, ending in "/", relative, with

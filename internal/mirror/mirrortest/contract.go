@@ -56,6 +56,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"SlowAnswers_RetriedAfterTryTimeout", testSlow},
 		{"Put_NoChecksumTrailer_PlainBody", testNoTrailer},
 		{"Errors_HoldNoSecret", testNoSecrets},
+		{"Stats_CountTheWork", testStats},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newHarness(t)) })
@@ -411,6 +412,23 @@ func testNoSecrets(t *testing.T, h Harness) {
 			if sec != "" && (strings.Contains(err.Error(), sec) || strings.Contains(h.Target.Name(), sec)) {
 				t.Fatalf("secret in %q / %q", err, h.Target.Name())
 			}
+		}
+	}
+}
+
+func testStats(t *testing.T, h Harness) {
+	a, b := mustPut(t, h, doc("a", "aaa")), mustPut(t, h, doc("b", "bb"))
+	mustList(t, h)
+	mustDelete(t, h, a.Key)
+	want := mirror.Stats{Puts: 2, Deletes: 1, Lists: 1, BytesUploaded: int64(len(a.Body) + len(b.Body))}
+	if d := cmp.Diff(want, h.Target.Stats()); d != "" {
+		t.Fatalf("stats (-want +got):\n%s", d)
+	}
+	if s := h.Server; s != nil {
+		s.Faults.FailNext(OpPut, 1, http.StatusServiceUnavailable)
+		mustPut(t, h, doc("c", "c"))
+		if got := h.Target.Stats().Puts; got != 4 {
+			t.Fatalf("puts = %d after a retried put, want 4: every try is a request", got)
 		}
 	}
 }
