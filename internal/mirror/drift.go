@@ -41,13 +41,18 @@ type Repair struct {
 
 // Repairs is the plan that makes a mirror equal to what the head wants:
 // objects to upload (sorted by policy name) and foreign keys under the
-// prefix to delete (sorted).
+// prefix to delete (sorted). Unsafe lists foreign keys under the prefix
+// that no target may delete (ValidateKey refuses them: "..", "//", invalid
+// UTF-8, which a server or a folder could resolve outside the prefix):
+// left for an operator, and not in Delete, so they cannot block a batch.
 type Repairs struct {
 	Upload []Repair
 	Delete []string
+	Unsafe []string
 }
 
 // Empty reports whether there is nothing to repair.
+// Unsafe keys need an operator and do not count.
 func (r Repairs) Empty() bool { return len(r.Upload) == 0 && len(r.Delete) == 0 }
 
 // Drift compares a listing of the mirror with what the head wants (policy
@@ -65,7 +70,12 @@ func Drift(prefix string, want map[string]Want, listed []Listed) Repairs {
 			continue
 		}
 		seen[l.Key] = NormalizeETag(l.ETag)
-		if name, ok := PolicyNameOf(prefix, l.Key); !ok || !wanted(want, name) {
+		name, ok := PolicyNameOf(prefix, l.Key)
+		switch {
+		case ok && wanted(want, name):
+		case ValidateKey(prefix, l.Key) != nil:
+			r.Unsafe = append(r.Unsafe, l.Key)
+		default:
 			r.Delete = append(r.Delete, l.Key)
 		}
 	}
@@ -79,6 +89,8 @@ func Drift(prefix string, want map[string]Want, listed []Listed) Repairs {
 	slices.SortFunc(r.Upload, func(a, b Repair) int { return strings.Compare(a.PolicyName, b.PolicyName) })
 	slices.Sort(r.Delete)
 	r.Delete = slices.Compact(r.Delete)
+	slices.Sort(r.Unsafe)
+	r.Unsafe = slices.Compact(r.Unsafe)
 	return r
 }
 

@@ -67,6 +67,17 @@ func TestDrift(t *testing.T) {
 			},
 		},
 		{
+			name: "foreign keys no target may delete: reported apart, not in a batch",
+			want: map[string]mirror.Want{},
+			listed: []mirror.Listed{
+				{Key: p + "../escape/policy.md"}, {Key: p + "a//policy.md"}, {Key: p + "bad\xff/policy.md"}, {Key: key("ok")},
+			},
+			repair: mirror.Repairs{
+				Delete: []string{key("ok")},
+				Unsafe: []string{p + "../escape/policy.md", p + "a//policy.md", p + "bad\xff/policy.md"},
+			},
+		},
+		{
 			name:   "empty mirror, empty head",
 			want:   map[string]mirror.Want{},
 			listed: nil,

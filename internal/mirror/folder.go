@@ -56,7 +56,7 @@ func (f *Folder) path(key string) string { return filepath.Join(f.dir, filepath.
 
 // Put implements Target.
 func (f *Folder) Put(ctx context.Context, o Object) (string, error) {
-	if err := ValidateKey(f.prefix, o.Key); err != nil {
+	if err := validateObject(f.prefix, o); err != nil {
 		return "", fmt.Errorf("folder: put: %w", err)
 	}
 	if err := ctx.Err(); err != nil {

@@ -39,12 +39,7 @@ func DecodeHeader(v string) string {
 // plainASCII: printable ASCII (space to tilde) with no "=?" that a decoder
 // would take for an encoded word.
 func plainASCII(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if v[i] < ' ' || v[i] > '~' {
-			return false
-		}
-	}
-	return !strings.Contains(v, "=?")
+	return printableASCII(v) && !strings.Contains(v, "=?")
 }
 
 // truncate cuts s to at most n bytes at a rune boundary.

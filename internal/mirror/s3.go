@@ -175,8 +175,12 @@ func do[T any](ctx context.Context, s *S3, tries *atomic.Int64, call func(ctx co
 
 // Put implements Target.
 func (s *S3) Put(ctx context.Context, o Object) (string, error) {
-	if err := ValidateKey(s.prefix, o.Key); err != nil {
+	if err := validateObject(s.prefix, o); err != nil {
 		return "", fmt.Errorf("s3: put: %w", err)
+	}
+	var contentType *string
+	if o.ContentType != "" {
+		contentType = aws.String(o.ContentType)
 	}
 	var contentMD5 *string
 	if !s.noMD5 {
@@ -189,7 +193,7 @@ func (s *S3) Put(ctx context.Context, o Object) (string, error) {
 			Key:           aws.String(o.Key),
 			Body:          bytes.NewReader(o.Body),
 			ContentLength: aws.Int64(int64(len(o.Body))),
-			ContentType:   aws.String(o.ContentType),
+			ContentType:   contentType,
 			ContentMD5:    contentMD5,
 			Metadata:      o.Metadata,
 		})

@@ -256,3 +256,15 @@ func minimalPut(ctx context.Context, srv *mirrortest.S3Server, o mirror.Object) 
 	}
 	return nil
 }
+
+func TestS3_Put_RawNonASCIIMetadata_RejectedBeforeAnyRequest(t *testing.T) {
+	srv := mirrortest.NewS3Server(t)
+	o, _ := mirror.Render(mirror.DefaultPrefix, hangulDoc())
+	o.Metadata[mirror.MetaTitle] = "학칙" // not encoded
+	if _, err := mustS3(t, s3Config(srv)).Put(context.Background(), o); !errors.Is(err, mirror.ErrRejected) {
+		t.Fatalf("put: %v, want ErrRejected", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests made (a header Go refuses to send would be retried as unreachable)", n)
+	}
+}

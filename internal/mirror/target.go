@@ -140,6 +140,31 @@ func ValidateKey(prefix, key string) error {
 	return nil
 }
 
+// validateObject checks an object before it is stored: its key is under
+// prefix (ErrOutsidePrefix), and its metadata names and values are
+// printable ASCII, as HTTP headers must be (ErrRejected: Render encodes
+// them so).
+func validateObject(prefix string, o Object) error {
+	if err := ValidateKey(prefix, o.Key); err != nil {
+		return err
+	}
+	for k, v := range o.Metadata {
+		if k == "" || !printableASCII(k) || !printableASCII(v) {
+			return fmt.Errorf("object %s: metadata %q: %w: not printable ASCII (use EncodeHeader)", o.Key, k, ErrRejected)
+		}
+	}
+	return nil
+}
+
+func printableASCII(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < ' ' || v[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
 // validPath checks a slash-separated relative path.
 func validPath(p string) error {
 	if !utf8.ValidString(p) || strings.ContainsAny(p, "\\\x00") {
