@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -85,5 +86,17 @@ func TestNew_BuildsTheConfiguredTarget(t *testing.T) {
 	}
 	if (mirror.Config{}).Enabled() || !(mirror.Config{Dir: dir}).Enabled() || !cfg.Enabled() {
 		t.Fatal("Enabled")
+	}
+}
+
+func TestNewS3_ValidatesItsSettings(t *testing.T) {
+	for _, cfg := range []mirror.Config{
+		{Dir: t.TempDir()},
+		{Bucket: "b-1", Endpoint: "https://id:hunter2@host"},
+	} {
+		_, err := mirror.NewS3(context.Background(), cfg)
+		if !errors.Is(err, policy.ErrConfig) || strings.Contains(fmt.Sprint(err), "hunter2") {
+			t.Fatalf("NewS3(%+v) = %v, want a configuration error without the secret", cfg.Dir, err)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/retry"
 )
@@ -63,9 +64,9 @@ type S3 struct {
 
 var _ Target = (*S3)(nil)
 
-// NewS3 returns an S3 target for cfg's bucket settings (cfg.Validate must
-// accept them). It makes no request; with no keys in cfg it resolves AWS's
-// default credential chain.
+// NewS3 returns an S3 target for cfg's bucket settings, after Validate
+// (errors wrap policy.ErrConfig). It makes no request; with no keys in cfg
+// it resolves AWS's default credential chain.
 func NewS3(ctx context.Context, cfg Config) (*S3, error) {
 	return newS3(ctx, cfg, false)
 }
@@ -74,6 +75,12 @@ func NewS3(ctx context.Context, cfg Config) (*S3, error) {
 // sends no Content-MD5 (the control of the tests that prove the defaults
 // are off).
 func newS3(ctx context.Context, cfg Config, naive bool) (*S3, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Bucket == "" || cfg.Dir != "" {
+		return nil, fmt.Errorf("s3: CONTENT_BUCKET is required: %w", policy.ErrConfig)
+	}
 	cfg = cfg.withDefaults()
 	awsCfg, err := awsConfig(ctx, cfg)
 	if err != nil {
