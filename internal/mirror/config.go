@@ -37,6 +37,10 @@ type Config struct {
 // Enabled reports whether a mirror is configured.
 func (c Config) Enabled() bool { return c.Dir != "" || c.Bucket != "" }
 
+// KeyPrefix is the prefix in force: Prefix, or DefaultPrefix. Pass it to
+// Render, Key and Drift.
+func (c Config) KeyPrefix() string { return c.withDefaults().Prefix }
+
 func (c Config) withDefaults() Config {
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
@@ -137,7 +141,7 @@ func New(ctx context.Context, cfg Config) (Target, error) {
 	}
 	switch {
 	case cfg.Dir != "":
-		return NewFolder(cfg.Dir, cfg.withDefaults().Prefix)
+		return NewFolder(cfg.Dir, cfg.KeyPrefix())
 	case cfg.Bucket != "":
 		return NewS3(ctx, cfg)
 	}

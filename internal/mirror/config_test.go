@@ -84,6 +84,9 @@ func TestNew_BuildsTheConfiguredTarget(t *testing.T) {
 	if _, err := mirror.New(ctx, mirror.Config{Dir: dir, Bucket: "b-1"}); !errors.Is(err, policy.ErrConfig) {
 		t.Fatalf("New(both) = %v, want ErrConfig", err)
 	}
+	if (mirror.Config{}).KeyPrefix() != "policies/" || (mirror.Config{Prefix: "kb/"}).KeyPrefix() != "kb/" {
+		t.Fatal("KeyPrefix")
+	}
 	if (mirror.Config{}).Enabled() || !(mirror.Config{Dir: dir}).Enabled() || !cfg.Enabled() {
 		t.Fatal("Enabled")
 	}
