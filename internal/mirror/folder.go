@@ -1,0 +1,220 @@
+package mirror
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Folder is a Target in a local folder: key k is the file {dir}/{k}. Each
+// file is written to a temporary file in its folder, synced and renamed
+// over the old one, so a reader sees the old file or the new one, never
+// part of one. It keeps no metadata (see the package doc); List hashes each
+// file, its MD5 standing for the ETag.
+type Folder struct {
+	dir    string
+	prefix string
+	count  counters
+}
+
+var _ Target = (*Folder)(nil)
+
+// NewFolder returns a Folder target under dir for prefix. dir need not
+// exist yet; it is created at the first Put.
+func NewFolder(dir, prefix string) (*Folder, error) {
+	if dir == "" {
+		return nil, errors.New("folder: dir is empty")
+	}
+	if err := ValidatePrefix(prefix); err != nil {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("folder: resolve %s: %w", dir, err)
+	}
+	return &Folder{dir: abs, prefix: prefix}, nil
+}
+
+// Name implements Target.
+func (f *Folder) Name() string { return "folder " + f.dir + ", prefix " + f.prefix }
+
+// Stats implements Target.
+func (f *Folder) Stats() Stats { return f.count.stats() }
+
+// root is the folder that holds every key under the prefix.
+func (f *Folder) root() string { return filepath.Join(f.dir, filepath.FromSlash(f.prefix)) }
+
+func (f *Folder) path(key string) string { return filepath.Join(f.dir, filepath.FromSlash(key)) }
+
+// Put implements Target.
+func (f *Folder) Put(ctx context.Context, o Object) (string, error) {
+	if err := validateObject(f.prefix, o); err != nil {
+		return "", fmt.Errorf("folder: put: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("folder: put %s: %w", o.Key, err)
+	}
+	if err := writeAtomic(f.path(o.Key), o.Body); err != nil {
+		return "", fmt.Errorf("folder: put %s: %w", o.Key, translateFS(err))
+	}
+	f.count.puts.Add(1)
+	f.count.bytes.Add(int64(len(o.Body)))
+	return ETagOf(o.Body), nil
+}
+
+// writeAtomic writes body to a temporary file beside path, syncs it, and
+// renames it over path, then syncs the folder so the rename lasts.
+func writeAtomic(path string, body []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	if _, err := tmp.Write(body); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// Delete implements Target. A missing file counts as deleted; folders left
+// empty are removed up to, not including, the prefix's folder.
+func (f *Folder) Delete(ctx context.Context, keys []string) (map[string]error, error) {
+	for _, k := range keys {
+		if err := ValidateKey(f.prefix, k); err != nil {
+			return nil, fmt.Errorf("folder: delete: %w", err)
+		}
+	}
+	perKey := map[string]error{}
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			perKey[k] = err
+			continue
+		}
+		if err := os.Remove(f.path(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			perKey[k] = fmt.Errorf("folder: delete %s: %w", k, translateFS(err))
+			continue
+		}
+		f.count.deletes.Add(1)
+		f.removeEmptyParents(filepath.Dir(f.path(k)))
+	}
+	if err := ctx.Err(); err != nil {
+		return perKey, fmt.Errorf("folder: delete: %w", err)
+	}
+	return perKey, nil
+}
+
+// removeEmptyParents removes dir and its parents while they are empty and
+// below the prefix's folder. A folder that is not empty stops it.
+func (f *Folder) removeEmptyParents(dir string) {
+	root := f.root()
+	for dir != root && strings.HasPrefix(dir, root+string(filepath.Separator)) {
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// List implements Target: it walks the prefix's folder only, and reads each
+// regular file to hash it. Anything else there (a symlink, a device) is
+// listed with an empty ETag, so Drift takes it for foreign.
+func (f *Folder) List(ctx context.Context) ([]Listed, error) {
+	f.count.lists.Add(1)
+	var out []Listed
+	err := filepath.WalkDir(f.root(), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(f.dir, path)
+		if err != nil {
+			return err
+		}
+		l := Listed{Key: filepath.ToSlash(rel)}
+		if d.Type().IsRegular() {
+			l.ETag, l.Size, err = hashFile(path)
+			if err != nil {
+				return err
+			}
+		}
+		out = append(out, l)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) && len(out) == 0 {
+		if _, serr := os.Stat(f.root()); errors.Is(serr, fs.ErrNotExist) {
+			return nil, nil // nothing mirrored yet
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("folder: list %s: %w", f.prefix, translateFS(err))
+	}
+	slices.SortFunc(out, func(a, b Listed) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+func hashFile(path string) (string, int64, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer file.Close()
+	h := md5.New()
+	n, err := io.Copy(h, file)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// translateFS turns a permission error into ErrAccessDenied and keeps the
+// rest (a full disk, an I/O error) as they are.
+func translateFS(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: %w", ErrAccessDenied, err)
+	}
+	return err
+}

@@ -1,0 +1,157 @@
+package mirror_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/mirror"
+)
+
+func mustFolder(t *testing.T) (*mirror.Folder, string) {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := mirror.NewFolder(dir, mirror.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, dir
+}
+
+// A reader never sees part of a file, however often it is replaced.
+func TestFolder_Put_ReaderSeesOldOrNewNeverPart(t *testing.T) {
+	f, dir := mustFolder(t)
+	ctx := context.Background()
+	small := mirror.Object{Key: mirror.Key(mirror.DefaultPrefix, "a"), Body: []byte("small")}
+	large := mirror.Object{Key: small.Key, Body: bytes.Repeat([]byte("large body "), 20000)}
+	if _, err := f.Put(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, small.Key)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var torn []int
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b, err := os.ReadFile(path)
+			if err != nil || (!bytes.Equal(b, small.Body) && !bytes.Equal(b, large.Body)) {
+				torn = append(torn, len(b))
+			}
+		}
+	})
+	for i := range 200 {
+		o := small
+		if i%2 == 0 {
+			o = large
+		}
+		if _, err := f.Put(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if len(torn) > 0 {
+		t.Fatalf("a reader saw %d torn or missing files (lengths %v)", len(torn), torn[:min(5, len(torn))])
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Fatalf("left beside the file: %v", entries)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v, want 0644", st.Mode().Perm())
+	}
+}
+
+func TestFolder_Delete_RemovesEmptyFoldersUnderThePrefixOnly(t *testing.T) {
+	f, dir := mustFolder(t)
+	ctx := context.Background()
+	keep := mirror.Key(mirror.DefaultPrefix, "keep")
+	nested := mirror.DefaultPrefix + "deep/er/policy.md"
+	for _, k := range []string{keep, nested, mirror.DefaultPrefix + "deep/other.txt"} {
+		mustWriteFile(t, filepath.Join(dir, k), []byte("x"))
+	}
+	if perKey, err := f.Delete(ctx, []string{keep, nested}); err != nil || len(perKey) != 0 {
+		t.Fatalf("delete: %v %v", err, perKey)
+	}
+	assertExists(t, filepath.Join(dir, mirror.DefaultPrefix, "deep", "other.txt"), true)
+	assertExists(t, filepath.Join(dir, mirror.DefaultPrefix, "deep", "er"), false)
+	assertExists(t, filepath.Join(dir, mirror.DefaultPrefix, "keep"), false)
+	if _, err := f.Delete(ctx, []string{mirror.DefaultPrefix + "deep/other.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	assertExists(t, filepath.Join(dir, mirror.DefaultPrefix, "deep"), false)
+	assertExists(t, filepath.Join(dir, mirror.DefaultPrefix), true)
+}
+
+func assertExists(t *testing.T, path string, want bool) {
+	t.Helper()
+	_, err := os.Lstat(path)
+	if got := err == nil; got != want {
+		t.Fatalf("%s exists = %v, want %v", path, got, want)
+	}
+}
+
+func TestFolder_List_NothingMirroredYet(t *testing.T) {
+	f, _ := mustFolder(t)
+	if l, err := f.List(context.Background()); err != nil || len(l) != 0 {
+		t.Fatalf("list of a folder never written: %v, %v", l, err)
+	}
+}
+
+// A symlink under the prefix is foreign: listed without an ETag, deleted
+// as a link (its target is not followed).
+func TestFolder_Symlink_ListedAsForeign_TargetUntouched(t *testing.T) {
+	f, dir := mustFolder(t)
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	mustWriteFile(t, outside, []byte("outside"))
+	link := mirror.Key(mirror.DefaultPrefix, "link")
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, link)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, link)); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	l, err := f.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]mirror.Listed{{Key: link}}, l); d != "" {
+		t.Fatalf("(-want +got):\n%s", d)
+	}
+	r := mirror.Drift(mirror.DefaultPrefix, map[string]mirror.Want{"link": {SHA: "s", UploadedSHA: "s", ETag: "e"}}, l)
+	if len(r.Upload) != 1 || r.Upload[0].Reason != mirror.Edited {
+		t.Fatalf("drift %+v, want the link replaced by an upload", r)
+	}
+	if _, err := f.Delete(context.Background(), []string{link}); err != nil {
+		t.Fatal(err)
+	}
+	assertExists(t, outside, true)
+}
+
+func TestFolder_PermissionDenied_IsAccessDenied(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores permissions")
+	}
+	f, dir := mustFolder(t)
+	if err := os.Mkdir(filepath.Join(dir, mirror.DefaultPrefix), 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, mirror.DefaultPrefix), 0o755) })
+	o, _ := mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: "a"})
+	_, err := f.Put(context.Background(), o)
+	if !errors.Is(err, mirror.ErrAccessDenied) || !strings.Contains(err.Error(), o.Key) {
+		t.Fatalf("put into a read-only folder: %v, want ErrAccessDenied naming the key", err)
+	}
+}

@@ -1,0 +1,93 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/knue/syncjob/internal/retry"
+)
+
+// errTryTimeout: one try outlived its own timeout while the call's context
+// still runs; it is retried.
+var errTryTimeout = errors.New("timeout")
+
+// classify retries 5xx, 429, S3's throttling and transient codes, tries
+// that timed out, and requests that could not be sent.
+func classify(err error) retry.Decision {
+	return retry.Decision{Retry: transient(err)}
+}
+
+func transient(err error) bool {
+	status, code := statusAndCode(err)
+	switch {
+	case status >= 500 || status == 429:
+		return true
+	case code == "SlowDown" || code == "InternalError" || code == "ServiceUnavailable" || code == "RequestTimeout":
+		return true
+	case errors.Is(err, errTryTimeout):
+		return true
+	}
+	var send *smithyhttp.RequestSendError
+	var netErr net.Error
+	return status == 0 && (errors.As(err, &send) || errors.As(err, &netErr))
+}
+
+// statusAndCode returns the HTTP status and S3 error code of an SDK error,
+// 0 and "" when it has none.
+func statusAndCode(err error) (int, string) {
+	var status int
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return status, api.ErrorCode()
+	}
+	return status, ""
+}
+
+// translate turns an SDK error into a sentinel with a short detail (status
+// and S3 code), dropping the SDK's text. The context's own end is kept.
+func translate(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return err
+	}
+	status, code := statusAndCode(err)
+	detail := code
+	if status != 0 {
+		detail = strconv.Itoa(status) + " " + code
+	}
+	switch {
+	case errors.Is(err, errTryTimeout):
+		return fmt.Errorf("%w: timeout", ErrUnavailable)
+	case code == "NoSuchBucket":
+		return fmt.Errorf("%w: %s", ErrNotFound, detail)
+	case status == 401 || status == 403 || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
+		return fmt.Errorf("%w: %s", ErrAccessDenied, detail)
+	case transient(err) && status == 0:
+		return fmt.Errorf("%w: request not sent", ErrUnavailable)
+	case transient(err):
+		return fmt.Errorf("%w: %s", ErrUnavailable, detail)
+	case status == 0 && code == "":
+		return fmt.Errorf("%w: %v", ErrRejected, err)
+	}
+	return fmt.Errorf("%w: %s", ErrRejected, detail)
+}
+
+// keyError translates one per-key error of a DeleteObjects answer.
+func keyError(code string) error {
+	switch code {
+	case "AccessDenied":
+		return fmt.Errorf("%w: %s", ErrAccessDenied, code)
+	case "InternalError", "SlowDown", "ServiceUnavailable":
+		return fmt.Errorf("%w: %s", ErrUnavailable, code)
+	}
+	return fmt.Errorf("%w: %s", ErrRejected, code)
+}
