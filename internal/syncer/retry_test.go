@@ -227,13 +227,14 @@ func TestRetry_WorkerFailuresAreNotTheSyncs(t *testing.T) {
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
-	c := &queue.Consumer{Registry: r.reg, Now: r.clock.Now}
-	taken, err := c.Take(context.Background(), 1)
-	if err != nil || len(taken) != 1 {
-		t.Fatalf("take: %v %v", taken, err)
+	// a worker takes an entry and fails it, under the queue's rules
+	taken, ok := r.queueEntries()["가"]
+	if !ok {
+		t.Fatalf("take: no queue entry for 가 in %v", r.queueEntries())
 	}
-	if _, err := c.Fail(context.Background(), taken[0], errors.New("indexer down")); err != nil {
-		t.Fatal(err)
+	next, dead := queue.Failed(taken, errors.New("indexer down").Error(), r.clock.Now())
+	if errs := r.reg.Write(context.Background(), registry.PutQueue(next)); errs != nil || dead != nil {
+		t.Fatal(errs, dead)
 	}
 	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
 		t.Errorf("a worker's failure made the sync work: mode %s", res.Summary.Mode)
