@@ -11,6 +11,7 @@ import (
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/queue"
 )
 
 var now = time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
@@ -94,7 +95,7 @@ func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
 	if diff := cmp.Diff(plan.Skipped, got.Skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
-	wantHeld := []policy.Skip{{PolicyName: "dead", Path: "a/dead.md", Reason: differ.HeldBackReason("dead")}}
+	wantHeld := []policy.Skip{{PolicyName: "dead", Path: "a/dead.md", Reason: queue.HeldBackReason("dead")}}
 	if diff := cmp.Diff(wantHeld, got.HeldBack); diff != "" {
 		t.Errorf("held back (-want +got):\n%s", diff)
 	}

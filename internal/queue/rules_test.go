@@ -82,20 +82,20 @@ func TestDeadLetter_RetryRequeuesDropForgets(t *testing.T) {
 	if d, _ := reg.DeadLetters(ctx); len(d) != 2 {
 		t.Fatalf("dead letters = %v, want both", d)
 	}
-	if err := queue.RetryDeadLetter(ctx, reg, "학칙", clock.Now()); err != nil {
+	if err := reg.RetryDeadLetter(ctx, "학칙", clock.Now()); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	back, err := reg.QueueEntry(ctx, "학칙")
 	if err != nil || back.RetryCount != 0 || back.ErrorMessage == nil {
 		t.Fatalf("requeued entry = %+v, %v", back, err)
 	}
-	if err := queue.DropDeadLetter(ctx, reg, "규정"); err != nil {
+	if err := reg.DropDeadLetter(ctx, "규정"); err != nil {
 		t.Fatalf("drop: %v", err)
 	}
 	if d, _ := reg.DeadLetters(ctx); len(d) != 0 {
 		t.Fatalf("dead letters after retry and drop = %v", d)
 	}
-	if err := queue.RetryDeadLetter(ctx, reg, "없음", clock.Now()); !errors.Is(err, policy.ErrNotFound) {
+	if err := reg.RetryDeadLetter(ctx, "없음", clock.Now()); !errors.Is(err, policy.ErrNotFound) {
 		t.Fatalf("retry of a missing dead letter: %v", err)
 	}
 }

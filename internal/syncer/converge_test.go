@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
@@ -60,7 +61,7 @@ func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
 	r.repo.Write("a/가.md", "# 가\n")
 	head := r.repo.Commit("restore 가")
 	res := r.mustConverge(head)
-	if res.Summary.Mode != syncer.ModeFull || res.Summary.ModeReason == "" {
+	if res.Summary.Mode != differ.ModeFull || res.Summary.ModeReason == "" {
 		t.Errorf("after a lost lastCommit: mode %s (%s), want full", res.Summary.Mode, res.Summary.ModeReason)
 	}
 }
@@ -306,7 +307,7 @@ func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
 	}
 	r.repo.Commit("repeal 15")
 	res, err := r.run(syncer.Options{})
-	if !errors.Is(err, syncer.ErrRefused) {
+	if !errors.Is(err, differ.ErrRefused) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, s := range []policy.RunSummary{res.Summary, r.lastRun()} {
@@ -377,7 +378,7 @@ func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
 	r.repo.Commit("edit")
 	start := len(r.store.Log())
 	res := r.mustRun()
-	if res.Summary.Mode != syncer.ModeIncremental || res.Summary.Policies != 3 {
+	if res.Summary.Mode != differ.ModeIncremental || res.Summary.Policies != 3 {
 		t.Fatalf("summary %+v", res.Summary)
 	}
 	for _, c := range r.store.Log()[start:] {
@@ -400,10 +401,10 @@ func TestConverge_LiveLeaseOfAnotherRun_NotMistakenForACrash(t *testing.T) {
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
 	res, err := r.run(leased)
-	if !errors.Is(err, syncer.ErrLeaseHeld) {
+	if !errors.Is(err, registry.ErrLeaseHeld) {
 		t.Fatalf("err = %v, want ErrLeaseHeld", err)
 	}
-	if res.Summary.Dirty || res.Summary.Mode == syncer.ModeFull {
+	if res.Summary.Dirty || res.Summary.Mode == differ.ModeFull {
 		t.Errorf("a run refused by a live lease recorded %+v: the holder is alive, nothing was left half-written", res.Summary)
 	}
 }
@@ -472,7 +473,7 @@ func TestConverge_WebhookRun_HeadPastThePush_NoWait(t *testing.T) {
 	r.mustRun()
 	r.gh.ResetRequests()
 	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: first})
-	if err != nil || res.Summary.Mode != syncer.ModeUnchanged {
+	if err != nil || res.Summary.Mode != differ.ModeUnchanged {
 		t.Fatalf("redelivered old push: mode %s, err %v; want unchanged", res.Summary.Mode, err)
 	}
 	if got := r.gh.Requests(); got[githubtest.KindCommitSHA] != 1 || got[githubtest.KindCompare] != 1 {
@@ -514,7 +515,7 @@ func TestConverge_WebhookRun_HeadNeverThePush_FailsWithoutWaitingForOtherHeads(t
 	}
 	// Runs started by hand or on schedule never wait.
 	r.gh.ResetRequests()
-	if res, err = r.run(syncer.Options{LeaseTTL: leased.LeaseTTL}); err != nil || res.Summary.Mode != syncer.ModeUnchanged {
+	if res, err = r.run(syncer.Options{LeaseTTL: leased.LeaseTTL}); err != nil || res.Summary.Mode != differ.ModeUnchanged {
 		t.Fatalf("run without a pushed commit: mode %s, err %v", res.Summary.Mode, err)
 	}
 	if got := r.gh.Requests()[githubtest.KindCommitSHA]; got != 1 {

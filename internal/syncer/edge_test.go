@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -50,7 +51,7 @@ func TestGuard_SmallRegistryReplacedByOneUnrelatedFile_Refused(t *testing.T) {
 	r.repo.Remove("규정")
 	r.repo.Write("docs/guide.md", "# guide\n")
 	r.repo.Commit("wrong tree")
-	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrRefused) {
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, differ.ErrRefused) {
 		t.Fatalf("err = %v, want ErrRefused", err)
 	}
 	if len(r.policies()) != 10 {
@@ -90,7 +91,7 @@ func TestRetry_PendingThenSkipped_Settles(t *testing.T) {
 	if q, ok := r.queueEntries()["가"]; ok {
 		t.Errorf("queue:가 still waits for a retry the head no longer needs: %+v", q)
 	}
-	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+	if res := r.mustRun(); res.Summary.Mode != differ.ModeUnchanged {
 		t.Errorf("mode %s (%s), want unchanged", res.Summary.Mode, res.Summary.ModeReason)
 	}
 	if e := r.policies()["가"]; e.Title != "가" {

@@ -13,9 +13,6 @@ import (
 	"github.com/knue/syncjob/internal/retry"
 )
 
-// ErrLeaseHeld is returned when another run holds the single-writer lease.
-var ErrLeaseHeld = registry.ErrLeaseHeld
-
 // ErrLeaseLost stops a run whose lease could not be renewed before it
 // expired: another writer may now take it, so this one must stop writing.
 var ErrLeaseLost = errors.New("lost the single-writer lease (renewals failed)")

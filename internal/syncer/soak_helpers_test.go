@@ -16,7 +16,6 @@ import (
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
@@ -486,7 +485,7 @@ func (r *soakRig) releaseDeadLetters() int {
 	r.t.Helper()
 	snap := r.snapshot()
 	for _, name := range slices.Sorted(maps.Keys(snap.dead)) {
-		if err := queue.RetryDeadLetter(context.Background(), r.reg, name, r.clock.Now()); err != nil {
+		if err := r.reg.RetryDeadLetter(context.Background(), name, r.clock.Now()); err != nil {
 			r.t.Fatalf("retry dead letter %s: %v", name, err)
 		}
 	}

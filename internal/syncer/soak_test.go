@@ -46,7 +46,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 	"github.com/knue/syncjob/internal/syncer"
 )
@@ -165,11 +167,11 @@ func (r *soakRig) converge(rep *reporter, last histStep) {
 			rep.check(last, label, runFaults{}, opt, res, err, checkRun(hv, before, after, res, err, false))
 			switch {
 			case attempt > 3:
-			case errors.Is(err, syncer.ErrLeaseHeld):
+			case errors.Is(err, registry.ErrLeaseHeld):
 				rep.stats.add(func(s *soakStats) { s.leaseWaits++ })
 				r.clock.Advance(soakLeaseTTL)
 				continue
-			case errors.Is(err, syncer.ErrRefused) && !opt.AllowMassDelete:
+			case errors.Is(err, differ.ErrRefused) && !opt.AllowMassDelete:
 				rep.stats.add(func(s *soakStats) { s.guardRetry++ })
 				opt.AllowMassDelete = true
 				continue
@@ -226,7 +228,7 @@ func (rp *reporter) check(st histStep, run string, f runFaults, opt syncer.Optio
 		s.runs++
 		s.exits[exitCode(err)]++
 		s.modes[mode]++
-		if errors.Is(err, syncer.ErrLeaseHeld) {
+		if errors.Is(err, registry.ErrLeaseHeld) {
 			s.leaseRefused++
 		}
 	})

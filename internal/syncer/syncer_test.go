@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
@@ -256,17 +257,17 @@ func TestRun_ReconcileIntervalPassed_FullRun(t *testing.T) {
 	r.repo.Write("c/라.md", "# 라\n")
 	r.repo.Commit("add")
 	res := r.mustRun()
-	if res.Summary.Mode != syncer.ModeIncremental {
+	if res.Summary.Mode != differ.ModeIncremental {
 		t.Fatalf("mode %s, want incremental", res.Summary.Mode)
 	}
 	r.clock.Advance(8 * 24 * time.Hour)
 	r.repo.Write("c/마.md", "# 마\n")
 	r.repo.Commit("add again")
 	res = r.mustRun()
-	if res.Summary.Mode != syncer.ModeFull || res.Summary.ModeReason != "reconcile interval passed" {
+	if res.Summary.Mode != differ.ModeFull || res.Summary.ModeReason != "reconcile interval passed" {
 		t.Errorf("mode %s (%s), want full after the reconcile interval", res.Summary.Mode, res.Summary.ModeReason)
 	}
-	if res = r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+	if res = r.mustRun(); res.Summary.Mode != differ.ModeUnchanged {
 		t.Errorf("mode %s after a fresh full run, want unchanged", res.Summary.Mode)
 	}
 }
@@ -302,7 +303,7 @@ func TestRun_ConflictsAndSkipsReportedEveryRun(t *testing.T) {
 	r.repo.Write("c/정상.md", "# 정상 개정\n")
 	r.repo.Commit("unrelated edit")
 	res := r.mustRun()
-	if res.Summary.Mode != syncer.ModeIncremental {
+	if res.Summary.Mode != differ.ModeIncremental {
 		t.Fatalf("mode %s", res.Summary.Mode)
 	}
 	want := []policy.Conflict{{PolicyName: "규정", Winner: "a/규정.md", Losers: []string{"b/규정.md"}}}
