@@ -16,6 +16,7 @@ import (
 func nfd(s string) string { return norm.NFD.String(s) }
 
 func TestIsPolicyPath(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path string
 		want bool
@@ -56,6 +57,7 @@ func TestIsPolicyPath(t *testing.T) {
 }
 
 func TestNameOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path string
 		want string
@@ -82,6 +84,7 @@ func TestNameOf(t *testing.T) {
 }
 
 func TestNameOf_NFDEqualsNFC(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"학칙", "학칙(개정)․2024 본문", "Café", "한국교원대학교 학칙 시행세칙"} {
 		nfcPath, nfdPath := "규정/"+name+".md", nfd("규정/"+name+".md")
 		if nfcPath == nfdPath {
@@ -94,6 +97,7 @@ func TestNameOf_NFDEqualsNFC(t *testing.T) {
 }
 
 func TestKeyFits(t *testing.T) {
+	t.Parallel()
 	longest := len(policy.DeadLetterPrefix)
 	tests := []struct {
 		name string
@@ -116,6 +120,7 @@ func TestKeyFits(t *testing.T) {
 }
 
 func TestTitle(t *testing.T) {
+	t.Parallel()
 	const fb = "fallback"
 	tests := []struct {
 		name    string

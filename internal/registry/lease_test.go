@@ -12,6 +12,7 @@ import (
 )
 
 func TestLease_TakeRefuseRenewReleaseBreak(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
 		read := func() *registry.Lease {
@@ -69,6 +70,7 @@ func TestLease_TakeRefuseRenewReleaseBreak(t *testing.T) {
 }
 
 func TestLease_LeftBehind_ExpiresButStaysAsEvidence(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
 		if _, err := r.TakeLease(ctx, nil, "crashed", clock.Now(), time.Minute); err != nil {
@@ -93,6 +95,7 @@ func TestLease_LeftBehind_ExpiresButStaysAsEvidence(t *testing.T) {
 }
 
 func TestRecordCost_BillsHistoryLastRunWithAndAdvance(t *testing.T) {
+	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
 	if got := registry.New(registry.NewMemory(clock.Now)).RecordCost("sha", registry.LeaseRelease(registry.Lease{Owner: "x"}, clock.Now())); got != 0 {
 		t.Errorf("memory bills nothing, got %d", got)

@@ -64,6 +64,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, r *registry.Registry, 
 func strPtr(s string) *string { return &s }
 
 func TestRegistry_Schema_RoundTrips(t *testing.T) {
+	t.Parallel()
 	entries := []policy.Entry{
 		{PolicyName: "학칙", Title: "한국교원대학교 학칙", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: strings.Repeat("a", 40), Path: "규정/학칙.md"},
 		{PolicyName: "교원 인사 규정(2024)", Title: "R&D <규정>", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: strings.Repeat("b", 40), Path: "a/교원 인사 규정(2024).md", FileNo: "12", PreviewURL: "https://x/p?a=1&b=2", DownloadURL: "https://x/d"},
@@ -125,6 +126,7 @@ func TestRegistry_Schema_RoundTrips(t *testing.T) {
 }
 
 func TestPolicyPair_MetadataIsACompleteListing(t *testing.T) {
+	t.Parallel()
 	e := policy.Entry{PolicyName: "학칙", Title: "학칙 & 부칙", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: "abc", Path: "학칙.md"}
 	p := registry.PolicyPair(e)
 	want := registry.Pair{
@@ -141,6 +143,7 @@ func TestPolicyPair_MetadataIsACompleteListing(t *testing.T) {
 }
 
 func TestPolicyPair_LegacyFields_MarkedLegacy(t *testing.T) {
+	t.Parallel()
 	e := policy.Entry{PolicyName: "a", Title: "A", Status: policy.StatusActive, LastUpdated: "t", SHA: "s", Path: "a.md", FileNo: "7"}
 	want := `{"sha":"s","path":"a.md","title":"A","lastUpdated":"t","legacy":true}`
 	if got := string(registry.PolicyPair(e).Metadata); got != want {
@@ -149,6 +152,7 @@ func TestPolicyPair_LegacyFields_MarkedLegacy(t *testing.T) {
 }
 
 func TestPolicyPair_OversizeMetadata_ShaOnly(t *testing.T) {
+	t.Parallel()
 	e := policy.Entry{PolicyName: "a", Title: strings.Repeat("긴 제목 ", 100), Status: policy.StatusActive, LastUpdated: "t", SHA: strings.Repeat("f", 40), Path: "a.md"}
 	p := registry.PolicyPair(e)
 	if want := `{"sha":"` + strings.Repeat("f", 40) + `"}`; string(p.Metadata) != want {
@@ -167,6 +171,7 @@ func TestPolicyPair_OversizeMetadata_ShaOnly(t *testing.T) {
 }
 
 func TestRegistry_Policies_ListingWithoutValues_GetsOnlyIncompleteKeys(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	r := registry.New(f)
 	sha := strings.Repeat("a", 40)
@@ -220,6 +225,7 @@ func TestRegistry_Policies_ListingWithoutValues_GetsOnlyIncompleteKeys(t *testin
 }
 
 func TestRegistry_Policies_CompleteMetadataOnly_ZeroGets(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	var pairs []registry.Pair
 	for i := range 300 {
@@ -237,6 +243,7 @@ func TestRegistry_Policies_CompleteMetadataOnly_ZeroGets(t *testing.T) {
 }
 
 func TestQueuePair_NullErrorMessage(t *testing.T) {
+	t.Parallel()
 	q := policy.QueueEntry{PolicyName: "a", SHA: "s", Operation: policy.OpAdd, CreatedAt: "t"}
 	want := `{"policyName":"a","sha":"s","operation":"add","retryCount":0,"createdAt":"t","errorMessage":null}`
 	if got := string(registry.QueuePair(q).Value); got != want {
@@ -251,6 +258,7 @@ func TestQueuePair_NullErrorMessage(t *testing.T) {
 }
 
 func TestRegistry_Policies_LegacyV1_Decodes(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, _ *registrytest.Clock) {
 		registrytest.MustPut(t, r.Store(), registry.Pair{
 			Key:   "policy:한국교원대학교 학칙",
@@ -271,6 +279,7 @@ func TestRegistry_Policies_LegacyV1_Decodes(t *testing.T) {
 }
 
 func TestRegistry_Policies_UndecodableIsAProblemNotAFailure(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, _ *registrytest.Clock) {
 		good := policy.Entry{PolicyName: "good", SHA: "s", Path: "good.md", Status: policy.StatusActive}
 		registrytest.MustPut(t, r.Store(),
@@ -306,6 +315,7 @@ func TestRegistry_Policies_UndecodableIsAProblemNotAFailure(t *testing.T) {
 }
 
 func TestRegistry_Empty_AbsentsAreZero(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, _ *registrytest.Clock) {
 		if c, err := r.LastCommit(t.Context()); c != "" || err != nil {
 			t.Errorf("LastCommit = %q, %v; want \"\", nil", c, err)
@@ -324,6 +334,7 @@ func TestRegistry_Empty_AbsentsAreZero(t *testing.T) {
 }
 
 func TestRunKey_InvertedMillis(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		at   time.Time
 		want string
@@ -353,6 +364,7 @@ func summary(id string, at time.Time, status string) policy.RunSummary {
 }
 
 func TestRegistry_RecordRun_NewestFirstAndExpiresAfter90Days(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		var want []policy.RunSummary
 		for i, id := range []string{"run-1", "run-2", "run-3"} {
@@ -411,6 +423,7 @@ func TestRegistry_RecordRun_NewestFirstAndExpiresAfter90Days(t *testing.T) {
 }
 
 func TestRegistry_RecordRun_LastCommitRawString_AdvanceOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		sha := "0123456789abcdef0123456789abcdef01234567"
 		if err := r.RecordRun(t.Context(), summary("a", clock.Now(), policy.RunSuccess), clock.Now(), sha); err != nil {
@@ -434,6 +447,7 @@ func TestRegistry_RecordRun_LastCommitRawString_AdvanceOnlyWhenAsked(t *testing.
 }
 
 func TestRegistry_LastCommit_ToleratesQuotedAndSpaced(t *testing.T) {
+	t.Parallel()
 	for stored, want := range map[string]string{
 		`"abc123"`:  "abc123",
 		"abc123\n":  "abc123",
@@ -449,6 +463,7 @@ func TestRegistry_LastCommit_ToleratesQuotedAndSpaced(t *testing.T) {
 }
 
 func TestRegistry_RecordRun_LastRunFails_NoAdvance(t *testing.T) {
+	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
 	f := registrytest.NewFaulty(registry.NewMemory(clock.Now))
 	r := registry.New(f)
@@ -472,6 +487,7 @@ func TestRegistry_RecordRun_LastRunFails_NoAdvance(t *testing.T) {
 }
 
 func TestRegistry_RecordRun_LastCommitFails_ErrorNamesIt(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	f.FailKeys(map[string]error{policy.LastCommitKey: errors.New("boom")})
 	err := registry.New(f).RecordRun(t.Context(), summary("a", time.Now(), policy.RunSuccess), time.Now(), "sha")
@@ -484,6 +500,7 @@ func TestRegistry_RecordRun_LastCommitFails_ErrorNamesIt(t *testing.T) {
 }
 
 func TestRegistry_ReadFailures_AreErrors(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	r := registry.New(f)
 	registrytest.MustPut(t, f, registry.PolicyPair(policy.Entry{PolicyName: "a"}))
@@ -515,6 +532,7 @@ func TestRegistry_ReadFailures_AreErrors(t *testing.T) {
 }
 
 func TestRegistry_LastRun_Undecodable_Error(t *testing.T) {
+	t.Parallel()
 	s := registry.NewMemory(nil)
 	registrytest.MustPut(t, s, registry.Pair{Key: policy.LastRunKey, Value: []byte("garbage")})
 	if s, err := registry.New(s).LastRun(t.Context()); err == nil || s != nil {

@@ -48,6 +48,7 @@ func (r *rig) mustConverge(head string) syncer.Result {
 }
 
 func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -67,6 +68,7 @@ func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
 }
 
 func TestConverge_LastCommitLost_AddedThenDeleted_NoGhost(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -80,6 +82,7 @@ func TestConverge_LastCommitLost_AddedThenDeleted_NoGhost(t *testing.T) {
 }
 
 func TestConverge_KilledAfterDelete_NextRunPlansFromTheHeadTree(t *testing.T) {
+	t.Parallel()
 	for _, at := range []int{1, 2, 3, 4} { // after the lease, the deletes, ...
 		t.Run(fmt.Sprintf("killed after %d writes", at), func(t *testing.T) {
 			r := newRig(t)
@@ -101,6 +104,7 @@ func TestConverge_KilledAfterDelete_NextRunPlansFromTheHeadTree(t *testing.T) {
 }
 
 func TestConverge_EveryWriteRefusedThreeRuns_OutageNotDeadLetters(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.repo.Write("a/가.md", "# 가\n")
 	r.repo.Write("a/나.md", "# 나\n")
@@ -124,6 +128,7 @@ func TestConverge_EveryWriteRefusedThreeRuns_OutageNotDeadLetters(t *testing.T) 
 }
 
 func TestConverge_LambdaRetriesOfOneInvocation_CountOneFailure(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -153,6 +158,7 @@ func TestConverge_LambdaRetriesOfOneInvocation_CountOneFailure(t *testing.T) {
 }
 
 func TestConverge_AnnounceBeforePublish_NoUpdateWithoutItsQueueEntry(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -188,6 +194,7 @@ func TestConverge_AnnounceBeforePublish_NoUpdateWithoutItsQueueEntry(t *testing.
 }
 
 func TestConverge_KilledBetweenAnnounceAndPublish_Published(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -207,6 +214,7 @@ func TestConverge_KilledBetweenAnnounceAndPublish_Published(t *testing.T) {
 }
 
 func TestConverge_LeaseRenewedWhileTheRunLasts(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	slow := &slowSource{Source: r.s.Source, delay: 300 * time.Millisecond}
@@ -221,6 +229,7 @@ func TestConverge_LeaseRenewedWhileTheRunLasts(t *testing.T) {
 }
 
 func TestConverge_LeaseLost_RunStopsWriting(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	slow := &slowSource{Source: r.s.Source, delay: 300 * time.Millisecond}
@@ -239,6 +248,7 @@ func TestConverge_LeaseLost_RunStopsWriting(t *testing.T) {
 }
 
 func TestGuard_RenameEveryPolicyAndEditEach_Passes(t *testing.T) {
+	t.Parallel()
 	for _, full := range []bool{false, true} {
 		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
 			r := newRig(t)
@@ -296,6 +306,7 @@ func countPuts(log []registrytest.Call, key string) int {
 }
 
 func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := 0; i < 20; i++ {
 		r.repo.Write(fmt.Sprintf("p/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
@@ -318,6 +329,7 @@ func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
 }
 
 func TestReport_SummaryLine_NamesFailedSkippedHeldBack_NoEmptyError(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var logs bytes.Buffer
 	r.s.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -371,6 +383,7 @@ func lastLine(t *testing.T, logs *bytes.Buffer, msg string) map[string]any {
 }
 
 func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -392,6 +405,7 @@ func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
 }
 
 func TestConverge_LiveLeaseOfAnotherRun_NotMistakenForACrash(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -427,6 +441,7 @@ func (s *renewalWaits) Put(ctx context.Context, pairs []registry.Pair) map[strin
 }
 
 func TestConverge_RenewalThatLandsExpired_StopsTheRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.s.Registry = registry.New(&renewalWaits{Store: r.store, clock: r.clock})
@@ -444,6 +459,7 @@ func TestConverge_RenewalThatLandsExpired_StopsTheRun(t *testing.T) {
 // that can be the branch as it was before. The run waits for the push
 // instead of ending "unchanged" without it.
 func TestConverge_WebhookRun_HeadNotYetThePush_WaitsForIt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	old := r.seed()
 	r.mustRun()
@@ -466,6 +482,7 @@ func TestConverge_WebhookRun_HeadNotYetThePush_WaitsForIt(t *testing.T) {
 // A head that already holds the pushed commit is synced at once: an old
 // push redelivered, or events that arrive out of order.
 func TestConverge_WebhookRun_HeadPastThePush_NoWait(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.repo.Write("c/새 규정.md", "# 새 규정\n")
@@ -484,6 +501,7 @@ func TestConverge_WebhookRun_HeadPastThePush_NoWait(t *testing.T) {
 // A head that never becomes the push fails the run (Lambda retries it) and
 // writes nothing; a head past the push, or another one, is synced at once.
 func TestConverge_WebhookRun_HeadNeverThePush_FailsWithoutWaitingForOtherHeads(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	old := r.seed()
 	r.mustRun()

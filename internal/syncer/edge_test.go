@@ -10,6 +10,7 @@ import (
 )
 
 func TestLegacy_V1KeyIsAlsoANewPolicyName_NotDeleted(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	// v1 keyed 학칙 by its title "학칙"; in v2 another file carries that title,
 	// and a file named 학칙 exists too.
@@ -28,6 +29,7 @@ func TestLegacy_V1KeyIsAlsoANewPolicyName_NotDeleted(t *testing.T) {
 }
 
 func TestIncremental_SymlinkAdded_NotAPolicy(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -42,6 +44,7 @@ func TestIncremental_SymlinkAdded_NotAPolicy(t *testing.T) {
 }
 
 func TestGuard_SmallRegistryReplacedByOneUnrelatedFile_Refused(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := range 10 {
 		r.repo.Write(fmt.Sprintf("규정/p%02d.md", i), fmt.Sprintf("# P%d\n", i))
@@ -60,6 +63,7 @@ func TestGuard_SmallRegistryReplacedByOneUnrelatedFile_Refused(t *testing.T) {
 }
 
 func TestDeadLetter_Unreadable_DoesNotBlockSyncs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -75,6 +79,7 @@ func TestDeadLetter_Unreadable_DoesNotBlockSyncs(t *testing.T) {
 }
 
 func TestRetry_PendingThenSkipped_Settles(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()

@@ -35,6 +35,7 @@ func (r *rig) deadLetters() map[string]policy.DeadLetter {
 }
 
 func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -92,6 +93,7 @@ func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
 }
 
 func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -148,6 +150,7 @@ func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 }
 
 func TestRetry_NewVersionOfDeadLetter_GoesAhead(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -173,6 +176,7 @@ func TestRetry_NewVersionOfDeadLetter_GoesAhead(t *testing.T) {
 }
 
 func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -199,6 +203,7 @@ func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
 }
 
 func TestRetry_RecordingFails_RunFailedLastCommitStays_NextRunRepairs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -225,6 +230,7 @@ func TestRetry_RecordingFails_RunFailedLastCommitStays_NextRunRepairs(t *testing
 }
 
 func TestRetry_WorkerFailuresAreNotTheSyncs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -243,6 +249,7 @@ func TestRetry_WorkerFailuresAreNotTheSyncs(t *testing.T) {
 }
 
 func TestRunHistory_NewestFirstAndExpires(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	for range 3 {
@@ -265,6 +272,7 @@ func TestRunHistory_NewestFirstAndExpires(t *testing.T) {
 }
 
 func TestGuard_EmptyTree_Refused(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -287,6 +295,7 @@ func TestGuard_EmptyTree_Refused(t *testing.T) {
 }
 
 func TestGuard_ManyLost_RefusedButRenamingEverythingPasses(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := range 40 {
 		r.repo.Write(fmt.Sprintf("p/%02d.md", i), fmt.Sprintf("# %d\n", i))
@@ -313,6 +322,7 @@ func TestGuard_ManyLost_RefusedButRenamingEverythingPasses(t *testing.T) {
 }
 
 func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	opt := syncer.Options{LeaseTTL: 15 * time.Minute}
@@ -354,6 +364,7 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 }
 
 func TestBudget_FirstSyncSpreadsOverDays_InAStableOrder(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	billed := &billingStore{Store: r.store}

@@ -53,6 +53,7 @@ func runArmed(ctx context.Context, r *rig, s *syncer.Syncer, ks *killSwitch, opt
 // recording the failure): the new value is published, the queue still
 // announces the old version.
 func TestSoakRepro_QueueWriteFails_PolicyNotPublishedUnannounced(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -71,6 +72,7 @@ func TestSoakRepro_QueueWriteFails_PolicyNotPublishedUnannounced(t *testing.T) {
 // size of 1 the policy's batch goes first, and a kill after it lands
 // leaves the update unannounced.
 func TestSoakRepro_KilledBetweenBatches_PolicyNotPublishedUnannounced(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -91,6 +93,7 @@ func TestSoakRepro_KilledBetweenBatches_PolicyNotPublishedUnannounced(t *testing
 // by the next commit: the compare lastCommit...head does not show the file,
 // the next run is incremental, exits 0, and the registry keeps the edit.
 func TestSoakRepro_UncleanRunThenRevert_NextRunRestoresHead(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("refused")
 	for _, tc := range []struct {
 		name    string
@@ -147,6 +150,7 @@ func TestSoakRepro_UncleanRunThenRevert_NextRunRestoresHead(t *testing.T) {
 // partial (exit 3)"; "a run never reports success while it knows the
 // registry differs from the head".
 func TestSoakRepro_DeadLetterHoldsBack_RunIsPartial(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -172,6 +176,7 @@ func TestSoakRepro_DeadLetterHoldsBack_RunIsPartial(t *testing.T) {
 // retried inside the run (bounded backoff) before an item counts as
 // failed." One key reported unsuccessful once fails the run instead.
 func TestSoakRepro_Cloudflare_KeyUnsuccessfulOnce_RetriedWithinRun(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{policy.LeaseKey, "policy:가", policy.LastRunKey} {
 		t.Run(key, func(t *testing.T) {
 			repo := githubtest.NewRepo(t)

@@ -135,6 +135,7 @@ func (r *rig) failReads(paths ...string) (restore func()) {
 }
 
 func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -152,6 +153,7 @@ func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
 }
 
 func TestRun_EveryReadFails_OutageNotItemFailures(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -177,6 +179,7 @@ func TestRun_EveryReadFails_OutageNotItemFailures(t *testing.T) {
 }
 
 func TestRun_RegistryListFails_NothingWritten(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		full bool // a full run lists the registry; an incremental one reads what it touches
@@ -209,6 +212,7 @@ func TestRun_RegistryListFails_NothingWritten(t *testing.T) {
 }
 
 func TestRun_BatchesBoundedPutsBeforeDeletesMetadataLast(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := range 120 {
 		r.repo.Write(fmt.Sprintf("old/%03d.md", i), fmt.Sprintf("# %d\n", i))
@@ -251,6 +255,7 @@ func TestRun_BatchesBoundedPutsBeforeDeletesMetadataLast(t *testing.T) {
 }
 
 func TestRun_ReconcileIntervalPassed_FullRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -273,6 +278,7 @@ func TestRun_ReconcileIntervalPassed_FullRun(t *testing.T) {
 }
 
 func TestRun_ReconcileRepairsDrift(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -293,6 +299,7 @@ func TestRun_ReconcileRepairsDrift(t *testing.T) {
 }
 
 func TestRun_ConflictsAndSkipsReportedEveryRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.repo.Write("a/규정.md", "# a\n")
 	r.repo.Write("b/규정.md", "# b\n")
@@ -323,6 +330,7 @@ func TestRun_ConflictsAndSkipsReportedEveryRun(t *testing.T) {
 }
 
 func TestRun_SkippedWinnerStillWins_LoserEditedIncrementally(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.repo.Write("a/규정.md", "") // the winner, skipped
 	r.repo.Write("b/규정.md", "# b\n")
@@ -340,6 +348,7 @@ func TestRun_SkippedWinnerStillWins_LoserEditedIncrementally(t *testing.T) {
 }
 
 func TestRun_ContextCancelled_RunRecordedFailed(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()

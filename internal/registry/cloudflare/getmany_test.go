@@ -15,6 +15,7 @@ import (
 )
 
 func TestStore_GetMany_MetadataInOneRequest_AbsentKeysAbsent(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	lastRun := `{"timestamp":"2025-03-01T16:00:00Z","status":"success","conflicts":["학칙"]}`
 	w.fake.Set(policy.LastCommitKey, []byte("0123456789abcdef0123456789abcdef01234567"), nil, 0)
@@ -44,6 +45,7 @@ func TestStore_GetMany_MetadataInOneRequest_AbsentKeysAbsent(t *testing.T) {
 }
 
 func TestStore_GetMany_Over100Keys_OneRequestPer100(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	var keys []string
 	want := map[string][]byte{}
@@ -68,6 +70,7 @@ func TestStore_GetMany_Over100Keys_OneRequestPer100(t *testing.T) {
 }
 
 func TestStore_GetMany_BadKey_TooLargeNoRequest(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	_, err := w.store.GetMany(t.Context(), []string{"ok", strings.Repeat("k", 513)})
 	if !errors.Is(err, policy.ErrTooLarge) {
@@ -82,6 +85,7 @@ func TestStore_GetMany_BadKey_TooLargeNoRequest(t *testing.T) {
 }
 
 func TestStore_GetMany_5xxRetried_WrongTokenConfigError(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.Set("k", []byte("v"), nil, 0)
 	w.fake.FailNext(cloudflaretest.ServerError(502))
