@@ -27,7 +27,7 @@ func (r *Registry) RetryDeadLetter(ctx context.Context, name string, now time.Ti
 		return fmt.Errorf("registry: retry dead letter %s: queued, but the dead letter stays: %w", name, errs[del.Key()])
 	}
 	if err := r.RequestRetry(ctx, name); err != nil {
-		return fmt.Errorf("registry: retry dead letter %s: queued, but the next run on an unchanged head may not see it: %w", name, err)
+		return fmt.Errorf("retry dead letter %s: queued, but the next run on an unchanged head may not see it: %w", name, err)
 	}
 	return nil
 }
@@ -43,7 +43,7 @@ func (r *Registry) DropDeadLetter(ctx context.Context, name string) error {
 		return fmt.Errorf("registry: drop dead letter %s: %w", name, errs[del.Key()])
 	}
 	if err := r.RequestRetry(ctx, name); err != nil {
-		return fmt.Errorf("registry: drop dead letter %s: dropped, but the next run on an unchanged head may not look at it again: %w", name, err)
+		return fmt.Errorf("drop dead letter %s: dropped, but the next run on an unchanged head may not look at it again: %w", name, err)
 	}
 	return nil
 }

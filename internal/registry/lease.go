@@ -95,12 +95,20 @@ func (r *Registry) TakeLease(ctx context.Context, held *Lease, owner string, now
 		return Lease{}, &LeaseHeldError{Held: *held}
 	}
 	l := Lease{Owner: owner, AcquiredAt: now.UTC().Format(policy.TimeLayout)}
-	return r.writeLease(ctx, l, now, ttl)
+	l, err := r.writeLease(ctx, l, now, ttl)
+	if err != nil {
+		return l, fmt.Errorf("registry: take lease: %w", err)
+	}
+	return l, nil
 }
 
 // RenewLease extends the lease l to now+ttl and returns it.
 func (r *Registry) RenewLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error) {
-	return r.writeLease(ctx, l, now, ttl)
+	l, err := r.writeLease(ctx, l, now, ttl)
+	if err != nil {
+		return l, fmt.Errorf("registry: renew lease: %w", err)
+	}
+	return l, nil
 }
 
 // ReleaseLease releases the lease l now.
@@ -133,11 +141,12 @@ func (r *Registry) BreakLease(ctx context.Context, l Lease, now time.Time) error
 }
 
 // writeLease writes l held until now+ttl; the key itself lives LeaseKeep.
+// Its error is the store's: the caller says what the write was for.
 func (r *Registry) writeLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error) {
 	l.ExpiresAt = now.Add(max(ttl, policy.MinTTLSeconds*time.Second)).UTC().Format(policy.TimeLayout)
 	l.ReleasedAt = ""
 	if failed := r.Write(ctx, withTTL(policy.LeaseKey, MustJSON(l), LeaseKeep)); failed != nil {
-		return l, fmt.Errorf("registry: write lease: %w", failed[policy.LeaseKey])
+		return l, failed[policy.LeaseKey]
 	}
 	return l, nil
 }

@@ -25,7 +25,7 @@ type queueMetadata struct {
 func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntry, error) {
 	items, err := r.store.List(ctx, policy.QueuePrefix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("registry: read queue: %w", err)
 	}
 	out := map[string]policy.QueueEntry{}
 	var bad *DecodeError
@@ -37,7 +37,7 @@ func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntr
 			}
 			var ok bool
 			if it, ok, err = r.fill(ctx, it); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("registry: read queue: %w", err)
 			} else if !ok {
 				continue
 			}
@@ -61,13 +61,13 @@ func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntr
 // absent, a *DecodeError when its value does not decode.
 func (r *Registry) QueueEntry(ctx context.Context, name string) (policy.QueueEntry, error) {
 	var q policy.QueueEntry
-	return q, r.getObject(ctx, QueueKey(name), &q)
+	return q, r.getObject(ctx, "queue entry", QueueKey(name), &q)
 }
 
 // DeadLetter returns dead-letter:{name}, with QueueEntry's error contract.
 func (r *Registry) DeadLetter(ctx context.Context, name string) (policy.DeadLetter, error) {
 	var d policy.DeadLetter
-	return d, r.getObject(ctx, DeadLetterKey(name), &d)
+	return d, r.getObject(ctx, "dead letter", DeadLetterKey(name), &d)
 }
 
 // CountPolicies returns how many policy:{name} keys the registry holds,
@@ -75,15 +75,17 @@ func (r *Registry) DeadLetter(ctx context.Context, name string) (policy.DeadLett
 func (r *Registry) CountPolicies(ctx context.Context) (int, error) {
 	items, err := r.store.List(ctx, policy.PolicyPrefix)
 	if err != nil {
-		return 0, fmt.Errorf("registry: list %s: %w", policy.PolicyPrefix, err)
+		return 0, fmt.Errorf("registry: count policies: %w", err)
 	}
 	return len(items), nil
 }
 
-func (r *Registry) getObject(ctx context.Context, key string, v any) error {
+// getObject reads the object of key (what names it in errors: the store's
+// name the key).
+func (r *Registry) getObject(ctx context.Context, what, key string, v any) error {
 	raw, err := r.store.Get(ctx, key)
 	if err != nil {
-		return fmt.Errorf("registry: read %s: %w", key, err)
+		return fmt.Errorf("registry: read %s: %w", what, err)
 	}
 	if err := decodeObject(raw, v); err != nil {
 		var bad *DecodeError
@@ -101,7 +103,7 @@ func (r *Registry) Policy(ctx context.Context, name string) (e policy.Entry, pre
 		return policy.Entry{}, false, nil
 	}
 	if err != nil {
-		return policy.Entry{}, false, fmt.Errorf("registry: read %s: %w", PolicyKey(name), err)
+		return policy.Entry{}, false, fmt.Errorf("registry: read policy: %w", err)
 	}
 	if err := decodeObject(raw, &e); err != nil {
 		var bad *DecodeError

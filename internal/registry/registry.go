@@ -126,7 +126,7 @@ func DeadLetterPair(d policy.DeadLetter) Pair {
 func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
 	items, err := r.store.List(ctx, policy.PolicyPrefix)
 	if err != nil {
-		return nil, nil, fmt.Errorf("registry: list %s: %w", policy.PolicyPrefix, err)
+		return nil, nil, fmt.Errorf("registry: read policies: %w", err)
 	}
 	entries = make(map[string]policy.Entry, len(items))
 	for _, it := range items {
@@ -138,7 +138,7 @@ func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entr
 			}
 			var found bool
 			if it, found, err = r.fill(ctx, it); err != nil {
-				return nil, nil, err
+				return nil, nil, fmt.Errorf("registry: read policies: %w", err)
 			}
 			if !found {
 				continue
@@ -228,7 +228,7 @@ func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
 func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, error) {
 	items, err := r.store.List(ctx, policy.RunPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("registry: list runs: %w", err)
+		return nil, fmt.Errorf("registry: read runs: %w", err)
 	}
 	var (
 		runs []policy.RunSummary
@@ -240,7 +240,7 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 		}
 		it, ok, err := r.fill(ctx, it)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("registry: read runs: %w", err)
 		}
 		if !ok {
 			continue
@@ -308,13 +308,13 @@ func (r *Registry) RecordCost(advance string, with ...Write) int64 {
 func (r *Registry) values(ctx context.Context, prefix string) ([]Item, error) {
 	items, err := r.store.List(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("registry: list %s: %w", prefix, err)
+		return nil, fmt.Errorf("registry: read %s: %w", what(prefix), err)
 	}
 	out := items[:0]
 	for _, it := range items {
 		it, ok, err := r.fill(ctx, it)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("registry: read %s: %w", what(prefix), err)
 		}
 		if ok {
 			out = append(out, it)
@@ -323,21 +323,35 @@ func (r *Registry) values(ctx context.Context, prefix string) ([]Item, error) {
 	return out, nil
 }
 
+// what names the values under a prefix, for errors.
+func what(prefix string) string {
+	switch prefix {
+	case policy.PolicyPrefix:
+		return "policies"
+	case policy.QueuePrefix:
+		return "queue"
+	case policy.DeadLetterPrefix:
+		return "dead letters"
+	}
+	return prefix
+}
+
 // fill gets the value of an item listed without it; ok is false when the key
-// has gone since it was listed.
+// has gone since it was listed. Its errors are the store's (which name the
+// key): the caller says what it was reading.
 func (r *Registry) fill(ctx context.Context, it Item) (Item, bool, error) {
 	if it.Value != nil {
 		return it, true, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return it, false, fmt.Errorf("registry: read %s: %w", it.Key, err)
+		return it, false, fmt.Errorf("get %q: %w", it.Key, err)
 	}
 	v, err := r.store.Get(ctx, it.Key)
 	if errors.Is(err, policy.ErrNotFound) {
 		return it, false, nil
 	}
 	if err != nil {
-		return it, false, fmt.Errorf("registry: read %s: %w", it.Key, err)
+		return it, false, err
 	}
 	it.Value = v
 	return it, true, nil

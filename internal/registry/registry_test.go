@@ -539,3 +539,68 @@ func TestRegistry_LastRun_Undecodable_Error(t *testing.T) {
 		t.Errorf("LastRun = %v, %v; want an error", s, err)
 	}
 }
+
+// repeatedLayer returns a part of an error message ("registry", `list
+// "policy:"`, quoted or not) said more than once, or "" when each layer
+// says its part once.
+func repeatedLayer(msg string) string {
+	seen := map[string]bool{}
+	for _, part := range strings.Split(msg, ": ") {
+		part = strings.ReplaceAll(part, `"`, "")
+		if seen[part] {
+			return part
+		}
+		seen[part] = true
+	}
+	return ""
+}
+
+func TestRegistry_ReadFailures_SayEachLayerOnce(t *testing.T) {
+	t.Parallel()
+	f := registrytest.NewFaulty(registry.NewMemory(nil))
+	r := registry.New(f)
+	registrytest.MustPut(t, f,
+		registry.PolicyPair(policy.Entry{PolicyName: "a"}),
+		registry.QueuePair(policy.QueueEntry{PolicyName: "a", ErrorMessage: strPtr("x")}),
+		registry.DeadLetterPair(policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: "a"}}),
+	)
+	boom := errors.New("boom")
+	reads := map[string]func() error{
+		"Policies":      func() error { _, _, err := r.Policies(t.Context()); return err },
+		"Queue":         func() error { _, err := r.Queue(t.Context()); return err },
+		"FailedQueue":   func() error { _, err := r.FailedQueue(t.Context()); return err },
+		"DeadLetters":   func() error { _, err := r.DeadLetters(t.Context()); return err },
+		"Runs":          func() error { _, err := r.Runs(t.Context(), 0); return err },
+		"RunIndex":      func() error { _, err := r.RunIndex(t.Context()); return err },
+		"CountPolicies": func() error { _, err := r.CountPolicies(t.Context()); return err },
+		"DeadLetter":    func() error { _, err := r.DeadLetter(t.Context(), "a"); return err },
+		"Policy":        func() error { _, _, err := r.Policy(t.Context(), "a"); return err },
+	}
+	for _, mode := range []string{"list fails", "get of a listed key fails"} {
+		f.FailList(nil)
+		f.FailGet(nil)
+		f.ListKeysOnly(mode != "list fails")
+		if mode == "list fails" {
+			f.FailList(boom)
+		} else {
+			f.FailGet(boom)
+		}
+		for name, read := range reads {
+			err := read()
+			if err == nil {
+				continue // this read does not list, or does not get
+			}
+			if !errors.Is(err, boom) || strings.Count(err.Error(), "registry: ") != 1 {
+				t.Errorf("%s, %s: %v; want boom, under one registry: layer", mode, name, err)
+			}
+			if part := repeatedLayer(err.Error()); part != "" {
+				t.Errorf("%s, %s: %q says %q twice", mode, name, err, part)
+			}
+			for _, key := range []string{"policy:a", "dead-letter:a", "queue:a"} {
+				if strings.Count(err.Error(), key) > 1 {
+					t.Errorf("%s, %s: %q names %s twice", mode, name, err, key)
+				}
+			}
+		}
+	}
+}

@@ -36,7 +36,7 @@ type RunRef struct {
 func (r *Registry) RunIndex(ctx context.Context) ([]RunRef, error) {
 	items, err := r.store.List(ctx, policy.RunPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("registry: list runs: %w", err)
+		return nil, fmt.Errorf("registry: read run history: %w", err)
 	}
 	refs := make([]RunRef, 0, len(items))
 	for _, it := range items {

@@ -26,7 +26,7 @@ func (r *run) fitBudget(ctx context.Context, plan policy.Plan, work differ.Queue
 	fixed := differ.FixedWrites(work, r.opt.LeaseTTL > 0)
 	spent, err := r.spentToday(ctx)
 	if err != nil {
-		return plan, 0, fmt.Errorf("registry: read run history for the write budget: %w", err)
+		return plan, 0, fmt.Errorf("write budget: %w", err)
 	}
 	left := r.opt.DailyWriteBudget - spent - fixed
 	if left < 0 {

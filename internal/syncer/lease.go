@@ -3,7 +3,6 @@ package syncer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -39,7 +38,7 @@ func (r *run) takeLease(ctx context.Context, found *registry.Lease) (lease, erro
 		return l, err
 	}
 	if err != nil {
-		return l, fmt.Errorf("registry: take lease: %w", err)
+		return l, err
 	}
 	l.taken, l.held = taken, true
 	return l, nil

@@ -3,7 +3,6 @@ package syncer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -116,7 +115,7 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string) 
 	if names != nil {
 		sel, err := r.Registry.Select(ctx, names, held)
 		if err != nil {
-			return reg, fmt.Errorf("registry: read policies: %w", err)
+			return reg, err
 		}
 		all, problems, reg.dead = sel.Entries, sel.Problems, sel.DeadLetters
 		reg.partial, reg.size = true, st.prev.Policies
@@ -142,14 +141,14 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string) 
 func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[string]error, map[string]policy.DeadLetter, error) {
 	all, problems, err := r.Registry.Policies(ctx)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("registry: read policies: %w", err)
+		return nil, nil, nil, err
 	}
 	dead, err := r.Registry.DeadLetters(ctx)
 	var bad *registry.DecodeError
 	if errors.As(err, &bad) {
 		r.log.Warn("dead letters unreadable", logkey.Error, err)
 	} else if err != nil {
-		return nil, nil, nil, fmt.Errorf("registry: read dead letters: %w", err)
+		return nil, nil, nil, err
 	}
 	return all, problems, dead, nil
 }

@@ -3,7 +3,6 @@ package syncer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -106,7 +105,7 @@ func (r *run) listPending(ctx context.Context) (map[string]policy.QueueEntry, er
 	if errors.As(err, &bad) {
 		r.log.Warn("queue entries unreadable", logkey.Error, err)
 	} else if err != nil {
-		return nil, fmt.Errorf("registry: read queue: %w", err)
+		return nil, err
 	}
 	pending := map[string]policy.QueueEntry{}
 	for name, q := range failed {

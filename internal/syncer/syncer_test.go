@@ -363,3 +363,27 @@ func TestRun_ContextCancelled_RunRecordedFailed(t *testing.T) {
 		t.Errorf("lastRun %+v, lastCommit %s", lr, r.lastCommit())
 	}
 }
+
+func TestRun_RegistryReadFails_ErrorSaysEachLayerOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	boom := errors.New("boom")
+	r.store.FailList(boom)
+	res, err := r.run(syncer.Options{Full: true})
+	if !errors.Is(err, boom) || res.Summary.Status != policy.RunFailed {
+		t.Fatalf("err = %v, status %s; want the listing's failure", err, res.Summary.Status)
+	}
+	msg := err.Error()
+	if strings.Count(msg, "registry: ") != 1 {
+		t.Errorf("%q: want the registry layer named once", msg)
+	}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(msg, ": ") {
+		part = strings.ReplaceAll(part, `"`, "")
+		if seen[part] {
+			t.Errorf("%q says %q twice", msg, part)
+		}
+		seen[part] = true
+	}
+}

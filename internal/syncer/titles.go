@@ -87,7 +87,7 @@ func (r *run) readV1(ctx context.Context, plan policy.Plan, legacy []string) (ma
 	}
 	all, problems, err := r.Registry.Entries(ctx, titles)
 	if err != nil {
-		return nil, fmt.Errorf("registry: read legacy entries: %w", err)
+		return nil, fmt.Errorf("read legacy entries: %w", err)
 	}
 	for key, perr := range problems {
 		r.log.Warn("registry entry unreadable", logkey.Key, key, logkey.Error, perr)
