@@ -129,7 +129,7 @@ func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Reg
 	var bad *registry.DecodeError
 	if errors.As(err, &bad) {
 		for _, key := range slices.Sorted(maps.Keys(bad.Problems)) {
-			name := strings.TrimPrefix(key, policy.DeadLetterPrefix)
+			name := strings.TrimPrefix(key, registry.DeadLetterPrefix)
 			errs = append(errs, fmt.Errorf("%s is unreadable and cannot be retried (syncjob deadletter drop %s --yes)", name, name))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // nfd returns s in Unicode NFD, as macOS commits file names.
@@ -98,7 +99,7 @@ func TestNameOf_NFDEqualsNFC(t *testing.T) {
 
 func TestKeyFits(t *testing.T) {
 	t.Parallel()
-	longest := len(policy.DeadLetterPrefix)
+	longest := len(registry.DeadLetterPrefix)
 	tests := []struct {
 		name string
 		want bool
@@ -107,7 +108,7 @@ func TestKeyFits(t *testing.T) {
 		{strings.Repeat("a", policy.MaxKeyBytes-longest), true},
 		{strings.Repeat("a", policy.MaxKeyBytes-longest+1), false},
 		// Fits policy: but not dead-letter:.
-		{strings.Repeat("a", policy.MaxKeyBytes-len(policy.PolicyPrefix)), false},
+		{strings.Repeat("a", policy.MaxKeyBytes-len(registry.PolicyPrefix)), false},
 		// 3-byte Hangul: 166 syllables = 498 bytes, 167 = 501.
 		{strings.Repeat("가", 166), true},
 		{strings.Repeat("가", 167), false},

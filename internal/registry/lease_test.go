@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/registrytest"
 )
@@ -84,7 +83,7 @@ func TestLease_LeftBehind_ExpiresButStaysAsEvidence(t *testing.T) {
 		if _, err := r.TakeLease(ctx, l, "next", clock.Now(), time.Minute); err != nil {
 			t.Fatalf("an expired lease is taken over: %v", err)
 		}
-		if errs := r.Store().Put(ctx, []registry.Pair{{Key: policy.LeaseKey, Value: []byte("garbage")}}); errs != nil {
+		if errs := registry.StoreOf(r).Put(ctx, []registry.Pair{{Key: registry.LeaseKey, Value: []byte("garbage")}}); errs != nil {
 			t.Fatal(errs)
 		}
 		var bad *registry.DecodeError

@@ -23,7 +23,7 @@ type queueMetadata struct {
 // values whose metadata says failed, or that carry no metadata; Queue's
 // error contract applies.
 func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntry, error) {
-	items, err := r.store.List(ctx, policy.QueuePrefix)
+	items, err := r.store.List(ctx, QueuePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("registry: read queue: %w", err)
 	}
@@ -48,7 +48,7 @@ func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntr
 			continue
 		}
 		if q.ErrorMessage != nil {
-			out[strings.TrimPrefix(it.Key, policy.QueuePrefix)] = q
+			out[strings.TrimPrefix(it.Key, QueuePrefix)] = q
 		}
 	}
 	if bad != nil {
@@ -73,7 +73,7 @@ func (r *Registry) DeadLetter(ctx context.Context, name string) (policy.DeadLett
 // CountPolicies returns how many policy:{name} keys the registry holds,
 // from a listing (no value is read).
 func (r *Registry) CountPolicies(ctx context.Context) (int, error) {
-	items, err := r.store.List(ctx, policy.PolicyPrefix)
+	items, err := r.store.List(ctx, PolicyPrefix)
 	if err != nil {
 		return 0, fmt.Errorf("registry: count policies: %w", err)
 	}
@@ -172,7 +172,7 @@ func (r *Registry) RequestRetry(ctx context.Context, names ...string) error {
 			last.Pending = append(last.Pending, n)
 		}
 	}
-	w := Write{put: &Pair{Key: policy.LastRunKey, Value: MustJSON(*last)}}
+	w := Write{put: &Pair{Key: LastRunKey, Value: MustJSON(*last)}}
 	if failed := r.Write(ctx, w); failed != nil {
 		return &BatchError{Op: "request retry", Failed: failed}
 	}
@@ -220,7 +220,7 @@ func (r *Registry) Select(ctx context.Context, names, deadNames []string) (Selec
 
 func (sel *Selected) decode(key string, raw []byte) {
 	var err error
-	if name, ok := strings.CutPrefix(key, policy.DeadLetterPrefix); ok {
+	if name, ok := strings.CutPrefix(key, DeadLetterPrefix); ok {
 		var d policy.DeadLetter
 		if err = decodeObject(raw, &d); err == nil {
 			sel.DeadLetters[name] = d
@@ -228,7 +228,7 @@ func (sel *Selected) decode(key string, raw []byte) {
 	} else {
 		var e policy.Entry
 		if err = decodeObject(raw, &e); err == nil {
-			sel.Entries[strings.TrimPrefix(key, policy.PolicyPrefix)] = e
+			sel.Entries[strings.TrimPrefix(key, PolicyPrefix)] = e
 		}
 	}
 	if err != nil {

@@ -13,13 +13,6 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 )
 
-// RunTTL is how long a run-history key lives.
-const RunTTL = 90 * 24 * time.Hour
-
-// maxInvertedMillis is the base of run-history keys: 13 nines, so keys stay
-// 13 digits (and sort newest first) until the year 2286.
-const maxInvertedMillis = 9999999999999
-
 // Registry reads and writes the registry schema (docs/design.md "Registry
 // schema") over a Store. It holds no state of its own: two Registry values
 // over one Store see the same thing.
@@ -33,28 +26,8 @@ func New(store Store) *Registry { return &Registry{store: store} }
 // Usage reports what the backend has cost so far (see Store.Usage).
 func (r *Registry) Usage() Usage { return r.store.Usage() }
 
-// Store returns the Store the Registry reads and writes, for batched writes
-// of the pairs this package encodes.
-func (r *Registry) Store() Store { return r.store }
-
-// PolicyKey returns the key of a policy: policy:{name}.
-func PolicyKey(name string) string { return policy.PolicyPrefix + name }
-
-// QueueKey returns the key of a queue entry: queue:{name}.
-func QueueKey(name string) string { return policy.QueuePrefix + name }
-
-// DeadLetterKey returns the key of a dead letter: dead-letter:{name}.
-func DeadLetterKey(name string) string { return policy.DeadLetterPrefix + name }
-
-// RunKey returns the run-history key of a run that started at at:
-// metadata:sync:run:{invertedMillis}:{runID}, invertedMillis being
-// 9999999999999 minus at's Unix milliseconds, zero-padded to 13 digits, so
-// a prefix scan lists the newest run first.
-func RunKey(at time.Time, runID string) string {
-	inv := int64(maxInvertedMillis) - at.UnixMilli()
-	inv = min(max(inv, 0), maxInvertedMillis)
-	return fmt.Sprintf("%s%013d:%s", policy.RunPrefix, inv, runID)
-}
+// Close closes the store the Registry reads and writes.
+func (r *Registry) Close() error { return r.store.Close() }
 
 // policyMetadata is the metadata of a policy key. The sha lets a listing
 // show versions without reading values (docs/design.md); path, title and
@@ -94,7 +67,7 @@ func entryFromMetadata(it Item) (policy.Entry, bool) {
 		return policy.Entry{}, false
 	}
 	return policy.Entry{
-		PolicyName:  strings.TrimPrefix(it.Key, policy.PolicyPrefix),
+		PolicyName:  strings.TrimPrefix(it.Key, PolicyPrefix),
 		Title:       *m.Title,
 		Status:      policy.StatusActive,
 		LastUpdated: *m.LastUpdated,
@@ -124,13 +97,13 @@ func DeadLetterPair(d policy.DeadLetter) Pair {
 // complete (see PolicyPair), and its value is read only otherwise (legacy or
 // hand-written keys, metadata dropped for size).
 func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
-	items, err := r.store.List(ctx, policy.PolicyPrefix)
+	items, err := r.store.List(ctx, PolicyPrefix)
 	if err != nil {
 		return nil, nil, fmt.Errorf("registry: read policies: %w", err)
 	}
 	entries = make(map[string]policy.Entry, len(items))
 	for _, it := range items {
-		name := strings.TrimPrefix(it.Key, policy.PolicyPrefix)
+		name := strings.TrimPrefix(it.Key, PolicyPrefix)
 		if it.Value == nil {
 			if e, ok := entryFromMetadata(it); ok {
 				entries[name] = e
@@ -161,13 +134,13 @@ func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entr
 // decode, it returns the others with a *DecodeError naming those keys;
 // any other error means the read failed and the map is nil.
 func (r *Registry) Queue(ctx context.Context) (map[string]policy.QueueEntry, error) {
-	return readAll[policy.QueueEntry](ctx, r, policy.QueuePrefix)
+	return readAll[policy.QueueEntry](ctx, r, QueuePrefix)
 }
 
 // DeadLetters returns every dead-letter:{name} entry by name, with Queue's
 // error contract.
 func (r *Registry) DeadLetters(ctx context.Context) (map[string]policy.DeadLetter, error) {
-	return readAll[policy.DeadLetter](ctx, r, policy.DeadLetterPrefix)
+	return readAll[policy.DeadLetter](ctx, r, DeadLetterPrefix)
 }
 
 func readAll[T any](ctx context.Context, r *Registry, prefix string) (map[string]T, error) {
@@ -195,7 +168,7 @@ func readAll[T any](ctx context.Context, r *Registry, prefix string) (map[string
 // recorded. The value is a raw string; surrounding space and JSON quotes
 // (as the original v2 algorithm spec showed it) are tolerated.
 func (r *Registry) LastCommit(ctx context.Context) (string, error) {
-	raw, err := r.store.Get(ctx, policy.LastCommitKey)
+	raw, err := r.store.Get(ctx, LastCommitKey)
 	if errors.Is(err, policy.ErrNotFound) {
 		return "", nil
 	}
@@ -208,7 +181,7 @@ func (r *Registry) LastCommit(ctx context.Context) (string, error) {
 // LastRun returns the summary of the last run, or nil when none was
 // recorded. A value that does not decode is an error.
 func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
-	raw, err := r.store.Get(ctx, policy.LastRunKey)
+	raw, err := r.store.Get(ctx, LastRunKey)
 	if errors.Is(err, policy.ErrNotFound) {
 		return nil, nil
 	}
@@ -217,7 +190,7 @@ func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
 	}
 	var s policy.RunSummary
 	if err := decodeObject(raw, &s); err != nil {
-		return nil, fmt.Errorf("registry: decode %s: %w", policy.LastRunKey, err)
+		return nil, fmt.Errorf("registry: decode %s: %w", LastRunKey, err)
 	}
 	return &s, nil
 }
@@ -226,7 +199,7 @@ func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
 // (all of them when limit <= 0). Undecodable ones are skipped and named in a
 // *DecodeError returned with the others, as Queue does.
 func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, error) {
-	items, err := r.store.List(ctx, policy.RunPrefix)
+	items, err := r.store.List(ctx, RunPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("registry: read runs: %w", err)
 	}
@@ -268,19 +241,19 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, then ...Write) error {
 	value := MustJSON(s)
 	history := Pair{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL}
-	last := Pair{Key: policy.LastRunKey, Value: value}
+	last := Pair{Key: LastRunKey, Value: value}
 	if out := r.Write(ctx, Write{put: &history}, Write{put: &last}); out != nil {
 		return &BatchError{Op: "record run", Failed: out}
 	}
 	if advance != "" {
-		then = append([]Write{{put: &Pair{Key: policy.LastCommitKey, Value: []byte(advance)}}}, then...)
+		then = append([]Write{{put: &Pair{Key: LastCommitKey, Value: []byte(advance)}}}, then...)
 	}
 	if len(then) == 0 {
 		return nil
 	}
 	if out := r.Write(ctx, then...); out != nil {
 		op := "release lease"
-		if _, ok := out[policy.LastCommitKey]; ok {
+		if _, ok := out[LastCommitKey]; ok {
 			op = "advance last commit"
 		}
 		return &BatchError{Op: op, Failed: out}
@@ -326,11 +299,11 @@ func (r *Registry) values(ctx context.Context, prefix string) ([]Item, error) {
 // what names the values under a prefix, for errors.
 func what(prefix string) string {
 	switch prefix {
-	case policy.PolicyPrefix:
+	case PolicyPrefix:
 		return "policies"
-	case policy.QueuePrefix:
+	case QueuePrefix:
 		return "queue"
-	case policy.DeadLetterPrefix:
+	case DeadLetterPrefix:
 		return "dead letters"
 	}
 	return prefix

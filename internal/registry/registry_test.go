@@ -89,7 +89,7 @@ func TestRegistry_Schema_RoundTrips(t *testing.T) {
 		for _, d := range dead {
 			pairs = append(pairs, registry.DeadLetterPair(d))
 		}
-		registrytest.MustPut(t, r.Store(), pairs...)
+		registrytest.MustPut(t, registry.StoreOf(r), pairs...)
 
 		gotEntries, problems, err := r.Policies(t.Context())
 		if err != nil || problems != nil {
@@ -260,7 +260,7 @@ func TestQueuePair_NullErrorMessage(t *testing.T) {
 func TestRegistry_Policies_LegacyV1_Decodes(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, _ *registrytest.Clock) {
-		registrytest.MustPut(t, r.Store(), registry.Pair{
+		registrytest.MustPut(t, registry.StoreOf(r), registry.Pair{
 			Key:   "policy:한국교원대학교 학칙",
 			Value: []byte(`{"title":"한국교원대학교 학칙","fileNo":"3","previewUrl":"https://p","downloadUrl":"https://d","status":"active","lastUpdated":"2024-01-01T00:00:00Z"}`),
 		})
@@ -282,7 +282,7 @@ func TestRegistry_Policies_UndecodableIsAProblemNotAFailure(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, _ *registrytest.Clock) {
 		good := policy.Entry{PolicyName: "good", SHA: "s", Path: "good.md", Status: policy.StatusActive}
-		registrytest.MustPut(t, r.Store(),
+		registrytest.MustPut(t, registry.StoreOf(r),
 			registry.PolicyPair(good),
 			registry.Pair{Key: "policy:truncated", Value: []byte(`{"policyName":"trunc`)},
 			registry.Pair{Key: "policy:null", Value: []byte(`null`)},
@@ -429,7 +429,7 @@ func TestRegistry_RecordRun_LastCommitRawString_AdvanceOnlyWhenAsked(t *testing.
 		if err := r.RecordRun(t.Context(), summary("a", clock.Now(), policy.RunSuccess), clock.Now(), sha); err != nil {
 			t.Fatalf("RecordRun: %v", err)
 		}
-		if raw := registrytest.MustGet(t, r.Store(), policy.LastCommitKey); string(raw) != sha {
+		if raw := registrytest.MustGet(t, registry.StoreOf(r), registry.LastCommitKey); string(raw) != sha {
 			t.Errorf("stored lastCommit = %q, want the raw sha %q", raw, sha)
 		}
 		clock.Advance(time.Hour)
@@ -455,7 +455,7 @@ func TestRegistry_LastCommit_ToleratesQuotedAndSpaced(t *testing.T) {
 		`"unclosed`: `"unclosed`,
 	} {
 		s := registry.NewMemory(nil)
-		registrytest.MustPut(t, s, registry.Pair{Key: policy.LastCommitKey, Value: []byte(stored)})
+		registrytest.MustPut(t, s, registry.Pair{Key: registry.LastCommitKey, Value: []byte(stored)})
 		if got, err := registry.New(s).LastCommit(t.Context()); got != want || err != nil {
 			t.Errorf("LastCommit of %q = %q, %v; want %q", stored, got, err, want)
 		}
@@ -471,11 +471,11 @@ func TestRegistry_RecordRun_LastRunFails_NoAdvance(t *testing.T) {
 		t.Fatalf("RecordRun: %v", err)
 	}
 	boom := errors.New("cloudflare: 500")
-	f.FailKeys(map[string]error{policy.LastRunKey: boom})
+	f.FailKeys(map[string]error{registry.LastRunKey: boom})
 	err := r.RecordRun(t.Context(), summary("b", clock.Now(), policy.RunSuccess), clock.Now(), "new")
 	var be *registry.BatchError
-	if !errors.As(err, &be) || !errors.Is(err, boom) || !strings.Contains(err.Error(), policy.LastRunKey) {
-		t.Fatalf("RecordRun: err = %v, want a BatchError naming %s", err, policy.LastRunKey)
+	if !errors.As(err, &be) || !errors.Is(err, boom) || !strings.Contains(err.Error(), registry.LastRunKey) {
+		t.Fatalf("RecordRun: err = %v, want a BatchError naming %s", err, registry.LastRunKey)
 	}
 	if c, _ := r.LastCommit(t.Context()); c != "old" {
 		t.Errorf("LastCommit = %q, want old (not advanced past an unrecorded run)", c)
@@ -489,10 +489,10 @@ func TestRegistry_RecordRun_LastRunFails_NoAdvance(t *testing.T) {
 func TestRegistry_RecordRun_LastCommitFails_ErrorNamesIt(t *testing.T) {
 	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
-	f.FailKeys(map[string]error{policy.LastCommitKey: errors.New("boom")})
+	f.FailKeys(map[string]error{registry.LastCommitKey: errors.New("boom")})
 	err := registry.New(f).RecordRun(t.Context(), summary("a", time.Now(), policy.RunSuccess), time.Now(), "sha")
-	if err == nil || !strings.Contains(err.Error(), policy.LastCommitKey) {
-		t.Fatalf("RecordRun: err = %v, want it to name %s", err, policy.LastCommitKey)
+	if err == nil || !strings.Contains(err.Error(), registry.LastCommitKey) {
+		t.Fatalf("RecordRun: err = %v, want it to name %s", err, registry.LastCommitKey)
 	}
 	if got := f.Calls(registrytest.Put); got != 2 {
 		t.Errorf("Put calls = %d, want 2 (history+lastRun, then lastCommit)", got)
@@ -534,7 +534,7 @@ func TestRegistry_ReadFailures_AreErrors(t *testing.T) {
 func TestRegistry_LastRun_Undecodable_Error(t *testing.T) {
 	t.Parallel()
 	s := registry.NewMemory(nil)
-	registrytest.MustPut(t, s, registry.Pair{Key: policy.LastRunKey, Value: []byte("garbage")})
+	registrytest.MustPut(t, s, registry.Pair{Key: registry.LastRunKey, Value: []byte("garbage")})
 	if s, err := registry.New(s).LastRun(t.Context()); err == nil || s != nil {
 		t.Errorf("LastRun = %v, %v; want an error", s, err)
 	}

@@ -54,7 +54,7 @@ func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
 	r.mustRun()
 	r.repo.Remove("a/가.md")
 	r.repo.Commit("delete 가")
-	r.store.FailKeys(map[string]error{policy.LastCommitKey: errors.New("refused")})
+	r.store.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
 	if _, err := r.run(leased); !errors.Is(err, syncer.ErrNotRecorded) {
 		t.Fatalf("lastCommit refused: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestConverge_LastCommitLost_AddedThenDeleted_NoGhost(t *testing.T) {
 	r.mustRun()
 	r.repo.Write("c/유령.md", "# 유령\n")
 	r.repo.Commit("add")
-	r.store.FailKeys(map[string]error{policy.LastCommitKey: errors.New("refused")})
+	r.store.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
 	_, _ = r.run(leased)
 	r.store.FailKeys(nil)
 	r.repo.Remove("c/유령.md")
@@ -223,7 +223,7 @@ func TestConverge_LeaseRenewedWhileTheRunLasts(t *testing.T) {
 	if _, err := r.run(opt); err != nil {
 		t.Fatal(err)
 	}
-	if n := countPuts(r.store.Log(), policy.LeaseKey); n < 4 {
+	if n := countPuts(r.store.Log(), registry.LeaseKey); n < 4 {
 		t.Errorf("the lease was written %d times in a 300 ms run with a 60 ms TTL; want taken, renewed, released", n)
 	}
 }
@@ -235,7 +235,7 @@ func TestConverge_LeaseLost_RunStopsWriting(t *testing.T) {
 	slow := &slowSource{Source: r.s.Source, delay: 300 * time.Millisecond}
 	r.s.Source = slow
 	slow.before = func() {
-		r.store.FailKeys(map[string]error{policy.LeaseKey: errors.New("refused")})
+		r.store.FailKeys(map[string]error{registry.LeaseKey: errors.New("refused")})
 		r.clock.Advance(time.Hour) // renewals fail until the lease has expired
 	}
 	res, err := r.run(syncer.Options{LeaseTTL: 60 * time.Millisecond})
@@ -395,7 +395,7 @@ func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
 		t.Fatalf("summary %+v", res.Summary)
 	}
 	for _, c := range r.store.Log()[start:] {
-		if c.Method == registrytest.List && c.Prefix != policy.DeadLetterPrefix {
+		if c.Method == registrytest.List && c.Prefix != registry.DeadLetterPrefix {
 			t.Errorf("an incremental run after a clean one listed %q", c.Prefix)
 		}
 	}
@@ -433,7 +433,7 @@ type renewalWaits struct {
 
 func (s *renewalWaits) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
 	for _, p := range pairs {
-		if p.Key == policy.LeaseKey && s.puts.Add(1) > 1 { // not the taking
+		if p.Key == registry.LeaseKey && s.puts.Add(1) > 1 { // not the taking
 			s.clock.Advance(time.Hour)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/logkey"
-	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/retry"
 )
@@ -142,7 +141,7 @@ func onlyLease(err error) bool {
 		return false
 	}
 	for k := range be.Failed {
-		if k != policy.LeaseKey {
+		if k != registry.LeaseKey {
 			return false
 		}
 	}

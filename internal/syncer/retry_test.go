@@ -327,7 +327,7 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 	first := r.seed()
 	opt := syncer.Options{LeaseTTL: 15 * time.Minute}
 	now := r.clock.Now()
-	r.putRaw(map[string]string{policy.LeaseKey: fmt.Sprintf(`{"owner":"backfill","acquiredAt":%q,"expiresAt":%q}`,
+	r.putRaw(map[string]string{registry.LeaseKey: fmt.Sprintf(`{"owner":"backfill","acquiredAt":%q,"expiresAt":%q}`,
 		now.Format(time.RFC3339), now.Add(30*time.Minute).Format(time.RFC3339))})
 	if _, err := r.run(opt); !errors.Is(err, registry.ErrLeaseHeld) || !strings.Contains(err.Error(), "backfill") {
 		t.Fatalf("err = %v, want ErrLeaseHeld naming the holder", err)
@@ -349,12 +349,12 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 	if r.lastCommit() != first {
 		t.Errorf("lastCommit %s", r.lastCommit())
 	}
-	if _, err := r.store.Get(context.Background(), policy.LeaseKey); !errors.Is(err, policy.ErrNotFound) {
+	if _, err := r.store.Get(context.Background(), registry.LeaseKey); !errors.Is(err, policy.ErrNotFound) {
 		t.Errorf("lease not released: %v", err)
 	}
 	// A retry of the same Lambda invocation takes over the lease its
 	// crashed try left behind.
-	r.putRaw(map[string]string{policy.LeaseKey: fmt.Sprintf(`{"owner":"req-1","acquiredAt":%q,"expiresAt":%q}`,
+	r.putRaw(map[string]string{registry.LeaseKey: fmt.Sprintf(`{"owner":"req-1","acquiredAt":%q,"expiresAt":%q}`,
 		r.clock.Now().Format(time.RFC3339), r.clock.Now().Add(5*time.Minute).Format(time.RFC3339))})
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")

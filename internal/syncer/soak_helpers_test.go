@@ -15,7 +15,6 @@ import (
 
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
-	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
@@ -377,7 +376,7 @@ func (r *soakRig) drawFaults(rng *rand.Rand, names []string) runFaults {
 				}
 			}
 		}
-		for _, k := range []string{policy.LastCommitKey, policy.LastRunKey} {
+		for _, k := range []string{registry.LastCommitKey, registry.LastRunKey} {
 			if rng.Float64() < 0.05 {
 				f.failKeys[k] = errors.New("injected metadata failure")
 			}

@@ -37,7 +37,7 @@ func runKilled(r *rig, s *syncer.Syncer, ks *killSwitch, nth int, opt syncer.Opt
 func runKilledBeforeRecord(r *rig, s *syncer.Syncer, ks *killSwitch, opt syncer.Options) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ks.armAtKey(policy.LastRunKey, cancel)
+	ks.armAtKey(registry.LastRunKey, cancel)
 	return runArmed(ctx, r, s, ks, opt)
 }
 
@@ -107,14 +107,14 @@ func TestSoakRepro_UncleanRunThenRevert_NextRunRestoresHead(t *testing.T) {
 			return err
 		}},
 		{"lastCommit write lost", func(r *rig) error {
-			r.store.FailKeys(map[string]error{policy.LastCommitKey: boom})
+			r.store.FailKeys(map[string]error{registry.LastCommitKey: boom})
 			defer r.store.FailKeys(nil)
 			_, err := r.run(syncer.Options{})
 			return err
 		}},
 		{"lastRun write lost", func(r *rig) error {
 			// the record does not land; the embedded store has no lease to tell
-			r.store.FailKeys(map[string]error{policy.LastRunKey: boom})
+			r.store.FailKeys(map[string]error{registry.LastRunKey: boom})
 			defer r.store.FailKeys(nil)
 			_, err := r.run(syncer.Options{})
 			return err
@@ -177,7 +177,7 @@ func TestSoakRepro_DeadLetterHoldsBack_RunIsPartial(t *testing.T) {
 // failed." One key reported unsuccessful once fails the run instead.
 func TestSoakRepro_Cloudflare_KeyUnsuccessfulOnce_RetriedWithinRun(t *testing.T) {
 	t.Parallel()
-	for _, key := range []string{policy.LeaseKey, "policy:가", policy.LastRunKey} {
+	for _, key := range []string{registry.LeaseKey, "policy:가", registry.LastRunKey} {
 		t.Run(key, func(t *testing.T) {
 			repo := githubtest.NewRepo(t)
 			gh := githubtest.NewServer(t, "knue", "policies", repo)

@@ -8,6 +8,7 @@ import (
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // titled is the plan once the titles step read what it needs.
@@ -100,7 +101,7 @@ func (r *run) readV1(ctx context.Context, plan policy.Plan, legacy []string) (ma
 // that match no policy.
 func (r *run) logPlan(plan policy.Plan, mig differ.Migration) {
 	for _, key := range mig.Unmatched {
-		r.log.Warn("legacy entry matches no policy title", logkey.Key, policy.PolicyPrefix+key)
+		r.log.Warn("legacy entry matches no policy title", logkey.Key, registry.PolicyKey(key))
 	}
 	for _, c := range plan.Conflicts {
 		r.log.Warn("duplicate policy name", logkey.Policy, c.PolicyName, logkey.Winner, c.Winner, logkey.Losers, c.Losers)

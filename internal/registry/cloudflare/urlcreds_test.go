@@ -51,7 +51,7 @@ func TestStore_URLCredentials_NeverInErrorsOrLogs(t *testing.T) {
 	note(err)
 	_, err = s.List(ctx, "policy:")
 	note(err)
-	_, err = s.GetMany(ctx, []string{policy.LastRunKey})
+	_, err = s.GetMany(ctx, []string{registry.LastRunKey})
 	note(err)
 	note(s.Put(ctx, []registry.Pair{{Key: "policy:a", Value: []byte("a")}})["policy:a"])
 	note(s.Delete(ctx, []string{"policy:a"})["policy:a"])
