@@ -58,24 +58,6 @@ func PolicyPair(e policy.Entry) Pair {
 	return Pair{Key: PolicyKey(e.PolicyName), Value: MustJSON(e), Metadata: meta}
 }
 
-// entryFromMetadata returns the Entry a listed policy key's metadata
-// describes, when it describes all of it: written by PolicyPair, with path,
-// title and lastUpdated, and no legacy fields.
-func entryFromMetadata(it Item) (policy.Entry, bool) {
-	var m policyMetadata
-	if decodeObject(it.Metadata, &m) != nil || m.Legacy || m.Path == nil || m.Title == nil || m.LastUpdated == nil {
-		return policy.Entry{}, false
-	}
-	return policy.Entry{
-		PolicyName:  strings.TrimPrefix(it.Key, PolicyPrefix),
-		Title:       *m.Title,
-		Status:      policy.StatusActive,
-		LastUpdated: *m.LastUpdated,
-		SHA:         m.SHA,
-		Path:        *m.Path,
-	}, true
-}
-
 // QueuePair encodes q as queue:{q.PolicyName}, with metadata saying whether
 // it records a failure, so a listing finds the failures without reading values.
 func QueuePair(q policy.QueueEntry) Pair {
@@ -85,49 +67,6 @@ func QueuePair(q policy.QueueEntry) Pair {
 // DeadLetterPair encodes d as dead-letter:{d.PolicyName}.
 func DeadLetterPair(d policy.DeadLetter) Pair {
 	return Pair{Key: DeadLetterKey(d.PolicyName), Value: MustJSON(d)}
-}
-
-// Policies returns every policy:{name} entry by name (the key without its
-// prefix: the policyName, or the title of a legacy v1 entry, whose value has
-// no policyName and no sha). Values that do not decode are returned in
-// problems, by key, rather than failing the read; err is for the read itself.
-//
-// A backend that lists without values (Cloudflare) costs one List request
-// per page of keys: an entry is built from its key's metadata when that is
-// complete (see PolicyPair), and its value is read only otherwise (legacy or
-// hand-written keys, metadata dropped for size).
-func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
-	items, err := r.store.List(ctx, PolicyPrefix)
-	if err != nil {
-		return nil, nil, fmt.Errorf("registry: read policies: %w", err)
-	}
-	entries = make(map[string]policy.Entry, len(items))
-	for _, it := range items {
-		name := strings.TrimPrefix(it.Key, PolicyPrefix)
-		if it.Value == nil {
-			if e, ok := entryFromMetadata(it); ok {
-				entries[name] = e
-				continue
-			}
-			var found bool
-			if it, found, err = r.fill(ctx, it); err != nil {
-				return nil, nil, fmt.Errorf("registry: read policies: %w", err)
-			}
-			if !found {
-				continue
-			}
-		}
-		var e policy.Entry
-		if err := decodeObject(it.Value, &e); err != nil {
-			if problems == nil {
-				problems = make(map[string]error)
-			}
-			problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
-			continue
-		}
-		entries[name] = e
-	}
-	return entries, problems, nil
 }
 
 // Queue returns every queue:{name} entry by name. When some values do not
@@ -294,6 +233,20 @@ func (r *Registry) values(ctx context.Context, prefix string) ([]Item, error) {
 		}
 	}
 	return out, nil
+}
+
+// getObject reads the object of key (what names it in errors: the store's
+// name the key).
+func (r *Registry) getObject(ctx context.Context, what, key string, v any) error {
+	raw, err := r.store.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("registry: read %s: %w", what, err)
+	}
+	if err := decodeObject(raw, v); err != nil {
+		var bad *DecodeError
+		return bad.add(key, err)
+	}
+	return nil
 }
 
 // what names the values under a prefix, for errors.
