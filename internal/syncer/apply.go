@@ -179,15 +179,6 @@ func (f *failures) list() []policy.Failure {
 	return sortFailures(out)
 }
 
-// outage says whether every read of files failed (see ErrOutage): a run
-// that could read none of what it must write does not apply.
-func outage(files []policy.File, failures []policy.Failure) error {
-	if len(files) == 0 || len(failures) < len(files) {
-		return nil
-	}
-	return fmt.Errorf("%w: all %d file reads failed, e.g. %s: %s", ErrOutage, len(files), failures[0].PolicyName, failures[0].Error)
-}
-
 func sortFailures(f []policy.Failure) []policy.Failure {
 	slices.SortFunc(f, func(a, b policy.Failure) int { return strings.Compare(a.PolicyName, b.PolicyName) })
 	return f

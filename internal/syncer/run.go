@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -127,6 +128,15 @@ func (r *run) guard(plan policy.Plan, reg registryState, renames map[string]stri
 		return nil
 	}
 	return differ.Guard(plan, reg.entries, renames, reg.size)
+}
+
+// outage says whether every read of files failed (see ErrOutage): a run
+// that could read none of what it must write does not apply.
+func outage(files []policy.File, failures []policy.Failure) error {
+	if len(files) == 0 || len(failures) < len(files) {
+		return nil
+	}
+	return fmt.Errorf("%w: all %d file reads failed, e.g. %s: %s", ErrOutage, len(files), failures[0].PolicyName, failures[0].Error)
 }
 
 // run is one run in progress: its identity, options, logger and
