@@ -19,8 +19,8 @@ import (
 )
 
 // What the soak test checks: what a head asks of the registry (by
-// DESIGN.md's file rules, through internal/policy), what the registry holds
-// (read around every fault), and the invariants of DESIGN.md "One run".
+// docs/design.md's file rules, through internal/policy), what the registry holds
+// (read around every fault), and the invariants of docs/design.md "One run".
 
 // view is what the invariants compare of an entry.
 type view struct{ SHA, Path, Title string }
@@ -139,7 +139,7 @@ func expected(hv headView, before snapshot) map[string]view {
 	return exp
 }
 
-// checkRun checks the invariants that hold after every run (DESIGN.md "One
+// checkRun checks the invariants that hold after every run (docs/design.md "One
 // run", "Safety"), before and after being the whole registry around it:
 //
 //  1. a policy the registry had and the head still has is not deleted;

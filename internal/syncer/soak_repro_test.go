@@ -1,7 +1,7 @@
 package syncer_test
 
 // Minimal reproductions of the violations the soak test found, one test
-// per root cause (see soak_test.go). Each states DESIGN.md's rule.
+// per root cause (see soak_test.go). Each states docs/design.md's rule.
 
 import (
 	"context"

@@ -6,7 +6,7 @@ package syncer_test
 // and cloudflare.Store over the cloudflaretest fake — while the fakes
 // answer 5xx and 429, fail keys of bulk writes, and runs are cancelled or
 // killed at their nth registry write. After every run the invariants of
-// DESIGN.md "One run" are checked (see checkRun); once the faults stop, one
+// docs/design.md "One run" are checked (see checkRun); once the faults stop, one
 // clean run must bring the registry to the head.
 //
 // Every fault is drawn from the seed, and batches are applied one at a time
