@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/syncer"
 )
@@ -223,7 +224,7 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.As(err, &ce), errors.Is(err, policy.ErrConfig):
 		return exitUsage
-	case errors.Is(err, syncer.ErrRefused):
+	case errors.Is(err, differ.ErrRefused):
 		return exitRefused
 	case errors.Is(err, syncer.ErrPartial):
 		return exitPartial

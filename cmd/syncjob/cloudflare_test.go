@@ -175,7 +175,7 @@ func TestCloudflare_429StormNeverEnds_FailsKeepsLastCommitDeletesNothing(t *test
 	// From the plan's first write on, Cloudflare answers nothing but 429.
 	var once sync.Once
 	w.watchCloudflare(func(r *http.Request) {
-		if isBulkWrite(r) && bodyMentions(r, policy.PolicyPrefix) {
+		if isBulkWrite(r) && bodyMentions(r, registry.PolicyPrefix) {
 			once.Do(func() { w.cf.SetRates(cloudflaretest.Rates{RateLimit: 1}) })
 		}
 	})
@@ -218,7 +218,7 @@ func TestCloudflare_RunRecordRefused_Exit1LastCommitKept(t *testing.T) {
 	head := w.repo.Commit("add")
 	// Every change lands, but Cloudflare reports lastRun unsuccessful: the
 	// run is not recorded, so lastCommit must stay and the run must fail.
-	w.cf.FailKeys(policy.LastRunKey)
+	w.cf.FailKeys(registry.LastRunKey)
 	r := w.run("sync")
 	w.cf.FailKeys()
 	if r.code != exitFailed {
@@ -316,7 +316,7 @@ func TestCloudflare_PartialBulkFailures_QueuedForRetryThenLand(t *testing.T) {
 
 func TestCloudflare_ListingServerError_FailsDeletesNothing(t *testing.T) {
 	t.Parallel()
-	for _, prefix := range []string{policy.QueuePrefix, policy.PolicyPrefix, policy.DeadLetterPrefix} {
+	for _, prefix := range []string{registry.QueuePrefix, registry.PolicyPrefix, registry.DeadLetterPrefix} {
 		t.Run(strings.TrimSuffix(prefix, ":"), func(t *testing.T) {
 			w := newCloudflareWorld(t)
 			first := seed(w)
@@ -508,7 +508,7 @@ func TestCloudflare_OddKeys_RoundTripExactly(t *testing.T) {
 // that did not record one left it.
 func forgetPending(t *testing.T, w *world) {
 	t.Helper()
-	raw, meta, ok := w.cf.Value(policy.LastRunKey)
+	raw, meta, ok := w.cf.Value(registry.LastRunKey)
 	if !ok {
 		t.Fatal("no lastRun")
 	}
@@ -518,5 +518,5 @@ func forgetPending(t *testing.T, w *world) {
 	}
 	delete(m, "pending")
 	b, _ := json.Marshal(m)
-	w.cf.Set(policy.LastRunKey, b, meta, 0)
+	w.cf.Set(registry.LastRunKey, b, meta, 0)
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
 )
 
@@ -99,7 +98,7 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 	if _, err := deadLetter(ctx, reg, name); err != nil {
 		return cfg.redact(fmt.Errorf("deadletter retry: %w", err))
 	}
-	if err := queue.RetryDeadLetter(ctx, reg, name, c.p.now()); err != nil {
+	if err := reg.RetryDeadLetter(ctx, name, c.p.now()); err != nil {
 		return cfg.redact(fmt.Errorf("deadletter retry %s: %w", name, err))
 	}
 	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", name)
@@ -116,7 +115,7 @@ func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Reg
 	var retried []string
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(letters)) {
-		if rerr := queue.RetryDeadLetter(ctx, reg, name, c.p.now()); rerr != nil {
+		if rerr := reg.RetryDeadLetter(ctx, name, c.p.now()); rerr != nil {
 			errs = append(errs, rerr)
 			continue
 		}
@@ -130,7 +129,7 @@ func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Reg
 	var bad *registry.DecodeError
 	if errors.As(err, &bad) {
 		for _, key := range slices.Sorted(maps.Keys(bad.Problems)) {
-			name := strings.TrimPrefix(key, policy.DeadLetterPrefix)
+			name := strings.TrimPrefix(key, registry.DeadLetterPrefix)
 			errs = append(errs, fmt.Errorf("%s is unreadable and cannot be retried (syncjob deadletter drop %s --yes)", name, name))
 		}
 	}
@@ -147,7 +146,7 @@ func deadLetter(ctx context.Context, reg *registry.Registry, name string) (polic
 	switch {
 	case errors.Is(err, policy.ErrNotFound):
 		return policy.DeadLetter{}, fmt.Errorf("no dead letter named %q (syncjob deadletter list)", name)
-	case queue.IsUnreadable(err):
+	case registry.IsUnreadable(err):
 		return policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: name}, Reason: "unreadable value"}, err
 	}
 	return d, err
@@ -167,7 +166,7 @@ func nameArg(args []string) (string, []string) {
 // is about to rewrite too, and KV cannot tell the two writes apart.
 func (p *program) notDuringASync(ctx context.Context, reg *registry.Registry, what string) error {
 	l, err := reg.Lease(ctx)
-	if err != nil && !queue.IsUnreadable(err) {
+	if err != nil && !registry.IsUnreadable(err) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if l != nil && l.Holds(p.now()) {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
 )
 
@@ -56,7 +55,7 @@ func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 
 func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry, name string, confirmed bool) error {
 	d, err := deadLetter(ctx, reg, name)
-	if err != nil && !queue.IsUnreadable(err) { // an unreadable one can still be dropped
+	if err != nil && !registry.IsUnreadable(err) { // an unreadable one can still be dropped
 		return fmt.Errorf("deadletter drop: %w", err)
 	}
 	stays, err := whatStays(ctx, reg, name)
@@ -71,7 +70,7 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 			return &exitError{code: exitFailed}
 		}
 	}
-	if err := queue.DropDeadLetter(ctx, reg, name); err != nil {
+	if err := reg.DropDeadLetter(ctx, name); err != nil {
 		return fmt.Errorf("deadletter drop %s: %w", name, err)
 	}
 	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", name, stays)
@@ -83,7 +82,7 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 func whatStays(ctx context.Context, reg *registry.Registry, name string) (string, error) {
 	const until = "until the next run, which plans it from the head again"
 	e, present, err := reg.Policy(ctx, name)
-	if err != nil && !queue.IsUnreadable(err) {
+	if err != nil && !registry.IsUnreadable(err) {
 		return "", err
 	}
 	if !present {

@@ -83,11 +83,11 @@ func TestOps_UnreadableDeadLetter_CanBeDropped(t *testing.T) {
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
-	reg := w.open()
-	if errs := reg.Store().Put(t.Context(), []registry.Pair{{Key: "dead-letter:고장", Value: []byte("not json")}}); len(errs) > 0 {
+	s := w.store()
+	if errs := s.Put(t.Context(), []registry.Pair{{Key: "dead-letter:고장", Value: []byte("not json")}}); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	_ = reg.Store().Close()
+	_ = s.Close()
 	if r := w.run("deadletter", "retry", "고장"); r.code != exitFailed || !strings.Contains(r.stderr, "unreadable") {
 		t.Errorf("retry of an unreadable dead letter: %d %s", r.code, r.stderr)
 	}
@@ -160,11 +160,11 @@ func TestDeadLetter_RetryAll_NamesTheUnreadable(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	deadLetterWorld(t, w)
-	reg := w.open()
-	if errs := reg.Store().Put(t.Context(), []registry.Pair{{Key: "dead-letter:고장", Value: []byte("not json")}}); len(errs) > 0 {
+	s := w.store()
+	if errs := s.Put(t.Context(), []registry.Pair{{Key: "dead-letter:고장", Value: []byte("not json")}}); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	_ = reg.Store().Close()
+	_ = s.Close()
 	r := w.run("deadletter", "retry", "--all")
 	if r.code != exitFailed || !strings.HasPrefix(r.stdout, "2 dead letters back in the queue") || !strings.Contains(r.stderr, "고장 is unreadable and cannot be retried (syncjob deadletter drop 고장 --yes)") {
 		t.Errorf("retry --all with an unreadable one: exit %d\n%s%s", r.code, r.stdout, r.stderr)

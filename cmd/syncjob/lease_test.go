@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
 
@@ -22,9 +21,11 @@ func TestLease_ShowAndRelease_AsksFirst(t *testing.T) {
 	}
 	// A lease a crashed run left: its time is up, and Workers KV keeps the
 	// key until its TTL (written here long, as the runs go by an hour each).
-	reg := w.open()
+	s := w.store()
+	t.Cleanup(func() { _ = s.Close() })
+	reg := registry.New(s)
 	left := `{"owner":"lambda req-crashed","acquiredAt":"2026-11-25T16:00:00Z","expiresAt":"2026-11-25T16:06:00Z"}`
-	if errs := reg.Store().Put(t.Context(), []registry.Pair{{Key: policy.LeaseKey, Value: []byte(left), TTL: 48 * time.Hour}}); len(errs) > 0 {
+	if errs := s.Put(t.Context(), []registry.Pair{{Key: registry.LeaseKey, Value: []byte(left), TTL: 48 * time.Hour}}); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if r := w.run("lease", "show"); !strings.HasPrefix(r.stdout, "lease   expired, left by lambda req-crashed") {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/syncer"
@@ -40,7 +41,7 @@ func newRunReport(res syncer.Result, runErr error, dry bool, secrets []string) r
 		applied: applying && !dry,
 	}
 	switch {
-	case errors.Is(runErr, syncer.ErrRefused):
+	case errors.Is(runErr, differ.ErrRefused):
 		r.outcome = outcomeRefused
 	case runErr != nil && !errors.Is(runErr, syncer.ErrPartial):
 		r.outcome = outcomeFailed
@@ -114,7 +115,7 @@ func (r runReport) headline(pal palette) string {
 // refusal is the guard's reason, without the words of the sentinel.
 func refusal(err error) string {
 	msg := err.Error()
-	_, rest, ok := strings.Cut(msg, syncer.ErrRefused.Error())
+	_, rest, ok := strings.Cut(msg, differ.ErrRefused.Error())
 	switch {
 	case !ok:
 		return msg

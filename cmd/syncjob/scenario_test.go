@@ -303,11 +303,11 @@ func TestSync_UnknownBase_FullRun(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)
-		reg := w.open()
-		if errs := reg.Store().Put(t.Context(), []registry.Pair{{Key: policy.LastCommitKey, Value: []byte(strings.Repeat("ab", 20))}}); len(errs) > 0 {
+		st := w.store()
+		if errs := st.Put(t.Context(), []registry.Pair{{Key: registry.LastCommitKey, Value: []byte(strings.Repeat("ab", 20))}}); len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		_ = reg.Store().Close()
+		_ = st.Close()
 		w.repo.Write("규정/제3편/추가.md", "# 추가\n")
 		w.repo.Commit("add")
 		w.sync(0)

@@ -25,12 +25,12 @@ const schemaDir = "../../schema"
 // schemaOfKey names the schema file of each key prefix; lastCommit is a raw
 // sha, not JSON.
 var schemaOfKey = []struct{ prefix, file string }{
-	{policy.PolicyPrefix, "policy-entry.json"},
-	{policy.QueuePrefix, "queue-entry.json"},
-	{policy.DeadLetterPrefix, "dead-letter.json"},
-	{policy.RunPrefix, "run.json"},
-	{policy.LastRunKey, "last-run.json"},
-	{policy.LeaseKey, "lease.json"},
+	{registry.PolicyPrefix, "policy-entry.json"},
+	{registry.QueuePrefix, "queue-entry.json"},
+	{registry.DeadLetterPrefix, "dead-letter.json"},
+	{registry.RunPrefix, "run.json"},
+	{registry.LastRunKey, "last-run.json"},
+	{registry.LeaseKey, "lease.json"},
 }
 
 // mustSchemas compiles every schema under schema/, formats asserted, each
@@ -107,7 +107,7 @@ func TestSchema_EveryStoredValueValidates(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for _, it := range items {
-		if it.Key == policy.LastCommitKey {
+		if it.Key == registry.LastCommitKey {
 			if !regexp.MustCompile(`^[0-9a-f]{40}$`).Match(it.Value) {
 				t.Errorf("%s = %q, want a raw commit sha", it.Key, it.Value)
 			}

@@ -140,7 +140,7 @@ func (rep *statusReport) gatherDeadLetters(ctx context.Context, reg *registry.Re
 	var bad *registry.DecodeError
 	if errors.As(err, &bad) {
 		for _, key := range slices.Sorted(maps.Keys(bad.Problems)) {
-			rep.UnreadableDeadLetters = append(rep.UnreadableDeadLetters, strings.TrimPrefix(key, policy.DeadLetterPrefix))
+			rep.UnreadableDeadLetters = append(rep.UnreadableDeadLetters, strings.TrimPrefix(key, registry.DeadLetterPrefix))
 		}
 	}
 	return nil

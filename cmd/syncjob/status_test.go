@@ -66,7 +66,7 @@ func TestStatus_SaysWhichRegistryRepositoryAndLease(t *testing.T) {
 			if _, err := reg.TakeLease(t.Context(), nil, "lambda req-running", tc.taken, 6*time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			_ = reg.Store().Close()
+			_ = reg.Close()
 			r = w.run("status")
 			if !regexp.MustCompile(tc.want).MatchString(r.stdout) {
 				t.Errorf("status does not show the lease as %s:\n%s", tc.want, r.stdout)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/syncer"
 )
@@ -92,7 +93,7 @@ func goldenTables() string {
 	b.WriteString("\n$ syncjob sync --dry-run\n")
 	newRunReport(res, nil, true, nil).write(&b, false, palette{})
 	b.WriteString("\n$ syncjob sync (refused)\n")
-	refused := fmt.Errorf("%w: the plan loses all 4 policies (a wrong branch or path?); run with --allow-mass-delete if that is meant", syncer.ErrRefused)
+	refused := fmt.Errorf("%w: the plan loses all 4 policies (a wrong branch or path?); run with --allow-mass-delete if that is meant", differ.ErrRefused)
 	newRunReport(res, refused, false, nil).write(&b, false, palette{})
 	b.WriteString("\n$ syncjob sync (partial)\n")
 	partial := res

@@ -56,6 +56,7 @@ func del(name, oldPath string, oldN int) policy.Item {
 }
 
 func TestFromTree_PlansFromFullTree(t *testing.T) {
+	t.Parallel()
 	longName := strings.Repeat("가", 167)
 	tests := []struct {
 		name string
@@ -203,6 +204,7 @@ func normalize(p policy.Plan) policy.Plan {
 }
 
 func TestFromTree_WinnerIndependentOfOrder(t *testing.T) {
+	t.Parallel()
 	files := []policy.File{
 		file("b/x.md", 2), file("a/x.md", 1), file(norm.NFD.String("가/x.md"), 3), file("a/X.md", 4), file("a/x.MD", 5),
 	}
@@ -230,6 +232,7 @@ func TestFromTree_WinnerIndependentOfOrder(t *testing.T) {
 }
 
 func TestNeedsTree(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		change policy.Change
@@ -255,6 +258,7 @@ func TestNeedsTree(t *testing.T) {
 }
 
 func TestFromChanges_PlansIncrementally(t *testing.T) {
+	t.Parallel()
 	changes := func(cs ...policy.Change) policy.Changeset {
 		return policy.Changeset{Base: sha(100), Head: sha(101), Changes: cs}
 	}
@@ -396,6 +400,7 @@ func TestFromChanges_PlansIncrementally(t *testing.T) {
 }
 
 func TestFromChanges_WithoutTree_RemovedPathNotKept(t *testing.T) {
+	t.Parallel()
 	// A caller that skips NeedsTree must not keep a path the changeset removed.
 	cs := policy.Changeset{Changes: []policy.Change{{Status: policy.Removed, Path: "a/x.md"}}}
 	desired, touched, _, _ := differ.FromChanges(cs, registry(known("a/x.md", 1)), nil, differ.Options{})
@@ -408,6 +413,7 @@ func TestFromChanges_WithoutTree_RemovedPathNotKept(t *testing.T) {
 }
 
 func TestPlan_ScopeAndOrder(t *testing.T) {
+	t.Parallel()
 	desired := map[string]policy.Desired{
 		"학칙":  {PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Size: 1},
 		"b":   {PolicyName: "b", Path: "b.md", SHA: sha(2), Size: 1},
@@ -434,6 +440,7 @@ func TestPlan_ScopeAndOrder(t *testing.T) {
 }
 
 func TestPlan_InvalidUTF8Path_StoredAsJSON_Unchanged(t *testing.T) {
+	t.Parallel()
 	raw := "규정/\xff잘못.md"
 	desired := map[string]policy.Desired{"x": {PolicyName: "x", Path: raw, SHA: "s"}}
 	// what the registry gives back after a JSON round trip

@@ -1,10 +1,13 @@
-// Package differ decides what a run writes: the mode (ChooseMode), the plan
-// of adds, updates, moves and deletes from the head of the repository (a
-// full tree or an incremental changeset) and what the registry knows
-// (FromTree, FromChanges, Plan), fitted to the queue (SettleQueue: retries,
-// dead letters held back, requeues, drops), completed with what was read of
-// each file (WithContent: titles, skips, failures), with legacy v1 fields
-// carried (Migrate) and checked by the mass-delete guard (Guard). It is
-// pure: no I/O, no SDKs, only domain types, so every planning rule is
-// tested here without a network; internal/syncer only calls it.
+// Package differ decides what a run writes: the mode (ChooseMode), what to
+// read (ReadScope, TreeNeeded), the plan of adds, updates, moves and deletes
+// from the head of the repository (PlanFull from the tree, PlanIncremental
+// from a changeset) and what the registry knows, fitted to the queue
+// (SettleQueue: retries, dead letters held back, requeues, drops),
+// completed with what was read of each file (WithContent: titles, skips,
+// failures), with legacy v1 fields carried (Migrate, LegacyLeft), checked by
+// the mass-delete guard (Guard), fitted to the daily write budget
+// (FitBudget), and what to record of failed items (RecordFailures: owed or
+// dead). It is pure: no I/O, no SDKs, only domain types and the queue's
+// rules, so every planning rule is tested here without a network;
+// internal/syncer only calls it.
 package differ

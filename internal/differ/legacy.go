@@ -72,7 +72,7 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 		case name == key, planned[key]:
 			// the v1 key is a policy name this run writes: the put replaces it
 		default:
-			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: key, OldPath: "v1 entry, fields moved to " + policy.PolicyPrefix + name})
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: key, OldPath: "v1 entry, fields moved to policy:" + name})
 		}
 	}
 	return plan, out
@@ -133,4 +133,22 @@ func WithLegacy(e policy.Entry, carry map[string]policy.Entry, now time.Time) po
 		e.LegacyUntil = ""
 	}
 	return e
+}
+
+// LegacyLeft are the v1 keys no policy has taken the fields of after a
+// run: what Migrate found unmatched (mig) on a run that read every entry
+// (last is then ignored); on one that read only what it touched (partial),
+// the last run's unmatched keys (last) less those it read (v1) and matched
+// now.
+func LegacyLeft(partial bool, last []string, v1 map[string]policy.Entry, mig Migration) []string {
+	if !partial {
+		return append([]string{}, mig.Unmatched...)
+	}
+	var left []string
+	for _, key := range last {
+		if _, matched := v1[key]; !matched || slices.Contains(mig.Unmatched, key) {
+			left = append(left, key)
+		}
+	}
+	return left
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/queue"
 )
 
 var now = time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
@@ -28,6 +29,7 @@ func entries(es ...policy.Entry) map[string]policy.Entry {
 }
 
 func TestChooseMode(t *testing.T) {
+	t.Parallel()
 	recent := &policy.RunSummary{LastFullRun: now.Add(-time.Hour).Format(time.RFC3339)}
 	old := &policy.RunSummary{LastFullRun: now.Add(-8 * 24 * time.Hour).Format(time.RFC3339)}
 	week := 7 * 24 * time.Hour
@@ -56,6 +58,7 @@ func TestChooseMode(t *testing.T) {
 }
 
 func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
+	t.Parallel()
 	msg := "boom"
 	failed := func(name string, n int, op string) policy.QueueEntry {
 		return policy.QueueEntry{PolicyName: name, SHA: sha(n), Operation: op, RetryCount: 1, ErrorMessage: &msg}
@@ -94,7 +97,7 @@ func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
 	if diff := cmp.Diff(plan.Skipped, got.Skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
-	wantHeld := []policy.Skip{{PolicyName: "dead", Path: "a/dead.md", Reason: differ.HeldBackReason("dead")}}
+	wantHeld := []policy.Skip{{PolicyName: "dead", Path: "a/dead.md", Reason: queue.HeldBackReason("dead")}}
 	if diff := cmp.Diff(wantHeld, got.HeldBack); diff != "" {
 		t.Errorf("held back (-want +got):\n%s", diff)
 	}
@@ -114,6 +117,7 @@ func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
 }
 
 func TestSettleQueue_DeadDeleteHoldsBackTheDelete(t *testing.T) {
+	t.Parallel()
 	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActDelete, PolicyName: "x", OldSHA: sha(1)}}}
 	dead := map[string]policy.DeadLetter{"x": {QueueEntry: policy.QueueEntry{PolicyName: "x", SHA: sha(1), Operation: policy.OpDelete}}}
 	got, _ := differ.SettleQueue(plan, nil, entries(entry("x", 1)), nil, dead, now)
@@ -123,6 +127,7 @@ func TestSettleQueue_DeadDeleteHoldsBackTheDelete(t *testing.T) {
 }
 
 func TestMigrate_CarriesV1FieldsByTitle_RemovesTheV1Key_ReportsUnmatched(t *testing.T) {
+	t.Parallel()
 	v1 := map[string]policy.Entry{
 		"학칙 전문": {Title: "학칙 전문", FileNo: "868"},
 		"없는 규정": {Title: "없는 규정", FileNo: "1"},
@@ -142,6 +147,7 @@ func TestMigrate_CarriesV1FieldsByTitle_RemovesTheV1Key_ReportsUnmatched(t *test
 }
 
 func TestMigrate_FullRun_RewritesExpiredLegacy(t *testing.T) {
+	t.Parallel()
 	e := entry("규정", 1)
 	e.FileNo, e.LegacyUntil = "7", now.Add(-time.Hour).Format(policy.TimeLayout)
 	got, _ := differ.Migrate(policy.Plan{}, entries(e, entry("plain", 2)), nil, true, now)
@@ -157,6 +163,7 @@ func TestMigrate_FullRun_RewritesExpiredLegacy(t *testing.T) {
 }
 
 func TestWithLegacy_Keeps90DaysFromTheFirstCarry(t *testing.T) {
+	t.Parallel()
 	got := differ.WithLegacy(entry("학칙", 1), map[string]policy.Entry{"학칙": {FileNo: "868", PreviewURL: "p"}}, now)
 	if got.FileNo != "868" || got.PreviewURL != "p" || got.LegacyUntil != "2027-02-23T16:00:00Z" {
 		t.Errorf("carried entry = %+v", got)
@@ -167,6 +174,7 @@ func TestWithLegacy_Keeps90DaysFromTheFirstCarry(t *testing.T) {
 }
 
 func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
+	t.Parallel()
 	plan := policy.Plan{Items: []policy.Item{
 		{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", SHA: sha(1)},
 		{Action: policy.ActUpdate, PolicyName: "b", Path: "b.md", SHA: sha(2)},
@@ -200,6 +208,7 @@ func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
 }
 
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	reg := map[string]policy.Entry{}
 	var renameAll, deleteAll policy.Plan
 	for i := 0; i < 20; i++ {
@@ -229,6 +238,7 @@ func TestGuard(t *testing.T) {
 }
 
 func TestCarryOver_KeepsWhatTheRunDidNotLookAt(t *testing.T) {
+	t.Parallel()
 	scope := map[string]bool{"a": true}
 	prevSkips := []policy.Skip{{PolicyName: "a", Path: "a.md"}, {PolicyName: "b", Path: "b.md"}}
 	prevConflicts := []policy.Conflict{{PolicyName: "c", Winner: "1/c.md"}}
@@ -246,6 +256,7 @@ func TestCarryOver_KeepsWhatTheRunDidNotLookAt(t *testing.T) {
 }
 
 func TestGuard_RenamesWithEdits_SurviveByTitleOrGitsPairing(t *testing.T) {
+	t.Parallel()
 	reg := map[string]policy.Entry{}
 	var byTitle, byRename policy.Plan
 	renames := map[string]string{}
@@ -271,6 +282,7 @@ func TestGuard_RenamesWithEdits_SurviveByTitleOrGitsPairing(t *testing.T) {
 }
 
 func TestUnclean_AndChooseModeAfterIt(t *testing.T) {
+	t.Parallel()
 	ok := &policy.RunSummary{Status: policy.RunSuccess, CommitSHA: "c2", LastFullRun: now.Format(time.RFC3339)}
 	for _, tc := range []struct {
 		name       string
@@ -305,6 +317,7 @@ func TestUnclean_AndChooseModeAfterIt(t *testing.T) {
 }
 
 func TestRenames_FromGitsPairing(t *testing.T) {
+	t.Parallel()
 	cs := policy.Changeset{Changes: []policy.Change{
 		{Status: policy.Renamed, PreviousPath: "1-2-1.md", Path: "a/학칙.md"},
 		{Status: policy.Renamed, PreviousPath: "x/학칙.md", Path: "y/학칙.md"}, // a move keeps the name
@@ -316,6 +329,7 @@ func TestRenames_FromGitsPairing(t *testing.T) {
 }
 
 func TestChooseMode_WebhookAndManualRuns_DoNotReconcile(t *testing.T) {
+	t.Parallel()
 	old := &policy.RunSummary{LastFullRun: now.Add(-48 * time.Hour).Format(time.RFC3339)}
 	in := differ.ModeInput{Last: "a", Head: "b", Previous: old, Now: now, ReconcileInterval: 24 * time.Hour}
 	if mode, _ := differ.ChooseMode(in); mode != differ.ModeIncremental {
@@ -328,6 +342,7 @@ func TestChooseMode_WebhookAndManualRuns_DoNotReconcile(t *testing.T) {
 }
 
 func TestGuard_IncrementalRun_CountsAgainstTheWholeRegistry(t *testing.T) {
+	t.Parallel()
 	touched := map[string]policy.Entry{}
 	var plan policy.Plan
 	for i := 0; i < 15; i++ {
@@ -344,6 +359,7 @@ func TestGuard_IncrementalRun_CountsAgainstTheWholeRegistry(t *testing.T) {
 }
 
 func TestSupersededDeadLetters_AMigrationSupersedesNothing(t *testing.T) {
+	t.Parallel()
 	dead := map[string]policy.DeadLetter{"a": {}, "b": {}}
 	plan := policy.Plan{Items: []policy.Item{
 		{Action: policy.ActMigrate, PolicyName: "a", Path: "a.md", SHA: sha(1)},

@@ -134,6 +134,7 @@ func checkPlanShape(t *testing.T, plan policy.Plan) {
 }
 
 func TestProperty_ApplyPlanFromTreeGivesDesired(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(1))
 	opt := differ.Options{}
 	for i := range propertyIterations {
@@ -245,6 +246,7 @@ func changeset(rng *rand.Rand, base, head tree) policy.Changeset {
 }
 
 func TestProperty_IncrementalEqualsFull(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(2))
 	opt := differ.Options{}
 	withoutTree := 0

@@ -12,6 +12,7 @@ import (
 )
 
 func TestMarshal_WritesTheSpecShape(t *testing.T) {
+	t.Parallel()
 	line := emf.Line{
 		Namespace:  "syncjob",
 		Dimensions: map[string]string{"Repo": "knue/policies"},
@@ -59,6 +60,7 @@ func TestMarshal_WritesTheSpecShape(t *testing.T) {
 }
 
 func TestMarshal_RejectsWhatCloudWatchWouldMisread(t *testing.T) {
+	t.Parallel()
 	ok := func() emf.Line {
 		return emf.Line{Namespace: "ns", Dimensions: map[string]string{"Repo": "a/b"}, Metrics: []emf.Metric{{Name: "Added", Unit: emf.Count, Value: 1}}}
 	}

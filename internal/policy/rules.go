@@ -49,10 +49,7 @@ func NameOf(path string) string {
 
 // KeyFits reports whether every key written for the name (policy:, queue:,
 // dead-letter:) stays within the registry's key limit.
-func KeyFits(name string) bool {
-	longest := max(len(PolicyPrefix), len(QueuePrefix), len(DeadLetterPrefix))
-	return longest+len(name) <= MaxKeyBytes
-}
+func KeyFits(name string) bool { return len(name) <= MaxNameBytes }
 
 // Title returns the text of the first non-empty ATX level-1 heading of a
 // markdown document, trimmed and in NFC, or fallback when there is none.

@@ -10,12 +10,14 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // nfd returns s in Unicode NFD, as macOS commits file names.
 func nfd(s string) string { return norm.NFD.String(s) }
 
 func TestIsPolicyPath(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path string
 		want bool
@@ -56,6 +58,7 @@ func TestIsPolicyPath(t *testing.T) {
 }
 
 func TestNameOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path string
 		want string
@@ -82,6 +85,7 @@ func TestNameOf(t *testing.T) {
 }
 
 func TestNameOf_NFDEqualsNFC(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"학칙", "학칙(개정)․2024 본문", "Café", "한국교원대학교 학칙 시행세칙"} {
 		nfcPath, nfdPath := "규정/"+name+".md", nfd("규정/"+name+".md")
 		if nfcPath == nfdPath {
@@ -94,7 +98,8 @@ func TestNameOf_NFDEqualsNFC(t *testing.T) {
 }
 
 func TestKeyFits(t *testing.T) {
-	longest := len(policy.DeadLetterPrefix)
+	t.Parallel()
+	longest := len(registry.DeadLetterPrefix)
 	tests := []struct {
 		name string
 		want bool
@@ -103,7 +108,7 @@ func TestKeyFits(t *testing.T) {
 		{strings.Repeat("a", policy.MaxKeyBytes-longest), true},
 		{strings.Repeat("a", policy.MaxKeyBytes-longest+1), false},
 		// Fits policy: but not dead-letter:.
-		{strings.Repeat("a", policy.MaxKeyBytes-len(policy.PolicyPrefix)), false},
+		{strings.Repeat("a", policy.MaxKeyBytes-len(registry.PolicyPrefix)), false},
 		// 3-byte Hangul: 166 syllables = 498 bytes, 167 = 501.
 		{strings.Repeat("가", 166), true},
 		{strings.Repeat("가", 167), false},
@@ -116,6 +121,7 @@ func TestKeyFits(t *testing.T) {
 }
 
 func TestTitle(t *testing.T) {
+	t.Parallel()
 	const fb = "fallback"
 	tests := []struct {
 		name    string

@@ -57,7 +57,6 @@ const (
 	Renamed  ChangeStatus = "renamed"
 	Copied   ChangeStatus = "copied"
 	Changed  ChangeStatus = "changed"
-	Unchange ChangeStatus = "unchanged"
 )
 
 // Change is one file of a compare. For Renamed, PreviousPath is the old path.

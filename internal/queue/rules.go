@@ -10,9 +10,6 @@ import (
 // it leaves the queue for dead-letter:{policyName}.
 const MaxFailures = 3
 
-// OpDelete marks a queue entry that records a delete the sync could not make.
-const OpDelete = policy.OpDelete
-
 // FailedIn returns e after a failure with msg in attempt: one more failure
 // (see Failed), unless attempt already failed e (the same Lambda invocation
 // retried by Lambda): then only the message changes. An empty attempt is
@@ -49,7 +46,7 @@ func SyncPending(q policy.QueueEntry, current policy.Entry, present bool) bool {
 	if q.ErrorMessage == nil {
 		return false
 	}
-	if q.Operation == OpDelete {
+	if q.Operation == policy.OpDelete {
 		return present
 	}
 	return !present || current.SHA != q.SHA
@@ -63,4 +60,21 @@ func Requeue(d policy.DeadLetter, now time.Time) policy.QueueEntry {
 	msg := "retry requested by hand at " + now.UTC().Format(policy.TimeLayout) + " after: " + d.Reason
 	q.ErrorMessage = &msg
 	return q
+}
+
+// Op is the queue operation that records a write of the item (and a
+// failure of it).
+func Op(it policy.Item) string {
+	switch it.Action {
+	case policy.ActAdd:
+		return policy.OpAdd
+	case policy.ActDelete:
+		return policy.OpDelete
+	}
+	return policy.OpUpdate
+}
+
+// HeldBackReason is the skip reason of a version a dead letter holds back.
+func HeldBackReason(name string) string {
+	return "dead letter (syncjob deadletter retry " + name + ")"
 }

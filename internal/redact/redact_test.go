@@ -12,6 +12,7 @@ import (
 )
 
 func TestString_MasksEverySecretEverywhere(t *testing.T) {
+	t.Parallel()
 	got := redact.String("a tok b tok c key", "tok", "", "key")
 	if want := "a [REDACTED] b [REDACTED] c [REDACTED]"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
@@ -19,6 +20,7 @@ func TestString_MasksEverySecretEverywhere(t *testing.T) {
 }
 
 func TestError_MasksTextKeepsChain(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("get https://x/?t=tok: %w", fs.ErrNotExist)
 	got := redact.Error(err, "tok")
 	if strings.Contains(got.Error(), "tok") {
@@ -36,6 +38,7 @@ func TestError_MasksTextKeepsChain(t *testing.T) {
 }
 
 func TestURL_DropsUserInfoAndQuery(t *testing.T) {
+	t.Parallel()
 	u, _ := url.Parse("https://user:pa%40ss@host/path?sig=abc#frag")
 	if got, want := redact.URL(u), "https://host/path"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
@@ -43,6 +46,7 @@ func TestURL_DropsUserInfoAndQuery(t *testing.T) {
 }
 
 func TestURLSecrets_UserAndPassword(t *testing.T) {
+	t.Parallel()
 	got := redact.URLSecrets("https://user:pa%40ss@host/")
 	msg := redact.String("dial https://user:pa%40ss@host/ for user with pa@ss", got...)
 	for _, leak := range []string{"pa@ss", "pa%40ss", "user"} {

@@ -7,6 +7,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// StoreOf is the store under r, for tests that write what the Registry
+// would not (garbage, hand-written keys).
+func StoreOf(r *Registry) Store { return r.store }
+
 // OpenBoltTimeout opens with a short lock timeout, so the "in use" test is fast.
 func OpenBoltTimeout(path string, now func() time.Time, timeout time.Duration) (*Bolt, error) {
 	return openBolt(path, now, timeout)

@@ -52,23 +52,23 @@ type SyncState struct {
 // SyncState reads lastCommit, lastRun and the lease in one request where the
 // backend allows (see ManyGetter).
 func (r *Registry) SyncState(ctx context.Context) (SyncState, error) {
-	got, err := r.getMany(ctx, []string{policy.LastCommitKey, policy.LastRunKey, policy.LeaseKey})
+	got, err := r.getMany(ctx, []string{LastCommitKey, LastRunKey, LeaseKey})
 	if err != nil {
 		return SyncState{}, fmt.Errorf("registry: read sync state: %w", err)
 	}
 	var st SyncState
-	if raw, ok := got[policy.LastCommitKey]; ok {
+	if raw, ok := got[LastCommitKey]; ok {
 		st.LastCommit = parseCommit(raw)
 	}
-	if raw, ok := got[policy.LastRunKey]; ok {
+	if raw, ok := got[LastRunKey]; ok {
 		var s policy.RunSummary
 		if err := decodeObject(raw, &s); err != nil {
-			st.LastRunErr = fmt.Errorf("registry: decode %s: %w", policy.LastRunKey, err)
+			st.LastRunErr = fmt.Errorf("registry: decode %s: %w", LastRunKey, err)
 		} else {
 			st.LastRun = &s
 		}
 	}
-	if raw, ok := got[policy.LeaseKey]; ok {
+	if raw, ok := got[LeaseKey]; ok {
 		st.Lease, st.LeaseErr = decodeLease(raw)
 	}
 	return st, nil

@@ -66,7 +66,7 @@ func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 // Lease returns the lease as stored, or nil when there is none. A value
 // that does not decode is a *DecodeError.
 func (r *Registry) Lease(ctx context.Context) (*Lease, error) {
-	raw, err := r.store.Get(ctx, policy.LeaseKey)
+	raw, err := r.store.Get(ctx, LeaseKey)
 	if errors.Is(err, policy.ErrNotFound) {
 		return nil, nil
 	}
@@ -80,7 +80,7 @@ func decodeLease(raw []byte) (*Lease, error) {
 	var l Lease
 	if err := decodeObject(raw, &l); err != nil {
 		var bad *DecodeError
-		return nil, bad.add(policy.LeaseKey, err)
+		return nil, bad.add(LeaseKey, err)
 	}
 	return &l, nil
 }
@@ -95,12 +95,20 @@ func (r *Registry) TakeLease(ctx context.Context, held *Lease, owner string, now
 		return Lease{}, &LeaseHeldError{Held: *held}
 	}
 	l := Lease{Owner: owner, AcquiredAt: now.UTC().Format(policy.TimeLayout)}
-	return r.writeLease(ctx, l, now, ttl)
+	l, err := r.writeLease(ctx, l, now, ttl)
+	if err != nil {
+		return l, fmt.Errorf("registry: take lease: %w", err)
+	}
+	return l, nil
 }
 
 // RenewLease extends the lease l to now+ttl and returns it.
 func (r *Registry) RenewLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error) {
-	return r.writeLease(ctx, l, now, ttl)
+	l, err := r.writeLease(ctx, l, now, ttl)
+	if err != nil {
+		return l, fmt.Errorf("registry: renew lease: %w", err)
+	}
+	return l, nil
 }
 
 // ReleaseLease releases the lease l now.
@@ -117,7 +125,7 @@ func (r *Registry) ReleaseLease(ctx context.Context, l Lease, now time.Time) err
 func LeaseRelease(l Lease, now time.Time) Write {
 	at := now.UTC().Format(policy.TimeLayout)
 	l.ExpiresAt, l.ReleasedAt = at, at
-	return withTTL(policy.LeaseKey, MustJSON(l), policy.MinTTLSeconds*time.Second)
+	return withTTL(LeaseKey, MustJSON(l), policy.MinTTLSeconds*time.Second)
 }
 
 // BreakLease ends the lease l now whoever holds it, for a person who knows
@@ -126,18 +134,19 @@ func LeaseRelease(l Lease, now time.Time) Write {
 // finish, takes it over and plans from the head tree.
 func (r *Registry) BreakLease(ctx context.Context, l Lease, now time.Time) error {
 	l.ExpiresAt, l.ReleasedAt = now.UTC().Format(policy.TimeLayout), ""
-	if failed := r.Write(ctx, withTTL(policy.LeaseKey, MustJSON(l), LeaseKeep)); failed != nil {
+	if failed := r.Write(ctx, withTTL(LeaseKey, MustJSON(l), LeaseKeep)); failed != nil {
 		return &BatchError{Op: "break lease", Failed: failed}
 	}
 	return nil
 }
 
 // writeLease writes l held until now+ttl; the key itself lives LeaseKeep.
+// Its error is the store's: the caller says what the write was for.
 func (r *Registry) writeLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error) {
 	l.ExpiresAt = now.Add(max(ttl, policy.MinTTLSeconds*time.Second)).UTC().Format(policy.TimeLayout)
 	l.ReleasedAt = ""
-	if failed := r.Write(ctx, withTTL(policy.LeaseKey, MustJSON(l), LeaseKeep)); failed != nil {
-		return l, fmt.Errorf("registry: write lease: %w", failed[policy.LeaseKey])
+	if failed := r.Write(ctx, withTTL(LeaseKey, MustJSON(l), LeaseKeep)); failed != nil {
+		return l, failed[LeaseKey]
 	}
 	return l, nil
 }

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/registrytest"
 )
 
 func TestLease_TakeRefuseRenewReleaseBreak(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
 		read := func() *registry.Lease {
@@ -69,6 +69,7 @@ func TestLease_TakeRefuseRenewReleaseBreak(t *testing.T) {
 }
 
 func TestLease_LeftBehind_ExpiresButStaysAsEvidence(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
 		if _, err := r.TakeLease(ctx, nil, "crashed", clock.Now(), time.Minute); err != nil {
@@ -82,7 +83,7 @@ func TestLease_LeftBehind_ExpiresButStaysAsEvidence(t *testing.T) {
 		if _, err := r.TakeLease(ctx, l, "next", clock.Now(), time.Minute); err != nil {
 			t.Fatalf("an expired lease is taken over: %v", err)
 		}
-		if errs := r.Store().Put(ctx, []registry.Pair{{Key: policy.LeaseKey, Value: []byte("garbage")}}); errs != nil {
+		if errs := registry.StoreOf(r).Put(ctx, []registry.Pair{{Key: registry.LeaseKey, Value: []byte("garbage")}}); errs != nil {
 			t.Fatal(errs)
 		}
 		var bad *registry.DecodeError
@@ -93,6 +94,7 @@ func TestLease_LeftBehind_ExpiresButStaysAsEvidence(t *testing.T) {
 }
 
 func TestRecordCost_BillsHistoryLastRunWithAndAdvance(t *testing.T) {
+	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
 	if got := registry.New(registry.NewMemory(clock.Now)).RecordCost("sha", registry.LeaseRelease(registry.Lease{Owner: "x"}, clock.Now())); got != 0 {
 		t.Errorf("memory bills nothing, got %d", got)

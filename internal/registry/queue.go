@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,9 +22,9 @@ type queueMetadata struct {
 // values whose metadata says failed, or that carry no metadata; Queue's
 // error contract applies.
 func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntry, error) {
-	items, err := r.store.List(ctx, policy.QueuePrefix)
+	items, err := r.store.List(ctx, QueuePrefix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("registry: read queue: %w", err)
 	}
 	out := map[string]policy.QueueEntry{}
 	var bad *DecodeError
@@ -37,7 +36,7 @@ func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntr
 			}
 			var ok bool
 			if it, ok, err = r.fill(ctx, it); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("registry: read queue: %w", err)
 			} else if !ok {
 				continue
 			}
@@ -48,7 +47,7 @@ func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntr
 			continue
 		}
 		if q.ErrorMessage != nil {
-			out[strings.TrimPrefix(it.Key, policy.QueuePrefix)] = q
+			out[strings.TrimPrefix(it.Key, QueuePrefix)] = q
 		}
 	}
 	if bad != nil {
@@ -61,58 +60,14 @@ func (r *Registry) FailedQueue(ctx context.Context) (map[string]policy.QueueEntr
 // absent, a *DecodeError when its value does not decode.
 func (r *Registry) QueueEntry(ctx context.Context, name string) (policy.QueueEntry, error) {
 	var q policy.QueueEntry
-	return q, r.getObject(ctx, QueueKey(name), &q)
+	return q, r.getObject(ctx, "queue entry", QueueKey(name), &q)
 }
 
 // DeadLetter returns dead-letter:{name}, with QueueEntry's error contract.
 func (r *Registry) DeadLetter(ctx context.Context, name string) (policy.DeadLetter, error) {
 	var d policy.DeadLetter
-	return d, r.getObject(ctx, DeadLetterKey(name), &d)
+	return d, r.getObject(ctx, "dead letter", DeadLetterKey(name), &d)
 }
-
-// CountPolicies returns how many policy:{name} keys the registry holds,
-// from a listing (no value is read).
-func (r *Registry) CountPolicies(ctx context.Context) (int, error) {
-	items, err := r.store.List(ctx, policy.PolicyPrefix)
-	if err != nil {
-		return 0, fmt.Errorf("registry: list %s: %w", policy.PolicyPrefix, err)
-	}
-	return len(items), nil
-}
-
-func (r *Registry) getObject(ctx context.Context, key string, v any) error {
-	raw, err := r.store.Get(ctx, key)
-	if err != nil {
-		return fmt.Errorf("registry: read %s: %w", key, err)
-	}
-	if err := decodeObject(raw, v); err != nil {
-		var bad *DecodeError
-		return bad.add(key, err)
-	}
-	return nil
-}
-
-// Policy returns the entry of one policy; present is false when the key is
-// absent. A value that does not decode is a *DecodeError (present is then
-// true); any other error means the read failed.
-func (r *Registry) Policy(ctx context.Context, name string) (e policy.Entry, present bool, err error) {
-	raw, err := r.store.Get(ctx, PolicyKey(name))
-	if errors.Is(err, policy.ErrNotFound) {
-		return policy.Entry{}, false, nil
-	}
-	if err != nil {
-		return policy.Entry{}, false, fmt.Errorf("registry: read %s: %w", PolicyKey(name), err)
-	}
-	if err := decodeObject(raw, &e); err != nil {
-		var bad *DecodeError
-		return policy.Entry{}, true, bad.add(PolicyKey(name), err)
-	}
-	return e, true, nil
-}
-
-// maxManyKeys is how many keys one GetMany asks for: Cloudflare's bulk get
-// takes up to 100.
-const maxManyKeys = 100
 
 // Owed reads, for each name, its queue entry and its policy entry, in as few
 // requests as the store allows (ManyGetter: two keys a name, 100 keys a
@@ -170,69 +125,9 @@ func (r *Registry) RequestRetry(ctx context.Context, names ...string) error {
 			last.Pending = append(last.Pending, n)
 		}
 	}
-	w := Write{put: &Pair{Key: policy.LastRunKey, Value: MustJSON(*last)}}
+	w := Write{put: &Pair{Key: LastRunKey, Value: MustJSON(*last)}}
 	if failed := r.Write(ctx, w); failed != nil {
 		return &BatchError{Op: "request retry", Failed: failed}
 	}
 	return nil
-}
-
-// Entries reads the policy entries of names (policy:{name}): Select
-// without dead letters.
-func (r *Registry) Entries(ctx context.Context, names []string) (entries map[string]policy.Entry, problems map[string]error, err error) {
-	sel, err := r.Select(ctx, names, nil)
-	return sel.Entries, sel.Problems, err
-}
-
-// Selected is what Select read.
-type Selected struct {
-	Entries     map[string]policy.Entry      // by name; absent names absent
-	DeadLetters map[string]policy.DeadLetter // by name; absent names absent
-	Problems    map[string]error             // values that do not decode, by key
-}
-
-// Select reads the policy entries of names and the dead letters of
-// deadNames in as few requests as the store allows (ManyGetter: 100 keys a
-// request): what an incremental run needs of the registry, instead of
-// listing all of it.
-func (r *Registry) Select(ctx context.Context, names, deadNames []string) (Selected, error) {
-	sel := Selected{Entries: make(map[string]policy.Entry, len(names)), DeadLetters: map[string]policy.DeadLetter{}}
-	keys := make([]string, 0, len(names)+len(deadNames))
-	for _, n := range names {
-		keys = append(keys, PolicyKey(n))
-	}
-	for _, n := range deadNames {
-		keys = append(keys, DeadLetterKey(n))
-	}
-	for chunk := range slices.Chunk(keys, maxManyKeys) {
-		got, err := r.getMany(ctx, chunk)
-		if err != nil {
-			return Selected{}, fmt.Errorf("registry: read %d keys: %w", len(chunk), err)
-		}
-		for key, raw := range got {
-			sel.decode(key, raw)
-		}
-	}
-	return sel, nil
-}
-
-func (sel *Selected) decode(key string, raw []byte) {
-	var err error
-	if name, ok := strings.CutPrefix(key, policy.DeadLetterPrefix); ok {
-		var d policy.DeadLetter
-		if err = decodeObject(raw, &d); err == nil {
-			sel.DeadLetters[name] = d
-		}
-	} else {
-		var e policy.Entry
-		if err = decodeObject(raw, &e); err == nil {
-			sel.Entries[strings.TrimPrefix(key, policy.PolicyPrefix)] = e
-		}
-	}
-	if err != nil {
-		if sel.Problems == nil {
-			sel.Problems = map[string]error{}
-		}
-		sel.Problems[key] = fmt.Errorf("registry: decode %s: %w", key, err)
-	}
 }

@@ -13,13 +13,6 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 )
 
-// RunTTL is how long a run-history key lives.
-const RunTTL = 90 * 24 * time.Hour
-
-// maxInvertedMillis is the base of run-history keys: 13 nines, so keys stay
-// 13 digits (and sort newest first) until the year 2286.
-const maxInvertedMillis = 9999999999999
-
 // Registry reads and writes the registry schema (docs/design.md "Registry
 // schema") over a Store. It holds no state of its own: two Registry values
 // over one Store see the same thing.
@@ -33,28 +26,8 @@ func New(store Store) *Registry { return &Registry{store: store} }
 // Usage reports what the backend has cost so far (see Store.Usage).
 func (r *Registry) Usage() Usage { return r.store.Usage() }
 
-// Store returns the Store the Registry reads and writes, for batched writes
-// of the pairs this package encodes.
-func (r *Registry) Store() Store { return r.store }
-
-// PolicyKey returns the key of a policy: policy:{name}.
-func PolicyKey(name string) string { return policy.PolicyPrefix + name }
-
-// QueueKey returns the key of a queue entry: queue:{name}.
-func QueueKey(name string) string { return policy.QueuePrefix + name }
-
-// DeadLetterKey returns the key of a dead letter: dead-letter:{name}.
-func DeadLetterKey(name string) string { return policy.DeadLetterPrefix + name }
-
-// RunKey returns the run-history key of a run that started at at:
-// metadata:sync:run:{invertedMillis}:{runID}, invertedMillis being
-// 9999999999999 minus at's Unix milliseconds, zero-padded to 13 digits, so
-// a prefix scan lists the newest run first.
-func RunKey(at time.Time, runID string) string {
-	inv := int64(maxInvertedMillis) - at.UnixMilli()
-	inv = min(max(inv, 0), maxInvertedMillis)
-	return fmt.Sprintf("%s%013d:%s", policy.RunPrefix, inv, runID)
-}
+// Close closes the store the Registry reads and writes.
+func (r *Registry) Close() error { return r.store.Close() }
 
 // policyMetadata is the metadata of a policy key. The sha lets a listing
 // show versions without reading values (docs/design.md); path, title and
@@ -85,24 +58,6 @@ func PolicyPair(e policy.Entry) Pair {
 	return Pair{Key: PolicyKey(e.PolicyName), Value: MustJSON(e), Metadata: meta}
 }
 
-// entryFromMetadata returns the Entry a listed policy key's metadata
-// describes, when it describes all of it: written by PolicyPair, with path,
-// title and lastUpdated, and no legacy fields.
-func entryFromMetadata(it Item) (policy.Entry, bool) {
-	var m policyMetadata
-	if decodeObject(it.Metadata, &m) != nil || m.Legacy || m.Path == nil || m.Title == nil || m.LastUpdated == nil {
-		return policy.Entry{}, false
-	}
-	return policy.Entry{
-		PolicyName:  strings.TrimPrefix(it.Key, policy.PolicyPrefix),
-		Title:       *m.Title,
-		Status:      policy.StatusActive,
-		LastUpdated: *m.LastUpdated,
-		SHA:         m.SHA,
-		Path:        *m.Path,
-	}, true
-}
-
 // QueuePair encodes q as queue:{q.PolicyName}, with metadata saying whether
 // it records a failure, so a listing finds the failures without reading values.
 func QueuePair(q policy.QueueEntry) Pair {
@@ -114,60 +69,17 @@ func DeadLetterPair(d policy.DeadLetter) Pair {
 	return Pair{Key: DeadLetterKey(d.PolicyName), Value: MustJSON(d)}
 }
 
-// Policies returns every policy:{name} entry by name (the key without its
-// prefix: the policyName, or the title of a legacy v1 entry, whose value has
-// no policyName and no sha). Values that do not decode are returned in
-// problems, by key, rather than failing the read; err is for the read itself.
-//
-// A backend that lists without values (Cloudflare) costs one List request
-// per page of keys: an entry is built from its key's metadata when that is
-// complete (see PolicyPair), and its value is read only otherwise (legacy or
-// hand-written keys, metadata dropped for size).
-func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
-	items, err := r.store.List(ctx, policy.PolicyPrefix)
-	if err != nil {
-		return nil, nil, fmt.Errorf("registry: list %s: %w", policy.PolicyPrefix, err)
-	}
-	entries = make(map[string]policy.Entry, len(items))
-	for _, it := range items {
-		name := strings.TrimPrefix(it.Key, policy.PolicyPrefix)
-		if it.Value == nil {
-			if e, ok := entryFromMetadata(it); ok {
-				entries[name] = e
-				continue
-			}
-			var found bool
-			if it, found, err = r.fill(ctx, it); err != nil {
-				return nil, nil, err
-			}
-			if !found {
-				continue
-			}
-		}
-		var e policy.Entry
-		if err := decodeObject(it.Value, &e); err != nil {
-			if problems == nil {
-				problems = make(map[string]error)
-			}
-			problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
-			continue
-		}
-		entries[name] = e
-	}
-	return entries, problems, nil
-}
-
 // Queue returns every queue:{name} entry by name. When some values do not
 // decode, it returns the others with a *DecodeError naming those keys;
 // any other error means the read failed and the map is nil.
 func (r *Registry) Queue(ctx context.Context) (map[string]policy.QueueEntry, error) {
-	return readAll[policy.QueueEntry](ctx, r, policy.QueuePrefix)
+	return readAll[policy.QueueEntry](ctx, r, QueuePrefix)
 }
 
 // DeadLetters returns every dead-letter:{name} entry by name, with Queue's
 // error contract.
 func (r *Registry) DeadLetters(ctx context.Context) (map[string]policy.DeadLetter, error) {
-	return readAll[policy.DeadLetter](ctx, r, policy.DeadLetterPrefix)
+	return readAll[policy.DeadLetter](ctx, r, DeadLetterPrefix)
 }
 
 func readAll[T any](ctx context.Context, r *Registry, prefix string) (map[string]T, error) {
@@ -195,7 +107,7 @@ func readAll[T any](ctx context.Context, r *Registry, prefix string) (map[string
 // recorded. The value is a raw string; surrounding space and JSON quotes
 // (as the original v2 algorithm spec showed it) are tolerated.
 func (r *Registry) LastCommit(ctx context.Context) (string, error) {
-	raw, err := r.store.Get(ctx, policy.LastCommitKey)
+	raw, err := r.store.Get(ctx, LastCommitKey)
 	if errors.Is(err, policy.ErrNotFound) {
 		return "", nil
 	}
@@ -208,7 +120,7 @@ func (r *Registry) LastCommit(ctx context.Context) (string, error) {
 // LastRun returns the summary of the last run, or nil when none was
 // recorded. A value that does not decode is an error.
 func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
-	raw, err := r.store.Get(ctx, policy.LastRunKey)
+	raw, err := r.store.Get(ctx, LastRunKey)
 	if errors.Is(err, policy.ErrNotFound) {
 		return nil, nil
 	}
@@ -217,7 +129,7 @@ func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
 	}
 	var s policy.RunSummary
 	if err := decodeObject(raw, &s); err != nil {
-		return nil, fmt.Errorf("registry: decode %s: %w", policy.LastRunKey, err)
+		return nil, fmt.Errorf("registry: decode %s: %w", LastRunKey, err)
 	}
 	return &s, nil
 }
@@ -226,9 +138,9 @@ func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
 // (all of them when limit <= 0). Undecodable ones are skipped and named in a
 // *DecodeError returned with the others, as Queue does.
 func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, error) {
-	items, err := r.store.List(ctx, policy.RunPrefix)
+	items, err := r.store.List(ctx, RunPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("registry: list runs: %w", err)
+		return nil, fmt.Errorf("registry: read runs: %w", err)
 	}
 	var (
 		runs []policy.RunSummary
@@ -240,7 +152,7 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 		}
 		it, ok, err := r.fill(ctx, it)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("registry: read runs: %w", err)
 		}
 		if !ok {
 			continue
@@ -268,19 +180,19 @@ func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, er
 func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, then ...Write) error {
 	value := MustJSON(s)
 	history := Pair{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL}
-	last := Pair{Key: policy.LastRunKey, Value: value}
+	last := Pair{Key: LastRunKey, Value: value}
 	if out := r.Write(ctx, Write{put: &history}, Write{put: &last}); out != nil {
 		return &BatchError{Op: "record run", Failed: out}
 	}
 	if advance != "" {
-		then = append([]Write{{put: &Pair{Key: policy.LastCommitKey, Value: []byte(advance)}}}, then...)
+		then = append([]Write{{put: &Pair{Key: LastCommitKey, Value: []byte(advance)}}}, then...)
 	}
 	if len(then) == 0 {
 		return nil
 	}
 	if out := r.Write(ctx, then...); out != nil {
 		op := "release lease"
-		if _, ok := out[policy.LastCommitKey]; ok {
+		if _, ok := out[LastCommitKey]; ok {
 			op = "advance last commit"
 		}
 		return &BatchError{Op: op, Failed: out}
@@ -308,13 +220,13 @@ func (r *Registry) RecordCost(advance string, with ...Write) int64 {
 func (r *Registry) values(ctx context.Context, prefix string) ([]Item, error) {
 	items, err := r.store.List(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("registry: list %s: %w", prefix, err)
+		return nil, fmt.Errorf("registry: read %s: %w", what(prefix), err)
 	}
 	out := items[:0]
 	for _, it := range items {
 		it, ok, err := r.fill(ctx, it)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("registry: read %s: %w", what(prefix), err)
 		}
 		if ok {
 			out = append(out, it)
@@ -323,21 +235,49 @@ func (r *Registry) values(ctx context.Context, prefix string) ([]Item, error) {
 	return out, nil
 }
 
+// getObject reads the object of key (what names it in errors: the store's
+// name the key).
+func (r *Registry) getObject(ctx context.Context, what, key string, v any) error {
+	raw, err := r.store.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("registry: read %s: %w", what, err)
+	}
+	if err := decodeObject(raw, v); err != nil {
+		var bad *DecodeError
+		return bad.add(key, err)
+	}
+	return nil
+}
+
+// what names the values under a prefix, for errors.
+func what(prefix string) string {
+	switch prefix {
+	case PolicyPrefix:
+		return "policies"
+	case QueuePrefix:
+		return "queue"
+	case DeadLetterPrefix:
+		return "dead letters"
+	}
+	return prefix
+}
+
 // fill gets the value of an item listed without it; ok is false when the key
-// has gone since it was listed.
+// has gone since it was listed. Its errors are the store's (which name the
+// key): the caller says what it was reading.
 func (r *Registry) fill(ctx context.Context, it Item) (Item, bool, error) {
 	if it.Value != nil {
 		return it, true, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return it, false, fmt.Errorf("registry: read %s: %w", it.Key, err)
+		return it, false, fmt.Errorf("get %q: %w", it.Key, err)
 	}
 	v, err := r.store.Get(ctx, it.Key)
 	if errors.Is(err, policy.ErrNotFound) {
 		return it, false, nil
 	}
 	if err != nil {
-		return it, false, fmt.Errorf("registry: read %s: %w", it.Key, err)
+		return it, false, err
 	}
 	it.Value = v
 	return it, true, nil

@@ -64,6 +64,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, r *registry.Registry, 
 func strPtr(s string) *string { return &s }
 
 func TestRegistry_Schema_RoundTrips(t *testing.T) {
+	t.Parallel()
 	entries := []policy.Entry{
 		{PolicyName: "학칙", Title: "한국교원대학교 학칙", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: strings.Repeat("a", 40), Path: "규정/학칙.md"},
 		{PolicyName: "교원 인사 규정(2024)", Title: "R&D <규정>", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: strings.Repeat("b", 40), Path: "a/교원 인사 규정(2024).md", FileNo: "12", PreviewURL: "https://x/p?a=1&b=2", DownloadURL: "https://x/d"},
@@ -88,7 +89,7 @@ func TestRegistry_Schema_RoundTrips(t *testing.T) {
 		for _, d := range dead {
 			pairs = append(pairs, registry.DeadLetterPair(d))
 		}
-		registrytest.MustPut(t, r.Store(), pairs...)
+		registrytest.MustPut(t, registry.StoreOf(r), pairs...)
 
 		gotEntries, problems, err := r.Policies(t.Context())
 		if err != nil || problems != nil {
@@ -125,6 +126,7 @@ func TestRegistry_Schema_RoundTrips(t *testing.T) {
 }
 
 func TestPolicyPair_MetadataIsACompleteListing(t *testing.T) {
+	t.Parallel()
 	e := policy.Entry{PolicyName: "학칙", Title: "학칙 & 부칙", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: "abc", Path: "학칙.md"}
 	p := registry.PolicyPair(e)
 	want := registry.Pair{
@@ -141,6 +143,7 @@ func TestPolicyPair_MetadataIsACompleteListing(t *testing.T) {
 }
 
 func TestPolicyPair_LegacyFields_MarkedLegacy(t *testing.T) {
+	t.Parallel()
 	e := policy.Entry{PolicyName: "a", Title: "A", Status: policy.StatusActive, LastUpdated: "t", SHA: "s", Path: "a.md", FileNo: "7"}
 	want := `{"sha":"s","path":"a.md","title":"A","lastUpdated":"t","legacy":true}`
 	if got := string(registry.PolicyPair(e).Metadata); got != want {
@@ -149,6 +152,7 @@ func TestPolicyPair_LegacyFields_MarkedLegacy(t *testing.T) {
 }
 
 func TestPolicyPair_OversizeMetadata_ShaOnly(t *testing.T) {
+	t.Parallel()
 	e := policy.Entry{PolicyName: "a", Title: strings.Repeat("긴 제목 ", 100), Status: policy.StatusActive, LastUpdated: "t", SHA: strings.Repeat("f", 40), Path: "a.md"}
 	p := registry.PolicyPair(e)
 	if want := `{"sha":"` + strings.Repeat("f", 40) + `"}`; string(p.Metadata) != want {
@@ -167,6 +171,7 @@ func TestPolicyPair_OversizeMetadata_ShaOnly(t *testing.T) {
 }
 
 func TestRegistry_Policies_ListingWithoutValues_GetsOnlyIncompleteKeys(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	r := registry.New(f)
 	sha := strings.Repeat("a", 40)
@@ -220,6 +225,7 @@ func TestRegistry_Policies_ListingWithoutValues_GetsOnlyIncompleteKeys(t *testin
 }
 
 func TestRegistry_Policies_CompleteMetadataOnly_ZeroGets(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	var pairs []registry.Pair
 	for i := range 300 {
@@ -237,6 +243,7 @@ func TestRegistry_Policies_CompleteMetadataOnly_ZeroGets(t *testing.T) {
 }
 
 func TestQueuePair_NullErrorMessage(t *testing.T) {
+	t.Parallel()
 	q := policy.QueueEntry{PolicyName: "a", SHA: "s", Operation: policy.OpAdd, CreatedAt: "t"}
 	want := `{"policyName":"a","sha":"s","operation":"add","retryCount":0,"createdAt":"t","errorMessage":null}`
 	if got := string(registry.QueuePair(q).Value); got != want {
@@ -251,8 +258,9 @@ func TestQueuePair_NullErrorMessage(t *testing.T) {
 }
 
 func TestRegistry_Policies_LegacyV1_Decodes(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, _ *registrytest.Clock) {
-		registrytest.MustPut(t, r.Store(), registry.Pair{
+		registrytest.MustPut(t, registry.StoreOf(r), registry.Pair{
 			Key:   "policy:한국교원대학교 학칙",
 			Value: []byte(`{"title":"한국교원대학교 학칙","fileNo":"3","previewUrl":"https://p","downloadUrl":"https://d","status":"active","lastUpdated":"2024-01-01T00:00:00Z"}`),
 		})
@@ -271,9 +279,10 @@ func TestRegistry_Policies_LegacyV1_Decodes(t *testing.T) {
 }
 
 func TestRegistry_Policies_UndecodableIsAProblemNotAFailure(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, _ *registrytest.Clock) {
 		good := policy.Entry{PolicyName: "good", SHA: "s", Path: "good.md", Status: policy.StatusActive}
-		registrytest.MustPut(t, r.Store(),
+		registrytest.MustPut(t, registry.StoreOf(r),
 			registry.PolicyPair(good),
 			registry.Pair{Key: "policy:truncated", Value: []byte(`{"policyName":"trunc`)},
 			registry.Pair{Key: "policy:null", Value: []byte(`null`)},
@@ -306,6 +315,7 @@ func TestRegistry_Policies_UndecodableIsAProblemNotAFailure(t *testing.T) {
 }
 
 func TestRegistry_Empty_AbsentsAreZero(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, _ *registrytest.Clock) {
 		if c, err := r.LastCommit(t.Context()); c != "" || err != nil {
 			t.Errorf("LastCommit = %q, %v; want \"\", nil", c, err)
@@ -324,6 +334,7 @@ func TestRegistry_Empty_AbsentsAreZero(t *testing.T) {
 }
 
 func TestRunKey_InvertedMillis(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		at   time.Time
 		want string
@@ -353,6 +364,7 @@ func summary(id string, at time.Time, status string) policy.RunSummary {
 }
 
 func TestRegistry_RecordRun_NewestFirstAndExpiresAfter90Days(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		var want []policy.RunSummary
 		for i, id := range []string{"run-1", "run-2", "run-3"} {
@@ -411,12 +423,13 @@ func TestRegistry_RecordRun_NewestFirstAndExpiresAfter90Days(t *testing.T) {
 }
 
 func TestRegistry_RecordRun_LastCommitRawString_AdvanceOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		sha := "0123456789abcdef0123456789abcdef01234567"
 		if err := r.RecordRun(t.Context(), summary("a", clock.Now(), policy.RunSuccess), clock.Now(), sha); err != nil {
 			t.Fatalf("RecordRun: %v", err)
 		}
-		if raw := registrytest.MustGet(t, r.Store(), policy.LastCommitKey); string(raw) != sha {
+		if raw := registrytest.MustGet(t, registry.StoreOf(r), registry.LastCommitKey); string(raw) != sha {
 			t.Errorf("stored lastCommit = %q, want the raw sha %q", raw, sha)
 		}
 		clock.Advance(time.Hour)
@@ -434,6 +447,7 @@ func TestRegistry_RecordRun_LastCommitRawString_AdvanceOnlyWhenAsked(t *testing.
 }
 
 func TestRegistry_LastCommit_ToleratesQuotedAndSpaced(t *testing.T) {
+	t.Parallel()
 	for stored, want := range map[string]string{
 		`"abc123"`:  "abc123",
 		"abc123\n":  "abc123",
@@ -441,7 +455,7 @@ func TestRegistry_LastCommit_ToleratesQuotedAndSpaced(t *testing.T) {
 		`"unclosed`: `"unclosed`,
 	} {
 		s := registry.NewMemory(nil)
-		registrytest.MustPut(t, s, registry.Pair{Key: policy.LastCommitKey, Value: []byte(stored)})
+		registrytest.MustPut(t, s, registry.Pair{Key: registry.LastCommitKey, Value: []byte(stored)})
 		if got, err := registry.New(s).LastCommit(t.Context()); got != want || err != nil {
 			t.Errorf("LastCommit of %q = %q, %v; want %q", stored, got, err, want)
 		}
@@ -449,6 +463,7 @@ func TestRegistry_LastCommit_ToleratesQuotedAndSpaced(t *testing.T) {
 }
 
 func TestRegistry_RecordRun_LastRunFails_NoAdvance(t *testing.T) {
+	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
 	f := registrytest.NewFaulty(registry.NewMemory(clock.Now))
 	r := registry.New(f)
@@ -456,11 +471,11 @@ func TestRegistry_RecordRun_LastRunFails_NoAdvance(t *testing.T) {
 		t.Fatalf("RecordRun: %v", err)
 	}
 	boom := errors.New("cloudflare: 500")
-	f.FailKeys(map[string]error{policy.LastRunKey: boom})
+	f.FailKeys(map[string]error{registry.LastRunKey: boom})
 	err := r.RecordRun(t.Context(), summary("b", clock.Now(), policy.RunSuccess), clock.Now(), "new")
 	var be *registry.BatchError
-	if !errors.As(err, &be) || !errors.Is(err, boom) || !strings.Contains(err.Error(), policy.LastRunKey) {
-		t.Fatalf("RecordRun: err = %v, want a BatchError naming %s", err, policy.LastRunKey)
+	if !errors.As(err, &be) || !errors.Is(err, boom) || !strings.Contains(err.Error(), registry.LastRunKey) {
+		t.Fatalf("RecordRun: err = %v, want a BatchError naming %s", err, registry.LastRunKey)
 	}
 	if c, _ := r.LastCommit(t.Context()); c != "old" {
 		t.Errorf("LastCommit = %q, want old (not advanced past an unrecorded run)", c)
@@ -472,11 +487,12 @@ func TestRegistry_RecordRun_LastRunFails_NoAdvance(t *testing.T) {
 }
 
 func TestRegistry_RecordRun_LastCommitFails_ErrorNamesIt(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
-	f.FailKeys(map[string]error{policy.LastCommitKey: errors.New("boom")})
+	f.FailKeys(map[string]error{registry.LastCommitKey: errors.New("boom")})
 	err := registry.New(f).RecordRun(t.Context(), summary("a", time.Now(), policy.RunSuccess), time.Now(), "sha")
-	if err == nil || !strings.Contains(err.Error(), policy.LastCommitKey) {
-		t.Fatalf("RecordRun: err = %v, want it to name %s", err, policy.LastCommitKey)
+	if err == nil || !strings.Contains(err.Error(), registry.LastCommitKey) {
+		t.Fatalf("RecordRun: err = %v, want it to name %s", err, registry.LastCommitKey)
 	}
 	if got := f.Calls(registrytest.Put); got != 2 {
 		t.Errorf("Put calls = %d, want 2 (history+lastRun, then lastCommit)", got)
@@ -484,6 +500,7 @@ func TestRegistry_RecordRun_LastCommitFails_ErrorNamesIt(t *testing.T) {
 }
 
 func TestRegistry_ReadFailures_AreErrors(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	r := registry.New(f)
 	registrytest.MustPut(t, f, registry.PolicyPair(policy.Entry{PolicyName: "a"}))
@@ -515,9 +532,75 @@ func TestRegistry_ReadFailures_AreErrors(t *testing.T) {
 }
 
 func TestRegistry_LastRun_Undecodable_Error(t *testing.T) {
+	t.Parallel()
 	s := registry.NewMemory(nil)
-	registrytest.MustPut(t, s, registry.Pair{Key: policy.LastRunKey, Value: []byte("garbage")})
+	registrytest.MustPut(t, s, registry.Pair{Key: registry.LastRunKey, Value: []byte("garbage")})
 	if s, err := registry.New(s).LastRun(t.Context()); err == nil || s != nil {
 		t.Errorf("LastRun = %v, %v; want an error", s, err)
+	}
+}
+
+// repeatedLayer returns a part of an error message ("registry", `list
+// "policy:"`, quoted or not) said more than once, or "" when each layer
+// says its part once.
+func repeatedLayer(msg string) string {
+	seen := map[string]bool{}
+	for _, part := range strings.Split(msg, ": ") {
+		part = strings.ReplaceAll(part, `"`, "")
+		if seen[part] {
+			return part
+		}
+		seen[part] = true
+	}
+	return ""
+}
+
+func TestRegistry_ReadFailures_SayEachLayerOnce(t *testing.T) {
+	t.Parallel()
+	f := registrytest.NewFaulty(registry.NewMemory(nil))
+	r := registry.New(f)
+	registrytest.MustPut(t, f,
+		registry.PolicyPair(policy.Entry{PolicyName: "a"}),
+		registry.QueuePair(policy.QueueEntry{PolicyName: "a", ErrorMessage: strPtr("x")}),
+		registry.DeadLetterPair(policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: "a"}}),
+	)
+	boom := errors.New("boom")
+	reads := map[string]func() error{
+		"Policies":      func() error { _, _, err := r.Policies(t.Context()); return err },
+		"Queue":         func() error { _, err := r.Queue(t.Context()); return err },
+		"FailedQueue":   func() error { _, err := r.FailedQueue(t.Context()); return err },
+		"DeadLetters":   func() error { _, err := r.DeadLetters(t.Context()); return err },
+		"Runs":          func() error { _, err := r.Runs(t.Context(), 0); return err },
+		"RunIndex":      func() error { _, err := r.RunIndex(t.Context()); return err },
+		"CountPolicies": func() error { _, err := r.CountPolicies(t.Context()); return err },
+		"DeadLetter":    func() error { _, err := r.DeadLetter(t.Context(), "a"); return err },
+		"Policy":        func() error { _, _, err := r.Policy(t.Context(), "a"); return err },
+	}
+	for _, mode := range []string{"list fails", "get of a listed key fails"} {
+		f.FailList(nil)
+		f.FailGet(nil)
+		f.ListKeysOnly(mode != "list fails")
+		if mode == "list fails" {
+			f.FailList(boom)
+		} else {
+			f.FailGet(boom)
+		}
+		for name, read := range reads {
+			err := read()
+			if err == nil {
+				continue // this read does not list, or does not get
+			}
+			if !errors.Is(err, boom) || strings.Count(err.Error(), "registry: ") != 1 {
+				t.Errorf("%s, %s: %v; want boom, under one registry: layer", mode, name, err)
+			}
+			if part := repeatedLayer(err.Error()); part != "" {
+				t.Errorf("%s, %s: %q says %q twice", mode, name, err, part)
+			}
+			for _, key := range []string{"policy:a", "dead-letter:a", "queue:a"} {
+				if strings.Count(err.Error(), key) > 1 {
+					t.Errorf("%s, %s: %q names %s twice", mode, name, err, key)
+				}
+			}
+		}
 	}
 }

@@ -34,9 +34,9 @@ type RunRef struct {
 // backend whose listing carries metadata (a key recorded before metadata was
 // added is read once).
 func (r *Registry) RunIndex(ctx context.Context) ([]RunRef, error) {
-	items, err := r.store.List(ctx, policy.RunPrefix)
+	items, err := r.store.List(ctx, RunPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("registry: list runs: %w", err)
+		return nil, fmt.Errorf("registry: read run history: %w", err)
 	}
 	refs := make([]RunRef, 0, len(items))
 	for _, it := range items {
@@ -66,7 +66,7 @@ func (r *Registry) RunIndex(ctx context.Context) ([]RunRef, error) {
 
 // runTime reads the start of a run from its key (RunKey's inverted millis).
 func runTime(key string) (time.Time, bool) {
-	rest, ok := strings.CutPrefix(key, policy.RunPrefix)
+	rest, ok := strings.CutPrefix(key, RunPrefix)
 	if !ok || len(rest) < 13 {
 		return time.Time{}, false
 	}

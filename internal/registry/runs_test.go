@@ -13,6 +13,7 @@ import (
 )
 
 func TestRunIndex_NewestFirst_FromListingWithoutValues(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := registrytest.NewClock(registrytest.Epoch)
 	store := registrytest.NewFaulty(registry.NewMemory(clock.Now))

@@ -14,18 +14,21 @@ import (
 )
 
 func TestMemory_Contract(t *testing.T) {
+	t.Parallel()
 	registrytest.RunContract(t, func(t *testing.T, now func() time.Time) registry.Store {
 		return registry.NewMemory(now)
 	})
 }
 
 func TestBolt_Contract(t *testing.T) {
+	t.Parallel()
 	registrytest.RunContract(t, func(t *testing.T, now func() time.Time) registry.Store {
 		return mustOpenBolt(t, filepath.Join(t.TempDir(), "registry.db"), now)
 	})
 }
 
 func TestFaulty_NoFaults_Contract(t *testing.T) {
+	t.Parallel()
 	registrytest.RunContract(t, func(t *testing.T, now func() time.Time) registry.Store {
 		return registrytest.NewFaulty(registry.NewMemory(now))
 	})
@@ -42,6 +45,7 @@ func mustOpenBolt(t *testing.T, path string, now func() time.Time) *registry.Bol
 }
 
 func TestCheckPair_Limits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		pair registry.Pair

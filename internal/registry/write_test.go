@@ -13,6 +13,7 @@ import (
 )
 
 func TestWrite_PutsAndDeletesByKind_FailuresByKey(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
 		e := policy.Entry{PolicyName: "학칙", Title: "학칙", Status: policy.StatusActive, SHA: "a1", Path: "학칙.md", LastUpdated: "2026-11-25T16:00:00Z"}
@@ -53,6 +54,7 @@ func TestWrite_PutsAndDeletesByKind_FailuresByKey(t *testing.T) {
 }
 
 func TestSyncState_ReadsLastCommitLastRunAndLease(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
 		if st, err := r.SyncState(ctx); err != nil || st.LastCommit != "" || st.LastRun != nil || st.Lease != nil {
@@ -75,6 +77,7 @@ func TestSyncState_ReadsLastCommitLastRunAndLease(t *testing.T) {
 }
 
 func TestOwedAndRequestRetry(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, r *registry.Registry, clock *registrytest.Clock) {
 		ctx := t.Context()
 		msg := "boom"

@@ -56,6 +56,7 @@ func fixedPolicy(s *sleeps, waits ...time.Duration) retry.Policy {
 }
 
 func TestDo_TransientThenSuccess_WaitsTheSchedule(t *testing.T) {
+	t.Parallel()
 	var s sleeps
 	calls := 0
 	v, err := retry.Do(t.Context(), fixedPolicy(&s, time.Second, 2*time.Second, 4*time.Second), failing(&calls, errTransient, errTransient))
@@ -71,6 +72,7 @@ func TestDo_TransientThenSuccess_WaitsTheSchedule(t *testing.T) {
 }
 
 func TestDo_FinalError_NotRetried(t *testing.T) {
+	t.Parallel()
 	var s sleeps
 	calls := 0
 	_, err := retry.Do(t.Context(), fixedPolicy(&s, time.Second), failing(&calls, errFinal))
@@ -83,6 +85,7 @@ func TestDo_FinalError_NotRetried(t *testing.T) {
 }
 
 func TestDo_TransientForever_LastErrorAfterBoundedTries(t *testing.T) {
+	t.Parallel()
 	var s sleeps
 	calls := 0
 	last := errors.Join(errTransient, errors.New("last"))
@@ -96,6 +99,7 @@ func TestDo_TransientForever_LastErrorAfterBoundedTries(t *testing.T) {
 }
 
 func TestDo_NoRetries_OneTry(t *testing.T) {
+	t.Parallel()
 	var s sleeps
 	calls := 0
 	if _, err := retry.Do(t.Context(), fixedPolicy(&s), failing(&calls, errTransient)); !errors.Is(err, errTransient) {
@@ -107,6 +111,7 @@ func TestDo_NoRetries_OneTry(t *testing.T) {
 }
 
 func TestDo_RetryAfter_OverridesScheduleForThatRetry(t *testing.T) {
+	t.Parallel()
 	var got []retry.Retry
 	p := retry.Policy{
 		MaxRetries: 3,
@@ -136,6 +141,7 @@ func TestDo_RetryAfter_OverridesScheduleForThatRetry(t *testing.T) {
 }
 
 func TestDo_SleepError_StopsWithIt(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	p := fixedPolicy(&sleeps{}, time.Second, time.Second)
 	p.Sleep = func(context.Context, time.Duration) error { return context.Canceled }
@@ -148,6 +154,7 @@ func TestDo_SleepError_StopsWithIt(t *testing.T) {
 }
 
 func TestDo_ContextEndsDuringTry_ContextErrorNotRetried(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	var s sleeps
 	calls := 0
@@ -165,6 +172,7 @@ func TestDo_ContextEndsDuringTry_ContextErrorNotRetried(t *testing.T) {
 }
 
 func TestDo_ContextDoneBefore_NoTry(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	calls := 0
@@ -177,6 +185,7 @@ func TestDo_ContextDoneBefore_NoTry(t *testing.T) {
 }
 
 func TestDo_NilSleep_WaitsForReal(t *testing.T) {
+	t.Parallel()
 	p := retry.Policy{MaxRetries: 1, Wait: retry.Fixed([]time.Duration{time.Millisecond}), Classify: classify}
 	calls := 0
 	if v, err := retry.Do(t.Context(), p, failing(&calls, errTransient)); err != nil || v != "ok" {
@@ -185,6 +194,7 @@ func TestDo_NilSleep_WaitsForReal(t *testing.T) {
 }
 
 func TestSleep_ContextCancelled_StopsWaiting(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- retry.Sleep(ctx, time.Hour) }()
@@ -200,6 +210,7 @@ func TestSleep_ContextCancelled_StopsWaiting(t *testing.T) {
 }
 
 func TestSleep_Elapsed_Nil(t *testing.T) {
+	t.Parallel()
 	if err := retry.Sleep(t.Context(), time.Millisecond); err != nil {
 		t.Errorf("Sleep = %v, want nil", err)
 	}
@@ -214,6 +225,7 @@ func TestSleep_Elapsed_Nil(t *testing.T) {
 }
 
 func TestJittered_DoublesToMax_DrawnInHalfToFull(t *testing.T) {
+	t.Parallel()
 	wait := retry.Jittered(time.Second, 30*time.Second, rand.New(rand.NewPCG(1, 2)))
 	for n, d := range []time.Duration{1, 2, 4, 8, 16, 30, 30, 30} {
 		d *= time.Second
@@ -229,6 +241,7 @@ func TestJittered_DoublesToMax_DrawnInHalfToFull(t *testing.T) {
 }
 
 func TestJittered_ServerWait_PlusAtMostATenth(t *testing.T) {
+	t.Parallel()
 	wait := retry.Jittered(time.Second, 30*time.Second, rand.New(rand.NewPCG(1, 2)))
 	for range 100 {
 		if got := wait(0, 7*time.Second); got < 7*time.Second || got > 7700*time.Millisecond {
@@ -238,6 +251,7 @@ func TestJittered_ServerWait_PlusAtMostATenth(t *testing.T) {
 }
 
 func TestJittered_SameSeed_SameWaits(t *testing.T) {
+	t.Parallel()
 	a := retry.Jittered(time.Second, 30*time.Second, rand.New(rand.NewPCG(3, 4)))
 	b := retry.Jittered(time.Second, 30*time.Second, rand.New(rand.NewPCG(3, 4)))
 	for n := range 10 {
@@ -248,6 +262,7 @@ func TestJittered_SameSeed_SameWaits(t *testing.T) {
 }
 
 func TestAt_SecondsAndHTTPDate(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 3, 1, 16, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		v    string
@@ -269,6 +284,7 @@ func TestAt_SecondsAndHTTPDate(t *testing.T) {
 }
 
 func TestAfter_FutureOnly(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 3, 1, 16, 0, 0, 0, time.UTC)
 	for v, want := range map[string]time.Duration{
 		"7":   7 * time.Second,
@@ -286,6 +302,7 @@ func TestAfter_FutureOnly(t *testing.T) {
 }
 
 func TestDo_WaitPastDeadline_LastErrorAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 	defer cancel()
 	var s sleeps
@@ -304,6 +321,7 @@ func TestDo_WaitPastDeadline_LastErrorAtOnce(t *testing.T) {
 }
 
 func TestDo_WaitWithinDeadline_Waits(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 	defer cancel()
 	var s sleeps

@@ -47,7 +47,7 @@ func (lw *leaseWatch) see(r *http.Request) {
 		return
 	}
 	for _, p := range pairs {
-		if p.Key != policy.LeaseKey {
+		if p.Key != registry.LeaseKey {
 			continue
 		}
 		var l registry.Lease
@@ -131,7 +131,7 @@ func TestLeaseWatch_ExpiredWhileHeld(t *testing.T) {
 func TestLeaseWatch_ReadsLeaseWrites(t *testing.T) {
 	lease := registry.Lease{Owner: "run", AcquiredAt: "2026-11-26T04:00:00Z", ExpiresAt: "2026-11-26T04:03:00Z"}
 	v, _ := json.Marshal(lease)
-	body, _ := json.Marshal([]map[string]string{{"key": "queue:a", "value": "{}"}, {"key": policy.LeaseKey, "value": string(v)}})
+	body, _ := json.Marshal([]map[string]string{{"key": "queue:a", "value": "{}"}, {"key": registry.LeaseKey, "value": string(v)}})
 	r := httptest.NewRequest(http.MethodPut, "/client/v4/accounts/a/storage/kv/namespaces/n/bulk", bytes.NewReader(body))
 	var lw leaseWatch
 	lw.see(r)

@@ -68,7 +68,7 @@ func (m *minimalClient) firstSync(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := m.cfDo(ctx, http.MethodGet, m.kv("keys?prefix="+url.QueryEscape(policy.PolicyPrefix)), nil); err != nil {
+	if _, err := m.cfDo(ctx, http.MethodGet, m.kv("keys?prefix="+url.QueryEscape(registry.PolicyPrefix)), nil); err != nil {
 		return 0, err
 	}
 	now := time.Now().UTC().Format(policy.TimeLayout)
@@ -87,7 +87,7 @@ func (m *minimalClient) firstSync(ctx context.Context) (int, error) {
 	if err := g.Wait(); err != nil {
 		return 0, err
 	}
-	_, err = m.cfDo(ctx, http.MethodPut, m.kv("values/"+url.PathEscape(policy.LastCommitKey)), []byte(sha))
+	_, err = m.cfDo(ctx, http.MethodPut, m.kv("values/"+url.PathEscape(registry.LastCommitKey)), []byte(sha))
 	return len(entries), err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -12,6 +13,7 @@ import (
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
 )
 
@@ -84,7 +86,7 @@ func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, 
 		w.publish = append(w.publish, op{it.PolicyName, registry.PolicyKey(it.PolicyName), func() registry.Write { return registry.PutPolicy(entry()) }})
 		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
 			w.announce = append(w.announce, op{it.PolicyName, registry.QueueKey(it.PolicyName), func() registry.Write {
-				q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: differ.QueueOp(it), CreatedAt: now, FileNo: entry().FileNo}
+				q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: queue.Op(it), CreatedAt: now, FileNo: entry().FileNo}
 				return registry.PutQueue(q)
 			}})
 		}
@@ -175,4 +177,18 @@ func (f *failures) list() []policy.Failure {
 		out = append(out, policy.Failure{PolicyName: name, Error: msg})
 	}
 	return sortFailures(out)
+}
+
+func sortFailures(f []policy.Failure) []policy.Failure {
+	slices.SortFunc(f, func(a, b policy.Failure) int { return strings.Compare(a.PolicyName, b.PolicyName) })
+	return f
+}
+
+func withoutFailed(p policy.Plan, failures []policy.Failure) policy.Plan {
+	failed := make(map[string]bool, len(failures))
+	for _, f := range failures {
+		failed[f.PolicyName] = true
+	}
+	p.Items = slices.DeleteFunc(slices.Clone(p.Items), func(it policy.Item) bool { return failed[it.PolicyName] })
+	return p
 }

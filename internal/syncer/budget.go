@@ -12,57 +12,30 @@ import (
 
 // ErrBudget is returned when a run would spend more billable writes than
 // the daily write budget leaves (exit code 4, like a safety guard).
-var ErrBudget = fmt.Errorf("%w: daily write budget", ErrRefused)
+var ErrBudget = fmt.Errorf("%w: daily write budget", differ.ErrRefused)
 
-// metadataWrites are the writes that end every run: run history, lastRun, lastCommit.
-const metadataWrites = 3
-
-// fitBudget fits the plan to the daily write budget: with the writes the
-// day's earlier runs were billed for, the run's own fixed writes (its record,
-// the lease, queue work) and each item's (an add or an update: its entry and
-// its queue entry; a move or a migration: its entry), it keeps the items
-// that fit, in the plan's stable order, and says how many must wait for
-// another day. A run whose fixed writes alone do not fit is refused
+// fitBudget is the budget step: it fits the plan to the daily write budget.
+// With the writes the day's earlier runs were billed for and the run's own
+// fixed writes (differ.FixedWrites), it keeps the items that fit
+// (differ.FitBudget) and says how many must wait for another day. A run whose fixed writes alone do not fit is refused
 // (ErrBudget) before it writes.
 func (r *run) fitBudget(ctx context.Context, plan policy.Plan, work differ.QueueWork) (policy.Plan, int, error) {
 	if r.opt.DailyWriteBudget <= 0 || !r.Registry.Usage().Billing {
 		return plan, 0, nil
 	}
-	fixed := int64(len(work.Requeue) + metadataWrites)
-	if r.opt.LeaseTTL > 0 {
-		fixed += 2 // taking the lease, and releasing it with the record
-	}
+	fixed := differ.FixedWrites(work, r.opt.LeaseTTL > 0)
 	spent, err := r.spentToday(ctx)
 	if err != nil {
-		return plan, 0, fmt.Errorf("registry: read run history for the write budget: %w", err)
+		return plan, 0, fmt.Errorf("write budget: %w", err)
 	}
 	left := r.opt.DailyWriteBudget - spent - fixed
 	if left < 0 {
 		return plan, 0, fmt.Errorf("%w: %d of the %d writes for %s are spent and this run needs %d to record itself; run again tomorrow (UTC) or raise DAILY_WRITE_BUDGET",
 			ErrBudget, spent, r.opt.DailyWriteBudget, r.start.Format("2006-01-02"), fixed)
 	}
-	fits := plan.Items[:0:0]
-	for _, it := range plan.Items {
-		if c := itemWrites(it); c <= left {
-			left -= c
-			fits = append(fits, it)
-		}
-	}
-	waiting := len(plan.Items) - len(fits)
+	plan, waiting := differ.FitBudget(plan, left)
 	r.log.Info("write budget", logkey.Spent, spent, logkey.Budget, r.opt.DailyWriteBudget, logkey.Waiting, waiting)
-	plan.Items = fits
 	return plan, waiting, nil
-}
-
-// itemWrites is what writing the item bills (deletes are billed apart).
-func itemWrites(it policy.Item) int64 {
-	switch {
-	case it.Action == policy.ActAdd || it.Action == policy.ActUpdate:
-		return 2 // entry and queue entry
-	case it.Action == policy.ActMove || (it.Action == policy.ActMigrate && it.Path != ""):
-		return 1
-	}
-	return 0
 }
 
 // spentToday adds up the billable writes of today's (UTC) runs, from the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
@@ -47,12 +48,13 @@ func (r *rig) mustConverge(head string) syncer.Result {
 }
 
 func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
 	r.repo.Remove("a/가.md")
 	r.repo.Commit("delete 가")
-	r.store.FailKeys(map[string]error{policy.LastCommitKey: errors.New("refused")})
+	r.store.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
 	if _, err := r.run(leased); !errors.Is(err, syncer.ErrNotRecorded) {
 		t.Fatalf("lastCommit refused: %v", err)
 	}
@@ -60,18 +62,19 @@ func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
 	r.repo.Write("a/가.md", "# 가\n")
 	head := r.repo.Commit("restore 가")
 	res := r.mustConverge(head)
-	if res.Summary.Mode != syncer.ModeFull || res.Summary.ModeReason == "" {
+	if res.Summary.Mode != differ.ModeFull || res.Summary.ModeReason == "" {
 		t.Errorf("after a lost lastCommit: mode %s (%s), want full", res.Summary.Mode, res.Summary.ModeReason)
 	}
 }
 
 func TestConverge_LastCommitLost_AddedThenDeleted_NoGhost(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
 	r.repo.Write("c/유령.md", "# 유령\n")
 	r.repo.Commit("add")
-	r.store.FailKeys(map[string]error{policy.LastCommitKey: errors.New("refused")})
+	r.store.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
 	_, _ = r.run(leased)
 	r.store.FailKeys(nil)
 	r.repo.Remove("c/유령.md")
@@ -79,6 +82,7 @@ func TestConverge_LastCommitLost_AddedThenDeleted_NoGhost(t *testing.T) {
 }
 
 func TestConverge_KilledAfterDelete_NextRunPlansFromTheHeadTree(t *testing.T) {
+	t.Parallel()
 	for _, at := range []int{1, 2, 3, 4} { // after the lease, the deletes, ...
 		t.Run(fmt.Sprintf("killed after %d writes", at), func(t *testing.T) {
 			r := newRig(t)
@@ -100,6 +104,7 @@ func TestConverge_KilledAfterDelete_NextRunPlansFromTheHeadTree(t *testing.T) {
 }
 
 func TestConverge_EveryWriteRefusedThreeRuns_OutageNotDeadLetters(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.repo.Write("a/가.md", "# 가\n")
 	r.repo.Write("a/나.md", "# 나\n")
@@ -123,6 +128,7 @@ func TestConverge_EveryWriteRefusedThreeRuns_OutageNotDeadLetters(t *testing.T) 
 }
 
 func TestConverge_LambdaRetriesOfOneInvocation_CountOneFailure(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -152,6 +158,7 @@ func TestConverge_LambdaRetriesOfOneInvocation_CountOneFailure(t *testing.T) {
 }
 
 func TestConverge_AnnounceBeforePublish_NoUpdateWithoutItsQueueEntry(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -187,6 +194,7 @@ func TestConverge_AnnounceBeforePublish_NoUpdateWithoutItsQueueEntry(t *testing.
 }
 
 func TestConverge_KilledBetweenAnnounceAndPublish_Published(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -206,6 +214,7 @@ func TestConverge_KilledBetweenAnnounceAndPublish_Published(t *testing.T) {
 }
 
 func TestConverge_LeaseRenewedWhileTheRunLasts(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	slow := &slowSource{Source: r.s.Source, delay: 300 * time.Millisecond}
@@ -214,18 +223,19 @@ func TestConverge_LeaseRenewedWhileTheRunLasts(t *testing.T) {
 	if _, err := r.run(opt); err != nil {
 		t.Fatal(err)
 	}
-	if n := countPuts(r.store.Log(), policy.LeaseKey); n < 4 {
+	if n := countPuts(r.store.Log(), registry.LeaseKey); n < 4 {
 		t.Errorf("the lease was written %d times in a 300 ms run with a 60 ms TTL; want taken, renewed, released", n)
 	}
 }
 
 func TestConverge_LeaseLost_RunStopsWriting(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	slow := &slowSource{Source: r.s.Source, delay: 300 * time.Millisecond}
 	r.s.Source = slow
 	slow.before = func() {
-		r.store.FailKeys(map[string]error{policy.LeaseKey: errors.New("refused")})
+		r.store.FailKeys(map[string]error{registry.LeaseKey: errors.New("refused")})
 		r.clock.Advance(time.Hour) // renewals fail until the lease has expired
 	}
 	res, err := r.run(syncer.Options{LeaseTTL: 60 * time.Millisecond})
@@ -238,6 +248,7 @@ func TestConverge_LeaseLost_RunStopsWriting(t *testing.T) {
 }
 
 func TestGuard_RenameEveryPolicyAndEditEach_Passes(t *testing.T) {
+	t.Parallel()
 	for _, full := range []bool{false, true} {
 		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
 			r := newRig(t)
@@ -295,6 +306,7 @@ func countPuts(log []registrytest.Call, key string) int {
 }
 
 func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := 0; i < 20; i++ {
 		r.repo.Write(fmt.Sprintf("p/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
@@ -306,7 +318,7 @@ func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
 	}
 	r.repo.Commit("repeal 15")
 	res, err := r.run(syncer.Options{})
-	if !errors.Is(err, syncer.ErrRefused) {
+	if !errors.Is(err, differ.ErrRefused) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, s := range []policy.RunSummary{res.Summary, r.lastRun()} {
@@ -317,6 +329,7 @@ func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
 }
 
 func TestReport_SummaryLine_NamesFailedSkippedHeldBack_NoEmptyError(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var logs bytes.Buffer
 	r.s.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -370,6 +383,7 @@ func lastLine(t *testing.T, logs *bytes.Buffer, msg string) map[string]any {
 }
 
 func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -377,11 +391,11 @@ func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
 	r.repo.Commit("edit")
 	start := len(r.store.Log())
 	res := r.mustRun()
-	if res.Summary.Mode != syncer.ModeIncremental || res.Summary.Policies != 3 {
+	if res.Summary.Mode != differ.ModeIncremental || res.Summary.Policies != 3 {
 		t.Fatalf("summary %+v", res.Summary)
 	}
 	for _, c := range r.store.Log()[start:] {
-		if c.Method == registrytest.List && c.Prefix != policy.DeadLetterPrefix {
+		if c.Method == registrytest.List && c.Prefix != registry.DeadLetterPrefix {
 			t.Errorf("an incremental run after a clean one listed %q", c.Prefix)
 		}
 	}
@@ -391,6 +405,7 @@ func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
 }
 
 func TestConverge_LiveLeaseOfAnotherRun_NotMistakenForACrash(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -400,10 +415,10 @@ func TestConverge_LiveLeaseOfAnotherRun_NotMistakenForACrash(t *testing.T) {
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
 	res, err := r.run(leased)
-	if !errors.Is(err, syncer.ErrLeaseHeld) {
+	if !errors.Is(err, registry.ErrLeaseHeld) {
 		t.Fatalf("err = %v, want ErrLeaseHeld", err)
 	}
-	if res.Summary.Dirty || res.Summary.Mode == syncer.ModeFull {
+	if res.Summary.Dirty || res.Summary.Mode == differ.ModeFull {
 		t.Errorf("a run refused by a live lease recorded %+v: the holder is alive, nothing was left half-written", res.Summary)
 	}
 }
@@ -418,7 +433,7 @@ type renewalWaits struct {
 
 func (s *renewalWaits) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
 	for _, p := range pairs {
-		if p.Key == policy.LeaseKey && s.puts.Add(1) > 1 { // not the taking
+		if p.Key == registry.LeaseKey && s.puts.Add(1) > 1 { // not the taking
 			s.clock.Advance(time.Hour)
 		}
 	}
@@ -426,6 +441,7 @@ func (s *renewalWaits) Put(ctx context.Context, pairs []registry.Pair) map[strin
 }
 
 func TestConverge_RenewalThatLandsExpired_StopsTheRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.s.Registry = registry.New(&renewalWaits{Store: r.store, clock: r.clock})
@@ -443,6 +459,7 @@ func TestConverge_RenewalThatLandsExpired_StopsTheRun(t *testing.T) {
 // that can be the branch as it was before. The run waits for the push
 // instead of ending "unchanged" without it.
 func TestConverge_WebhookRun_HeadNotYetThePush_WaitsForIt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	old := r.seed()
 	r.mustRun()
@@ -465,6 +482,7 @@ func TestConverge_WebhookRun_HeadNotYetThePush_WaitsForIt(t *testing.T) {
 // A head that already holds the pushed commit is synced at once: an old
 // push redelivered, or events that arrive out of order.
 func TestConverge_WebhookRun_HeadPastThePush_NoWait(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.repo.Write("c/새 규정.md", "# 새 규정\n")
@@ -472,7 +490,7 @@ func TestConverge_WebhookRun_HeadPastThePush_NoWait(t *testing.T) {
 	r.mustRun()
 	r.gh.ResetRequests()
 	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: first})
-	if err != nil || res.Summary.Mode != syncer.ModeUnchanged {
+	if err != nil || res.Summary.Mode != differ.ModeUnchanged {
 		t.Fatalf("redelivered old push: mode %s, err %v; want unchanged", res.Summary.Mode, err)
 	}
 	if got := r.gh.Requests(); got[githubtest.KindCommitSHA] != 1 || got[githubtest.KindCompare] != 1 {
@@ -483,6 +501,7 @@ func TestConverge_WebhookRun_HeadPastThePush_NoWait(t *testing.T) {
 // A head that never becomes the push fails the run (Lambda retries it) and
 // writes nothing; a head past the push, or another one, is synced at once.
 func TestConverge_WebhookRun_HeadNeverThePush_FailsWithoutWaitingForOtherHeads(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	old := r.seed()
 	r.mustRun()
@@ -514,7 +533,7 @@ func TestConverge_WebhookRun_HeadNeverThePush_FailsWithoutWaitingForOtherHeads(t
 	}
 	// Runs started by hand or on schedule never wait.
 	r.gh.ResetRequests()
-	if res, err = r.run(syncer.Options{LeaseTTL: leased.LeaseTTL}); err != nil || res.Summary.Mode != syncer.ModeUnchanged {
+	if res, err = r.run(syncer.Options{LeaseTTL: leased.LeaseTTL}); err != nil || res.Summary.Mode != differ.ModeUnchanged {
 		t.Fatalf("run without a pushed commit: mode %s, err %v", res.Summary.Mode, err)
 	}
 	if got := r.gh.Requests()[githubtest.KindCommitSHA]; got != 1 {

@@ -1,8 +1,10 @@
-// Package syncer runs one sync. Syncer.Run reads top to bottom in
-// syncer.go: read the state (state.go), choose the mode and plan (plan.go,
-// through internal/differ), guard and budget (budget.go), read titles
-// (titles.go), apply in bounded concurrent batches (apply.go), record
-// failures for retry (queue.go) and record the run (record.go), under the
-// single-writer lease (lease.go). Each step takes and returns values.
+// Package syncer runs one sync. Syncer.Run (run.go) reads top to bottom:
+// read the state (state.go; push.go waits for a webhook's push), choose the
+// mode (differ.ChooseMode), take the single-writer lease (lease.go), read
+// what the plan needs (read.go), plan (plan.go, through internal/differ),
+// read titles (titles.go), guard (differ.Guard), fit the daily write budget
+// (budget.go), apply in bounded concurrent batches (apply.go), record
+// failures for retry (failures.go) and record the run (record.go). Each
+// step takes and returns values; planning is pure, in internal/differ.
 // cmd/syncjob and the Lambda handler both call Run.
 package syncer

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
 func TestLegacy_V1KeyIsAlsoANewPolicyName_NotDeleted(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	// v1 keyed 학칙 by its title "학칙"; in v2 another file carries that title,
 	// and a file named 학칙 exists too.
@@ -27,6 +29,7 @@ func TestLegacy_V1KeyIsAlsoANewPolicyName_NotDeleted(t *testing.T) {
 }
 
 func TestIncremental_SymlinkAdded_NotAPolicy(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -41,6 +44,7 @@ func TestIncremental_SymlinkAdded_NotAPolicy(t *testing.T) {
 }
 
 func TestGuard_SmallRegistryReplacedByOneUnrelatedFile_Refused(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := range 10 {
 		r.repo.Write(fmt.Sprintf("규정/p%02d.md", i), fmt.Sprintf("# P%d\n", i))
@@ -50,7 +54,7 @@ func TestGuard_SmallRegistryReplacedByOneUnrelatedFile_Refused(t *testing.T) {
 	r.repo.Remove("규정")
 	r.repo.Write("docs/guide.md", "# guide\n")
 	r.repo.Commit("wrong tree")
-	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrRefused) {
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, differ.ErrRefused) {
 		t.Fatalf("err = %v, want ErrRefused", err)
 	}
 	if len(r.policies()) != 10 {
@@ -59,6 +63,7 @@ func TestGuard_SmallRegistryReplacedByOneUnrelatedFile_Refused(t *testing.T) {
 }
 
 func TestDeadLetter_Unreadable_DoesNotBlockSyncs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -74,6 +79,7 @@ func TestDeadLetter_Unreadable_DoesNotBlockSyncs(t *testing.T) {
 }
 
 func TestRetry_PendingThenSkipped_Settles(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -90,7 +96,7 @@ func TestRetry_PendingThenSkipped_Settles(t *testing.T) {
 	if q, ok := r.queueEntries()["가"]; ok {
 		t.Errorf("queue:가 still waits for a retry the head no longer needs: %+v", q)
 	}
-	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+	if res := r.mustRun(); res.Summary.Mode != differ.ModeUnchanged {
 		t.Errorf("mode %s (%s), want unchanged", res.Summary.Mode, res.Summary.ModeReason)
 	}
 	if e := r.policies()["가"]; e.Title != "가" {

@@ -3,18 +3,13 @@ package syncer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/knue/syncjob/internal/logkey"
-	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/retry"
 )
-
-// ErrLeaseHeld is returned when another run holds the single-writer lease.
-var ErrLeaseHeld = registry.ErrLeaseHeld
 
 // ErrLeaseLost stops a run whose lease could not be renewed before it
 // expired: another writer may now take it, so this one must stop writing.
@@ -42,7 +37,7 @@ func (r *run) takeLease(ctx context.Context, found *registry.Lease) (lease, erro
 		return l, err
 	}
 	if err != nil {
-		return l, fmt.Errorf("registry: take lease: %w", err)
+		return l, err
 	}
 	l.taken, l.held = taken, true
 	return l, nil
@@ -146,7 +141,7 @@ func onlyLease(err error) bool {
 		return false
 	}
 	for k := range be.Failed {
-		if k != policy.LeaseKey {
+		if k != registry.LeaseKey {
 			return false
 		}
 	}

@@ -24,6 +24,7 @@ func (r *rig) putRaw(kv map[string]string) {
 }
 
 func TestLegacy_V1EntriesMigratedByTitle_DroppedAfter90Days(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.repo.Write("규정/학칙.md", "# 한국교원대학교 학칙\n")
 	r.repo.Write("규정/대학원 학칙.md", "# 한국교원대학교 대학원 학칙\n")

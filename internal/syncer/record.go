@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
 )
@@ -17,11 +18,12 @@ import (
 // context has expired: an operator must see that the run happened.
 const recordTimeout = 10 * time.Second
 
-// record turns the outcome into the run's summary, records it (unless dry:
+// record is the record step: it turns what the steps returned (rep, and err
+// when the run stopped) into the run's summary, records it (unless dry:
 // history, lastRun, and lastCommit when the run succeeded or every failure
 // is queued for retry) and logs the summary line.
-func (r *run) record(ctx context.Context, out outcome) policy.RunSummary {
-	sum := r.summarize(out)
+func (r *run) record(ctx context.Context, rep report, err error) policy.RunSummary {
+	sum := r.summarize(rep, err)
 	r.phases.enter("record")
 	sum.PhasesMs = maps.Clone(r.phases.ms)
 	if !r.opt.DryRun {
@@ -29,19 +31,19 @@ func (r *run) record(ctx context.Context, out outcome) policy.RunSummary {
 		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.Waiting == 0 && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
-		release := r.release(out.lease)
+		release := r.release(rep.lease)
 		// what recording will be billed for, so the day's total is right
 		sum.BillableWrites += r.Registry.RecordCost(advance, release...)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		var rerr error
-		if out.lease.refused {
+		if rep.lease.refused {
 			// the holder's lastRun is the one that tells: history only
 			rerr = r.Registry.RecordHistory(rctx, sum, r.start)
 		} else {
 			rerr = r.Registry.RecordRun(rctx, sum, r.start, advance, release...)
 		}
 		if onlyLease(rerr) {
-			r.releaseAgain(rctx, out.lease)
+			r.releaseAgain(rctx, rep.lease)
 			rerr = nil
 		}
 		cancel()
@@ -59,8 +61,9 @@ func (r *run) record(ctx context.Context, out outcome) policy.RunSummary {
 	return sum
 }
 
-// summarize builds the run's summary from its outcome, with its status.
-func (r *run) summarize(out outcome) policy.RunSummary {
+// summarize builds the run's summary from what the steps returned, with its
+// status.
+func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum := policy.RunSummary{
 		Timestamp:         r.start.Format(policy.TimeLayout),
 		RunID:             r.id,
@@ -69,32 +72,32 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 		Trigger:           r.opt.Trigger,
 		Delivery:          r.opt.Delivery,
 		DryRun:            r.opt.DryRun,
-		CommitSHA:         out.state.head,
-		PreviousCommitSHA: out.state.last,
+		CommitSHA:         rep.state.head,
+		PreviousCommitSHA: rep.state.last,
 		Skipped:           []policy.Skip{},
 		Conflicts:         []policy.Conflict{},
-		Failures:          out.failures,
+		Failures:          rep.failures,
 	}
-	sum.Mode, sum.ModeReason = out.mode, out.reason
-	if prev := out.state.prev; prev != nil {
+	sum.Mode, sum.ModeReason = rep.mode, rep.reason
+	if prev := rep.state.prev; prev != nil {
 		// Until a run plans, what is known to be skipped or in conflict is
 		// what the last run knew: an aborted or unchanged run reports it too.
 		sum.LastFullRun = prev.LastFullRun
 		sum.Skipped = append(sum.Skipped, prev.Skipped...)
 		sum.Conflicts = append(sum.Conflicts, prev.Conflicts...)
 	}
-	r.counts(&sum, out)
-	if out.fullRun {
+	r.counts(&sum, rep)
+	if rep.fullRun() {
 		sum.LastFullRun = r.start.Format(time.RFC3339)
 	}
 	sum.ErrorCount = len(sum.Failures)
-	sum.Waiting = out.waiting
-	sum.Pending = owed(out)
-	sum.Policies, sum.LegacyV1 = registryAfter(out)
-	setStatus(&sum, out)
+	sum.Waiting = rep.waiting
+	sum.Pending = owed(rep, err)
+	sum.Policies, sum.LegacyV1 = registryAfter(rep)
+	setStatus(&sum, rep, err)
 	// A failed run that began writing, or that started from a registry a
 	// compare cannot trust, leaves the next run to plan from the head tree.
-	sum.Dirty = sum.Status == policy.RunFailed && (out.wrote || out.state.unclean != "")
+	sum.Dirty = sum.Status == policy.RunFailed && (rep.wrote || rep.state.unclean != "")
 	sum.Requests = r.usage(&sum)
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	return sum
@@ -103,24 +106,27 @@ func (r *run) summarize(out outcome) policy.RunSummary {
 // counts sets what the run knows from its plan (skips, conflicts, held
 // back) and counts what it applied (on a dry run, what it would apply),
 // keeping the plan's counts apart when they differ.
-func (r *run) counts(sum *policy.RunSummary, out outcome) {
+func (r *run) counts(sum *policy.RunSummary, rep report) {
+	planned := rep.planned()
 	switch {
-	case out.planned != nil:
-		known(sum, *out.planned)
-	case out.mode == ModeUnchanged && out.state.prev != nil:
+	case planned != nil:
+		known(sum, *planned)
+	case rep.mode == differ.ModeUnchanged && rep.state.prev != nil:
 		// nothing was planned: what a dead letter held back still is
-		sum.HeldBack = out.state.prev.HeldBack
+		sum.HeldBack = rep.state.prev.HeldBack
 	}
-	sum.HeldBack = append(sum.HeldBack, out.newlyDead...)
-	counted := out.applied
+	if rep.retried != nil {
+		sum.HeldBack = append(sum.HeldBack, rep.retried.newlyDead...)
+	}
+	counted := rep.applied
 	if r.opt.DryRun {
-		counted = out.planned
+		counted = planned
 	}
 	if counted != nil {
 		count(sum, *counted)
 	}
-	if out.planned != nil && (counted == nil || out.planned.Counts() != counted.Counts()) {
-		c := out.planned.Counts()
+	if planned != nil && (counted == nil || planned.Counts() != counted.Counts()) {
+		c := planned.Counts()
 		sum.Planned = &c
 	}
 }
@@ -128,13 +134,13 @@ func (r *run) counts(sum *policy.RunSummary, out outcome) {
 // setStatus decides the run's status: failed when it stopped or could not
 // record its failures (lastCommit must not advance past failures that
 // would be lost), partial while anything is failed, held back or waiting.
-func setStatus(sum *policy.RunSummary, out outcome) {
+func setStatus(sum *policy.RunSummary, rep report, err error) {
 	switch {
-	case out.err != nil:
-		sum.Status, sum.Error = policy.RunFailed, out.err.Error()
+	case err != nil:
+		sum.Status, sum.Error = policy.RunFailed, err.Error()
 		sum.ErrorCount = max(sum.ErrorCount, 1)
-	case out.recordErr != nil:
-		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+out.recordErr.Error()
+	case rep.retried != nil && rep.retried.err != nil:
+		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+rep.retried.err.Error()
 	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0:
 		sum.Status = policy.RunPartial
 	default:
@@ -145,12 +151,12 @@ func setStatus(sum *policy.RunSummary, out outcome) {
 // owed are the names the next run must retry: what this run queued, or,
 // when it stopped before that or could not record its failures, every name
 // that may still wait (a name that does not is dropped by the next run).
-func owed(out outcome) []string {
-	if out.owed != nil && out.err == nil && out.recordErr == nil {
-		return out.owed
+func owed(rep report, err error) []string {
+	if rt := rep.retried; rt != nil && err == nil && rt.err == nil {
+		return rt.owed
 	}
-	names := slices.Clone(out.state.revisit)
-	for _, f := range out.failures {
+	names := slices.Clone(rep.state.revisit)
+	for _, f := range rep.failures {
 		if !slices.Contains(names, f.PolicyName) {
 			names = append(names, f.PolicyName)
 		}
@@ -164,19 +170,33 @@ func owed(out outcome) []string {
 // registryAfter is how many policies the registry holds after the run and
 // which legacy v1 titles are still unmatched: from what the run planned and
 // applied, or what the last run said when this one did not plan.
-func registryAfter(out outcome) (int, []string) {
-	if out.planned == nil {
-		if prev := out.state.prev; prev != nil {
+func registryAfter(rep report) (int, []string) {
+	if rep.titled == nil {
+		if prev := rep.state.prev; prev != nil {
 			return prev.Policies, prev.LegacyV1
 		}
 		return 0, nil
 	}
-	n := out.size
-	if out.applied != nil {
-		c := out.applied.Counts()
+	n := rep.size
+	if rep.applied != nil {
+		c := rep.applied.Counts()
 		n += c.Added - c.Deleted
 	}
-	return n, out.legacy
+	return n, rep.titled.legacy
+}
+
+// planned is the plan once titles were read and guarded; nil when the run
+// stopped before.
+func (rep report) planned() *policy.Plan {
+	if rep.titled == nil {
+		return nil
+	}
+	return &rep.titled.plan
+}
+
+// fullRun says whether the run was a full run that applied everything.
+func (rep report) fullRun() bool {
+	return rep.retried != nil && rep.mode == differ.ModeFull && len(rep.failures) == 0 && rep.waiting == 0
 }
 
 // count sets the summary's counts from what the run applied.

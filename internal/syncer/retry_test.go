@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
@@ -34,6 +35,7 @@ func (r *rig) deadLetters() map[string]policy.DeadLetter {
 }
 
 func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -56,7 +58,7 @@ func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
 	if e := q["가"]; e.RetryCount != 1 || e.ErrorMessage == nil || !strings.Contains(*e.ErrorMessage, "boom") || e.Operation != policy.OpUpdate {
 		t.Errorf("queue:가 = %+v", e)
 	}
-	if e := q["다"]; e.RetryCount != 1 || e.Operation != queue.OpDelete {
+	if e := q["다"]; e.RetryCount != 1 || e.Operation != policy.OpDelete {
 		t.Errorf("queue:다 = %+v", e)
 	}
 	if p := r.policies(); p["나"].Title != "나 개정" || p["가"].Title != "가" {
@@ -67,7 +69,7 @@ func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
 	r.store.FailKeys(nil)
 	r.gh.ResetRequests()
 	res = r.mustRun()
-	if res.Summary.Mode != syncer.ModeIncremental || res.Summary.ModeReason != "retry" || res.Summary.Status != policy.RunSuccess {
+	if res.Summary.Mode != differ.ModeIncremental || res.Summary.ModeReason != "retry" || res.Summary.Status != policy.RunSuccess {
 		t.Errorf("retry run: %+v", res.Summary)
 	}
 	p := r.policies()
@@ -85,12 +87,13 @@ func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
 	if got := r.gh.Requests().Total(); got != 3 {
 		t.Errorf("github requests of the retry run %d, want 3", got)
 	}
-	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+	if res := r.mustRun(); res.Summary.Mode != differ.ModeUnchanged {
 		t.Errorf("after the retries: mode %s, want unchanged", res.Summary.Mode)
 	}
 }
 
 func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -115,7 +118,7 @@ func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 	}
 	// Later runs stop retrying it, and say that it is held back.
 	r.store.FailKeys(nil)
-	if res, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) || res.Summary.Mode != syncer.ModeUnchanged ||
+	if res, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) || res.Summary.Mode != differ.ModeUnchanged ||
 		len(res.Summary.HeldBack) != 1 || res.Summary.HeldBack[0].PolicyName != "가" {
 		t.Errorf("run after the dead letter: %v, mode %s, held back %v; want unchanged, partial, naming 가", err, res.Summary.Mode, res.Summary.HeldBack)
 	}
@@ -132,10 +135,10 @@ func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 
 	// Retried by hand ("syncjob deadletter retry 가"), it lands, although
 	// the head has not moved.
-	if err := queue.RetryDeadLetter(context.Background(), r.reg, "가", r.clock.Now()); err != nil {
+	if err := r.reg.RetryDeadLetter(context.Background(), "가", r.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if res := r.mustRun(); res.Summary.Mode != syncer.ModeIncremental || res.Summary.ModeReason != "retry" {
+	if res := r.mustRun(); res.Summary.Mode != differ.ModeIncremental || res.Summary.ModeReason != "retry" {
 		t.Errorf("after the retry by hand: mode %s (%s), want an incremental retry", res.Summary.Mode, res.Summary.ModeReason)
 	}
 	if p := r.policies(); p["가"].Title != "가 개정" {
@@ -147,6 +150,7 @@ func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 }
 
 func TestRetry_NewVersionOfDeadLetter_GoesAhead(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -172,6 +176,7 @@ func TestRetry_NewVersionOfDeadLetter_GoesAhead(t *testing.T) {
 }
 
 func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -198,6 +203,7 @@ func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
 }
 
 func TestRetry_RecordingFails_RunFailedLastCommitStays_NextRunRepairs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -224,23 +230,26 @@ func TestRetry_RecordingFails_RunFailedLastCommitStays_NextRunRepairs(t *testing
 }
 
 func TestRetry_WorkerFailuresAreNotTheSyncs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
-	c := &queue.Consumer{Registry: r.reg, Now: r.clock.Now}
-	taken, err := c.Take(context.Background(), 1)
-	if err != nil || len(taken) != 1 {
-		t.Fatalf("take: %v %v", taken, err)
+	// a worker takes an entry and fails it, under the queue's rules
+	taken, ok := r.queueEntries()["가"]
+	if !ok {
+		t.Fatalf("take: no queue entry for 가 in %v", r.queueEntries())
 	}
-	if _, err := c.Fail(context.Background(), taken[0], errors.New("indexer down")); err != nil {
-		t.Fatal(err)
+	next, dead := queue.Failed(taken, errors.New("indexer down").Error(), r.clock.Now())
+	if errs := r.reg.Write(context.Background(), registry.PutQueue(next)); errs != nil || dead != nil {
+		t.Fatal(errs, dead)
 	}
-	if res := r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+	if res := r.mustRun(); res.Summary.Mode != differ.ModeUnchanged {
 		t.Errorf("a worker's failure made the sync work: mode %s", res.Summary.Mode)
 	}
 }
 
 func TestRunHistory_NewestFirstAndExpires(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	for range 3 {
@@ -263,6 +272,7 @@ func TestRunHistory_NewestFirstAndExpires(t *testing.T) {
 }
 
 func TestGuard_EmptyTree_Refused(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -270,7 +280,7 @@ func TestGuard_EmptyTree_Refused(t *testing.T) {
 	r.repo.Remove("b")
 	r.repo.Write("other.txt", "x")
 	r.repo.Commit("oops")
-	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrRefused) {
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, differ.ErrRefused) {
 		t.Fatalf("err = %v, want ErrRefused", err)
 	}
 	if len(r.policies()) != 3 || r.lastCommit() != first {
@@ -285,6 +295,7 @@ func TestGuard_EmptyTree_Refused(t *testing.T) {
 }
 
 func TestGuard_ManyLost_RefusedButRenamingEverythingPasses(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := range 40 {
 		r.repo.Write(fmt.Sprintf("p/%02d.md", i), fmt.Sprintf("# %d\n", i))
@@ -302,7 +313,7 @@ func TestGuard_ManyLost_RefusedButRenamingEverythingPasses(t *testing.T) {
 		r.repo.Remove(fmt.Sprintf("p/규정 %02d.md", i))
 	}
 	r.repo.Commit("repeal 11 of 40")
-	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrRefused) {
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, differ.ErrRefused) {
 		t.Fatalf("11 of 40 lost: err = %v, want ErrRefused", err)
 	}
 	if len(r.policies()) != 40 {
@@ -311,13 +322,14 @@ func TestGuard_ManyLost_RefusedButRenamingEverythingPasses(t *testing.T) {
 }
 
 func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	opt := syncer.Options{LeaseTTL: 15 * time.Minute}
 	now := r.clock.Now()
-	r.putRaw(map[string]string{policy.LeaseKey: fmt.Sprintf(`{"owner":"backfill","acquiredAt":%q,"expiresAt":%q}`,
+	r.putRaw(map[string]string{registry.LeaseKey: fmt.Sprintf(`{"owner":"backfill","acquiredAt":%q,"expiresAt":%q}`,
 		now.Format(time.RFC3339), now.Add(30*time.Minute).Format(time.RFC3339))})
-	if _, err := r.run(opt); !errors.Is(err, syncer.ErrLeaseHeld) || !strings.Contains(err.Error(), "backfill") {
+	if _, err := r.run(opt); !errors.Is(err, registry.ErrLeaseHeld) || !strings.Contains(err.Error(), "backfill") {
 		t.Fatalf("err = %v, want ErrLeaseHeld naming the holder", err)
 	}
 	if len(r.policies()) != 0 || r.lastCommit() != "" {
@@ -337,12 +349,12 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 	if r.lastCommit() != first {
 		t.Errorf("lastCommit %s", r.lastCommit())
 	}
-	if _, err := r.store.Get(context.Background(), policy.LeaseKey); !errors.Is(err, policy.ErrNotFound) {
+	if _, err := r.store.Get(context.Background(), registry.LeaseKey); !errors.Is(err, policy.ErrNotFound) {
 		t.Errorf("lease not released: %v", err)
 	}
 	// A retry of the same Lambda invocation takes over the lease its
 	// crashed try left behind.
-	r.putRaw(map[string]string{policy.LeaseKey: fmt.Sprintf(`{"owner":"req-1","acquiredAt":%q,"expiresAt":%q}`,
+	r.putRaw(map[string]string{registry.LeaseKey: fmt.Sprintf(`{"owner":"req-1","acquiredAt":%q,"expiresAt":%q}`,
 		r.clock.Now().Format(time.RFC3339), r.clock.Now().Add(5*time.Minute).Format(time.RFC3339))})
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
@@ -352,6 +364,7 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 }
 
 func TestBudget_FirstSyncSpreadsOverDays_InAStableOrder(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	billed := &billingStore{Store: r.store}
@@ -374,7 +387,7 @@ func TestBudget_FirstSyncSpreadsOverDays_InAStableOrder(t *testing.T) {
 		t.Errorf("lastCommit %q advanced past changes still waiting", r.lastCommit())
 	}
 	// The rest of the day's budget cannot record a run: refused, nothing written.
-	if _, err := r.run(syncer.Options{DailyWriteBudget: 10}); !errors.Is(err, syncer.ErrBudget) || !errors.Is(err, syncer.ErrRefused) {
+	if _, err := r.run(syncer.Options{DailyWriteBudget: 10}); !errors.Is(err, syncer.ErrBudget) || !errors.Is(err, differ.ErrRefused) {
 		t.Fatalf("same day: %v, want ErrBudget", err)
 	}
 	r.clock.Advance(24 * time.Hour) // a new UTC day

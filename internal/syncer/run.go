@@ -1,9 +1,9 @@
 package syncer
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
@@ -11,6 +11,133 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
+
+// Run performs one sync, in these steps: read the state (state.go), choose
+// the mode (differ.ChooseMode), take the lease (lease.go), read what the
+// plan needs (read.go), plan (plan.go, through internal/differ), read titles
+// (titles.go), guard (differ.Guard), fit the daily write budget
+// (budget.go), apply (apply.go), record failures for retry (failures.go)
+// and record the run (record.go). Every step takes and returns values; what
+// the record step needs of them is gathered here, in rep. The returned
+// error is nil for a success (including "nothing to do"), wraps ErrPartial
+// or ErrItemsFailed when items failed, and otherwise says why the run
+// aborted; in every case but a dry run the run is recorded.
+func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
+	r := s.newRun(opt.withDefaults())
+	var rep report
+	defer func(ctx context.Context) { res, err = r.finish(ctx, rep, err) }(ctx) // every return records the run
+	if rep.state, err = r.readState(ctx); err != nil {
+		return
+	}
+	mode, reason := r.chooseMode(rep.state)
+	if mode == differ.ModeUnchanged {
+		rep.mode = mode
+		return
+	}
+	r.phases.enter("plan")
+	if rep.lease, err = r.takeLease(ctx, rep.state.lease); err != nil {
+		return
+	}
+	ctx, stop := r.keepLease(ctx, rep.lease)
+	defer func() { err = stopped(ctx, err); stop() }() // runs before the record
+	in, err := r.read(ctx, rep.state, mode, reason)
+	if err != nil {
+		return
+	}
+	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
+	p := r.plan(rep.state, in)
+	rep.plan = p.plan
+	r.phases.enter("fetch")
+	t, err := r.titles(ctx, rep.state, in, p)
+	if rep.plan = t.plan; err != nil {
+		return
+	}
+	rep.titled = &t
+	if err = r.guard(t.plan, in.reg, p.renames); err != nil {
+		return
+	}
+	if r.opt.DryRun {
+		rep.failures = t.failures
+		return
+	}
+	if err = outage(differ.Unread(p.plan, nil), t.failures); err != nil {
+		return
+	}
+	plan, waiting, err := r.fitBudget(ctx, t.plan, p.work)
+	if rep.waiting = waiting; err != nil {
+		return
+	}
+	r.phases.enter("apply")
+	rep.wrote = true
+	failed, err := r.apply(ctx, plan, in.reg, t.mig, p.work)
+	if err != nil {
+		return
+	}
+	rep.failures = sortFailures(append(t.failures, failed...))
+	applied := withoutFailed(plan, rep.failures)
+	rep.applied = &applied
+	// the items as planned: one that could not be read is no longer in plan
+	rep.retried = r.recordFailures(ctx, p.plan, rep.failures, rep.state.pending)
+	return res, ctx.Err()
+}
+
+// report is what the record step takes: what each step returned, as far as
+// the run got.
+type report struct {
+	state        state
+	mode, reason string
+	lease        lease
+	size         int         // policies in the registry when the run planned
+	plan         policy.Plan // the latest plan: Result.Plan
+	// titled is the plan with its titles, guarded (on a dry run, what it
+	// would write); nil when the run stopped before.
+	titled  *titled
+	waiting int  // items left for another day by the daily write budget
+	wrote   bool // the run began writing policies and queue entries
+	// failures are the items that failed (on a dry run, those unread);
+	// applied is the plan less them: nil when the run applied nothing.
+	failures []policy.Failure
+	applied  *policy.Plan
+	retried  *retried // nil when the run stopped before recording failures
+}
+
+// finish records the run (record.go) and says what Run returns.
+func (r *run) finish(ctx context.Context, rep report, err error) (Result, error) {
+	sum := r.record(ctx, rep, err)
+	return Result{Summary: sum, Plan: rep.plan}, runError(sum, err)
+}
+
+// chooseMode is the mode step: the mode the state asks for, and why.
+func (r *run) chooseMode(st state) (mode, reason string) {
+	mode, reason = differ.ChooseMode(differ.ModeInput{
+		Full: r.opt.Full, Last: st.last, Head: st.head, Previous: st.prev,
+		Pending: len(st.revisit), Unclean: st.unclean,
+		Now: r.start, ReconcileInterval: r.opt.ReconcileInterval,
+		Reconciles: r.opt.Trigger == TriggerSchedule || r.opt.Trigger == TriggerCLI,
+	})
+	if mode == differ.ModeUnchanged {
+		r.log.Info("head unchanged", logkey.Commit, st.head)
+	}
+	return mode, reason
+}
+
+// guard is the mass-delete guard step (differ.Guard), unless the run may
+// delete in mass.
+func (r *run) guard(plan policy.Plan, reg registryState, renames map[string]string) error {
+	if r.opt.AllowMassDelete {
+		return nil
+	}
+	return differ.Guard(plan, reg.entries, renames, reg.size)
+}
+
+// outage says whether every read of files failed (see ErrOutage): a run
+// that could read none of what it must write does not apply.
+func outage(files []policy.File, failures []policy.Failure) error {
+	if len(files) == 0 || len(failures) < len(files) {
+		return nil
+	}
+	return fmt.Errorf("%w: all %d file reads failed, e.g. %s: %s", ErrOutage, len(files), failures[0].PolicyName, failures[0].Error)
+}
 
 // run is one run in progress: its identity, options, logger and
 // instruments, set once when it starts. Steps take and return values; none
@@ -43,47 +170,6 @@ func (s *Syncer) newRun(opt Options) *run {
 	return r
 }
 
-// outcome is what a run did, step by step; record turns it into the run's
-// summary.
-type outcome struct {
-	state        state
-	mode, reason string
-	lease        lease
-	// plan is what the run planned (with titles once read); on a dry run,
-	// what it would write.
-	plan policy.Plan
-	// planned is the plan once titles were read; nil when the run stopped
-	// before. applied is what landed: the plan less the items that failed;
-	// nil when the run applied nothing.
-	planned, applied *policy.Plan
-	failures         []policy.Failure
-	recordErr        error // failures that could not be recorded for retry
-	// owed are the names whose failures this run queued for retry; nil
-	// when it did not get that far.
-	owed []string
-	// newlyDead are the versions this run gave up on: held back from now.
-	newlyDead []policy.Skip
-	waiting   int // items left for another day by the daily write budget
-	size      int // policies in the registry when the run planned
-	// legacy are the v1 keys (titles) no policy took the fields of, after
-	// the run; nil when it did not plan.
-	legacy  []string
-	wrote   bool  // the run began writing policies and queue entries
-	fullRun bool  // a full run that applied everything
-	err     error // why the run stopped
-}
-
-// registryState is what the registry holds, read under the lease.
-type registryState struct {
-	entries map[string]policy.Entry // current entries by policyName
-	v1      map[string]policy.Entry // legacy v1 entries by title
-	// partial is set when only the names an incremental run touches were
-	// read; size is how many policies the registry holds.
-	partial bool
-	size    int
-	dead    map[string]policy.DeadLetter
-}
-
 func (s *Syncer) now() time.Time {
 	if s.Now != nil {
 		return s.Now().UTC()
@@ -96,34 +182,6 @@ func (s *Syncer) logger() *slog.Logger {
 		return s.Logger
 	}
 	return slog.New(slog.DiscardHandler)
-}
-
-// logPlan warns of what the plan leaves out: conflicts, skips, v1 entries
-// that match no policy.
-func (r *run) logPlan(plan policy.Plan, mig differ.Migration) {
-	for _, key := range mig.Unmatched {
-		r.log.Warn("legacy entry matches no policy title", logkey.Key, policy.PolicyPrefix+key)
-	}
-	for _, c := range plan.Conflicts {
-		r.log.Warn("duplicate policy name", logkey.Policy, c.PolicyName, logkey.Winner, c.Winner, logkey.Losers, c.Losers)
-	}
-	for _, sk := range plan.Skipped {
-		r.log.Warn("file skipped", logkey.Policy, sk.PolicyName, logkey.Path, sk.Path, logkey.Reason, sk.Reason)
-	}
-}
-
-func sortFailures(f []policy.Failure) []policy.Failure {
-	slices.SortFunc(f, func(a, b policy.Failure) int { return strings.Compare(a.PolicyName, b.PolicyName) })
-	return f
-}
-
-func withoutFailed(p policy.Plan, failures []policy.Failure) policy.Plan {
-	failed := make(map[string]bool, len(failures))
-	for _, f := range failures {
-		failed[f.PolicyName] = true
-	}
-	p.Items = slices.DeleteFunc(slices.Clone(p.Items), func(it policy.Item) bool { return failed[it.PolicyName] })
-	return p
 }
 
 // phases times the parts of a run, in milliseconds.

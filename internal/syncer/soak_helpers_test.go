@@ -15,8 +15,6 @@ import (
 
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
-	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
@@ -378,7 +376,7 @@ func (r *soakRig) drawFaults(rng *rand.Rand, names []string) runFaults {
 				}
 			}
 		}
-		for _, k := range []string{policy.LastCommitKey, policy.LastRunKey} {
+		for _, k := range []string{registry.LastCommitKey, registry.LastRunKey} {
 			if rng.Float64() < 0.05 {
 				f.failKeys[k] = errors.New("injected metadata failure")
 			}
@@ -486,7 +484,7 @@ func (r *soakRig) releaseDeadLetters() int {
 	r.t.Helper()
 	snap := r.snapshot()
 	for _, name := range slices.Sorted(maps.Keys(snap.dead)) {
-		if err := queue.RetryDeadLetter(context.Background(), r.reg, name, r.clock.Now()); err != nil {
+		if err := r.reg.RetryDeadLetter(context.Background(), name, r.clock.Now()); err != nil {
 			r.t.Fatalf("retry dead letter %s: %v", name, err)
 		}
 	}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -77,19 +79,19 @@ func decodeSnapshot(raw map[string]string) snapshot {
 	for k, v := range raw {
 		var err error
 		switch {
-		case strings.HasPrefix(k, policy.PolicyPrefix):
+		case strings.HasPrefix(k, registry.PolicyPrefix):
 			var e policy.Entry
 			err = json.Unmarshal([]byte(v), &e)
-			s.policies[strings.TrimPrefix(k, policy.PolicyPrefix)] = e
-		case strings.HasPrefix(k, policy.QueuePrefix):
+			s.policies[strings.TrimPrefix(k, registry.PolicyPrefix)] = e
+		case strings.HasPrefix(k, registry.QueuePrefix):
 			var q policy.QueueEntry
 			err = json.Unmarshal([]byte(v), &q)
-			s.queue[strings.TrimPrefix(k, policy.QueuePrefix)] = q
-		case strings.HasPrefix(k, policy.DeadLetterPrefix):
+			s.queue[strings.TrimPrefix(k, registry.QueuePrefix)] = q
+		case strings.HasPrefix(k, registry.DeadLetterPrefix):
 			var d policy.DeadLetter
 			err = json.Unmarshal([]byte(v), &d)
-			s.dead[strings.TrimPrefix(k, policy.DeadLetterPrefix)] = d
-		case k == policy.LastCommitKey:
+			s.dead[strings.TrimPrefix(k, registry.DeadLetterPrefix)] = d
+		case k == registry.LastCommitKey:
 			s.lastCommit = strings.TrimSpace(v)
 		}
 		if err != nil {
@@ -123,7 +125,7 @@ const (
 
 type violation struct{ kind, detail string }
 
-var ourPrefixes = []string{policy.PolicyPrefix, policy.QueuePrefix, policy.DeadLetterPrefix, "metadata:sync:"}
+var ourPrefixes = []string{registry.PolicyPrefix, registry.QueuePrefix, registry.DeadLetterPrefix, "metadata:sync:"}
 
 // expected is the registry head asks for, given what it held before the
 // run: a skipped winner keeps the entry it had (or its absence).
@@ -278,7 +280,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, syncer.ErrRefused):
+	case errors.Is(err, differ.ErrRefused):
 		return 4
 	case errors.Is(err, syncer.ErrPartial):
 		return 3

@@ -23,6 +23,7 @@ var soakRealRepo = flag.String("soak.realrepo", "", "soak: a git repository whos
 // converges with one clean run. Without -soak.realrepo it has nothing to
 // replay and says so.
 func TestSoak_ReplayRealHistory(t *testing.T) {
+	t.Parallel()
 	if *soakRealRepo == "" {
 		t.Log("no -soak.realrepo: nothing to replay (see the comment on soakRealRepo)")
 		return
@@ -46,6 +47,7 @@ func TestSoak_ReplayRealHistory(t *testing.T) {
 // numbers (1-2-1.md) to their titles and edited since. Their content
 // survives under other names, so the mass-delete guard lets it through.
 func TestSoak_RealHistory_FirstCommitToHead_PassesTheGuard(t *testing.T) {
+	t.Parallel()
 	if *soakRealRepo == "" {
 		t.Log("no -soak.realrepo: nothing to replay (see the comment on soakRealRepo)")
 		return

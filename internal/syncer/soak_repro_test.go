@@ -37,7 +37,7 @@ func runKilled(r *rig, s *syncer.Syncer, ks *killSwitch, nth int, opt syncer.Opt
 func runKilledBeforeRecord(r *rig, s *syncer.Syncer, ks *killSwitch, opt syncer.Options) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ks.armAtKey(policy.LastRunKey, cancel)
+	ks.armAtKey(registry.LastRunKey, cancel)
 	return runArmed(ctx, r, s, ks, opt)
 }
 
@@ -53,6 +53,7 @@ func runArmed(ctx context.Context, r *rig, s *syncer.Syncer, ks *killSwitch, opt
 // recording the failure): the new value is published, the queue still
 // announces the old version.
 func TestSoakRepro_QueueWriteFails_PolicyNotPublishedUnannounced(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -71,6 +72,7 @@ func TestSoakRepro_QueueWriteFails_PolicyNotPublishedUnannounced(t *testing.T) {
 // size of 1 the policy's batch goes first, and a kill after it lands
 // leaves the update unannounced.
 func TestSoakRepro_KilledBetweenBatches_PolicyNotPublishedUnannounced(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -91,6 +93,7 @@ func TestSoakRepro_KilledBetweenBatches_PolicyNotPublishedUnannounced(t *testing
 // by the next commit: the compare lastCommit...head does not show the file,
 // the next run is incremental, exits 0, and the registry keeps the edit.
 func TestSoakRepro_UncleanRunThenRevert_NextRunRestoresHead(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("refused")
 	for _, tc := range []struct {
 		name    string
@@ -104,14 +107,14 @@ func TestSoakRepro_UncleanRunThenRevert_NextRunRestoresHead(t *testing.T) {
 			return err
 		}},
 		{"lastCommit write lost", func(r *rig) error {
-			r.store.FailKeys(map[string]error{policy.LastCommitKey: boom})
+			r.store.FailKeys(map[string]error{registry.LastCommitKey: boom})
 			defer r.store.FailKeys(nil)
 			_, err := r.run(syncer.Options{})
 			return err
 		}},
 		{"lastRun write lost", func(r *rig) error {
 			// the record does not land; the embedded store has no lease to tell
-			r.store.FailKeys(map[string]error{policy.LastRunKey: boom})
+			r.store.FailKeys(map[string]error{registry.LastRunKey: boom})
 			defer r.store.FailKeys(nil)
 			_, err := r.run(syncer.Options{})
 			return err
@@ -147,6 +150,7 @@ func TestSoakRepro_UncleanRunThenRevert_NextRunRestoresHead(t *testing.T) {
 // partial (exit 3)"; "a run never reports success while it knows the
 // registry differs from the head".
 func TestSoakRepro_DeadLetterHoldsBack_RunIsPartial(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -172,7 +176,8 @@ func TestSoakRepro_DeadLetterHoldsBack_RunIsPartial(t *testing.T) {
 // retried inside the run (bounded backoff) before an item counts as
 // failed." One key reported unsuccessful once fails the run instead.
 func TestSoakRepro_Cloudflare_KeyUnsuccessfulOnce_RetriedWithinRun(t *testing.T) {
-	for _, key := range []string{policy.LeaseKey, "policy:가", policy.LastRunKey} {
+	t.Parallel()
+	for _, key := range []string{registry.LeaseKey, "policy:가", registry.LastRunKey} {
 		t.Run(key, func(t *testing.T) {
 			repo := githubtest.NewRepo(t)
 			gh := githubtest.NewServer(t, "knue", "policies", repo)

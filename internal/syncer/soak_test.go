@@ -46,23 +46,27 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
 var (
-	soakSeeds       = flag.Int("soak.seeds", 4, "soak: how many seeded histories (each synced into every backend)")
+	soakLong        = flag.Bool("soak.long", false, "soak: the long soak (4 seeds, a 70-commit replay); the default run has a short one (1 seed, 25 commits)")
+	soakSeeds       = flag.Int("soak.seeds", 0, "soak: how many seeded histories, each synced into every backend (0: 1, or 4 with -soak.long)")
 	soakSeed        = flag.Uint64("soak.seed", 0, "soak: run only this seed")
 	soakSteps       = flag.Int("soak.steps", 20, "soak: history steps per seed")
 	soakDuration    = flag.Duration("soak.duration", 0, "soak: keep starting new seeds until this much time has passed")
 	soakBackend     = flag.String("soak.backend", "", "soak: memory or cloudflare (default: both)")
 	soakConcurrency = flag.Int("soak.concurrency", 1, "soak: batches in flight (more than 1 is not reproducible by seed)")
-	soakReplaySteps = flag.Int("soak.replay", 70, "soak: commits of the replayed history")
+	soakReplaySteps = flag.Int("soak.replay", 0, "soak: commits of the replayed history (0: 25, or 70 with -soak.long)")
 	soakTrace       = flag.Bool("soak.trace", false, "soak: log every run")
 )
 
 func TestSoak_RandomHistoriesUnderFaults_InvariantsHoldAndCleanRunConverges(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("soak: not in -short")
 	}
@@ -78,12 +82,24 @@ func TestSoak_RandomHistoriesUnderFaults_InvariantsHoldAndCleanRunConverges(t *t
 		case *soakSeed != 0:
 		case *soakDuration > 0 && time.Since(start) < *soakDuration:
 			continue
-		case *soakDuration == 0 && i+1 < *soakSeeds:
+		case *soakDuration == 0 && i+1 < soakSize(*soakSeeds, 1, 4):
 			continue
 		}
 		break
 	}
 	stats.log(t, "soak")
+}
+
+// soakSize is n when set, else the short soak's size or, with -soak.long,
+// the long one's.
+func soakSize(n, short, long int) int {
+	switch {
+	case n > 0:
+		return n
+	case *soakLong:
+		return long
+	}
+	return short
 }
 
 func soakBackends() []string {
@@ -165,11 +181,11 @@ func (r *soakRig) converge(rep *reporter, last histStep) {
 			rep.check(last, label, runFaults{}, opt, res, err, checkRun(hv, before, after, res, err, false))
 			switch {
 			case attempt > 3:
-			case errors.Is(err, syncer.ErrLeaseHeld):
+			case errors.Is(err, registry.ErrLeaseHeld):
 				rep.stats.add(func(s *soakStats) { s.leaseWaits++ })
 				r.clock.Advance(soakLeaseTTL)
 				continue
-			case errors.Is(err, syncer.ErrRefused) && !opt.AllowMassDelete:
+			case errors.Is(err, differ.ErrRefused) && !opt.AllowMassDelete:
 				rep.stats.add(func(s *soakStats) { s.guardRetry++ })
 				opt.AllowMassDelete = true
 				continue
@@ -226,7 +242,7 @@ func (rp *reporter) check(st histStep, run string, f runFaults, opt syncer.Optio
 		s.runs++
 		s.exits[exitCode(err)]++
 		s.modes[mode]++
-		if errors.Is(err, syncer.ErrLeaseHeld) {
+		if errors.Is(err, registry.ErrLeaseHeld) {
 			s.leaseRefused++
 		}
 	})
@@ -270,13 +286,14 @@ func (rp *reporter) report(st histStep, run string, f runFaults, opt syncer.Opti
 }
 
 func TestSoak_ReplayUnderFaults_MostRunsExitSuccessOrPartial(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("soak: not in -short")
 	}
 	const seed = 2026
 	repo := githubtest.NewRepo(t)
 	gh := githubtest.NewServer(t, "knue", "policies", repo)
-	steps := newHistorian(t, repo, seed).generate(*soakReplaySteps)
+	steps := newHistorian(t, repo, seed).generate(soakSize(*soakReplaySteps, 25, 70))
 	r := newSoakRig(t, backendCloudflare, seed, repo, gh, 0)
 	replayUnderFaults(t, r, "replay", seed, steps)
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
-	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
@@ -38,13 +37,6 @@ type Source interface {
 	// Requests is the number of HTTP requests made so far.
 	Requests() int64
 }
-
-// Modes of a run (see differ.ChooseMode).
-const (
-	ModeFull        = differ.ModeFull
-	ModeIncremental = differ.ModeIncremental
-	ModeUnchanged   = differ.ModeUnchanged
-)
 
 // DefaultLeaseTTL is the lease's TTL when Options leave it 0: a crashed
 // run keeps others out for at most this long. It outlasts Cloudflare's rate
@@ -145,121 +137,11 @@ var (
 	// ErrNotRecorded: the run's own metadata could not be written, so
 	// lastCommit did not advance; the next run does the work again.
 	ErrNotRecorded = errors.New("run not recorded")
-	// ErrRefused: a safety guard refused the plan (exit code 4).
-	ErrRefused = differ.ErrRefused
 	// ErrOutage: every read or every write of the run failed. That is an
 	// outage (GitHub or the registry down), not item failures: the run
 	// fails, lastCommit stays and no retry count moves.
 	ErrOutage = errors.New("outage")
 )
-
-// Run performs one sync: read the state, plan, guard and budget, read
-// titles, apply, record. The returned error is nil for a success (including
-// "nothing to do"), wraps ErrPartial or ErrItemsFailed when items failed,
-// and otherwise says why the run aborted; in every case but a dry run the
-// run is recorded.
-func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
-	r := s.newRun(opt.withDefaults())
-	out := r.sync(ctx)
-	sum := r.record(ctx, out)
-	return Result{Summary: sum, Plan: out.plan}, runError(sum, out.err)
-}
-
-// sync carries one run from the state it reads to the writes it applies,
-// and says what happened.
-func (r *run) sync(ctx context.Context) (out outcome) {
-	if out.state, out.err = r.readState(ctx); out.err != nil {
-		return out
-	}
-	mode, reason := differ.ChooseMode(differ.ModeInput{
-		Full: r.opt.Full, Last: out.state.last, Head: out.state.head, Previous: out.state.prev,
-		Pending: len(out.state.revisit), Unclean: out.state.unclean,
-		Now: r.start, ReconcileInterval: r.opt.ReconcileInterval,
-		Reconciles: r.opt.Trigger == TriggerSchedule || r.opt.Trigger == TriggerCLI,
-	})
-	if mode == ModeUnchanged {
-		out.mode = mode
-		r.log.Info("head unchanged", logkey.Commit, out.state.head)
-		return out
-	}
-	r.phases.enter("plan")
-	// The registry's entries, the plan and the writes all happen under the
-	// lease, renewed while the run lasts, so a run never writes a plan made
-	// before another run's writes. (What decided the mode was read before:
-	// lastCommit, lastRun and the lease itself.)
-	if out.lease, out.err = r.takeLease(ctx, out.state.lease); out.err != nil {
-		return out
-	}
-	ctx, stop := r.keepLease(ctx, out.lease)
-	defer stop()
-	p, reg, err := r.plan(ctx, out.state, mode, reason)
-	if err != nil {
-		out.err = stopped(ctx, err)
-		return out
-	}
-	out.size = reg.size
-	out.mode, out.reason = p.mode, p.reason // an untrusted compare makes the run full
-	out = r.write(ctx, out, p, reg)
-	out.err = stopped(ctx, out.err)
-	return out
-}
-
-// write reads titles, guards the plan, and unless the run is dry checks the
-// budget, applies it and records its failures for retry.
-func (r *run) write(ctx context.Context, out outcome, p planned, reg registryState) outcome {
-	out.plan = p.plan
-	r.phases.enter("fetch")
-	plan, failures, err := r.readTitles(ctx, out.state.head, p.plan, reg.entries, p.desired)
-	out.plan = plan
-	if err != nil {
-		out.err = err
-		return out
-	}
-	if reg.partial {
-		if reg.v1, err = r.readV1(ctx, plan, out.state.prev.LegacyV1); err != nil {
-			out.err = err
-			return out
-		}
-	}
-	plan, mig := differ.Migrate(plan, reg.entries, reg.v1, out.mode == ModeFull, r.start)
-	out.legacy = legacyLeft(out, reg, mig)
-	r.logPlan(plan, mig)
-	planned := plan
-	out.plan, out.planned = plan, &planned
-	if !r.opt.AllowMassDelete {
-		if out.err = differ.Guard(plan, reg.entries, p.renames, reg.size); out.err != nil {
-			return out
-		}
-	}
-	if r.opt.DryRun {
-		out.failures = failures
-		return out
-	}
-	if out.err = outage(differ.Unread(p.plan, nil), failures); out.err != nil {
-		return out
-	}
-	if plan, out.waiting, out.err = r.fitBudget(ctx, plan, p.work); out.err != nil {
-		return out
-	}
-	r.phases.enter("apply")
-	out.wrote = true
-	writeFailures, err := r.apply(ctx, plan, reg, mig, p.work)
-	if err != nil {
-		out.err = err
-		return out
-	}
-	out.failures = sortFailures(append(failures, writeFailures...))
-	applied := withoutFailed(plan, out.failures)
-	out.applied = &applied
-	out.owed = []string{}
-	if len(out.failures) > 0 {
-		// the items as planned: one that could not be read is no longer in plan
-		out.owed, out.newlyDead, out.recordErr = r.recordFailures(ctx, p.plan, out.failures, out.state.pending)
-	}
-	out.fullRun = out.mode == ModeFull && len(out.failures) == 0 && out.waiting == 0
-	out.err = ctx.Err()
-	return out
-}
 
 // stopped is err, or the cause of ctx's end when it ended (a lost lease).
 func stopped(ctx context.Context, err error) error {

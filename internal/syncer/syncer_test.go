@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
@@ -134,6 +135,7 @@ func (r *rig) failReads(paths ...string) (restore func()) {
 }
 
 func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -151,6 +153,7 @@ func TestRun_ContentUnreadable_FailureNotDelete(t *testing.T) {
 }
 
 func TestRun_EveryReadFails_OutageNotItemFailures(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -176,6 +179,7 @@ func TestRun_EveryReadFails_OutageNotItemFailures(t *testing.T) {
 }
 
 func TestRun_RegistryListFails_NothingWritten(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		full bool // a full run lists the registry; an incremental one reads what it touches
@@ -208,6 +212,7 @@ func TestRun_RegistryListFails_NothingWritten(t *testing.T) {
 }
 
 func TestRun_BatchesBoundedPutsBeforeDeletesMetadataLast(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := range 120 {
 		r.repo.Write(fmt.Sprintf("old/%03d.md", i), fmt.Sprintf("# %d\n", i))
@@ -250,28 +255,30 @@ func TestRun_BatchesBoundedPutsBeforeDeletesMetadataLast(t *testing.T) {
 }
 
 func TestRun_ReconcileIntervalPassed_FullRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
 	r.repo.Write("c/라.md", "# 라\n")
 	r.repo.Commit("add")
 	res := r.mustRun()
-	if res.Summary.Mode != syncer.ModeIncremental {
+	if res.Summary.Mode != differ.ModeIncremental {
 		t.Fatalf("mode %s, want incremental", res.Summary.Mode)
 	}
 	r.clock.Advance(8 * 24 * time.Hour)
 	r.repo.Write("c/마.md", "# 마\n")
 	r.repo.Commit("add again")
 	res = r.mustRun()
-	if res.Summary.Mode != syncer.ModeFull || res.Summary.ModeReason != "reconcile interval passed" {
+	if res.Summary.Mode != differ.ModeFull || res.Summary.ModeReason != "reconcile interval passed" {
 		t.Errorf("mode %s (%s), want full after the reconcile interval", res.Summary.Mode, res.Summary.ModeReason)
 	}
-	if res = r.mustRun(); res.Summary.Mode != syncer.ModeUnchanged {
+	if res = r.mustRun(); res.Summary.Mode != differ.ModeUnchanged {
 		t.Errorf("mode %s after a fresh full run, want unchanged", res.Summary.Mode)
 	}
 }
 
 func TestRun_ReconcileRepairsDrift(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
@@ -292,6 +299,7 @@ func TestRun_ReconcileRepairsDrift(t *testing.T) {
 }
 
 func TestRun_ConflictsAndSkipsReportedEveryRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.repo.Write("a/규정.md", "# a\n")
 	r.repo.Write("b/규정.md", "# b\n")
@@ -302,7 +310,7 @@ func TestRun_ConflictsAndSkipsReportedEveryRun(t *testing.T) {
 	r.repo.Write("c/정상.md", "# 정상 개정\n")
 	r.repo.Commit("unrelated edit")
 	res := r.mustRun()
-	if res.Summary.Mode != syncer.ModeIncremental {
+	if res.Summary.Mode != differ.ModeIncremental {
 		t.Fatalf("mode %s", res.Summary.Mode)
 	}
 	want := []policy.Conflict{{PolicyName: "규정", Winner: "a/규정.md", Losers: []string{"b/규정.md"}}}
@@ -322,6 +330,7 @@ func TestRun_ConflictsAndSkipsReportedEveryRun(t *testing.T) {
 }
 
 func TestRun_SkippedWinnerStillWins_LoserEditedIncrementally(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.repo.Write("a/규정.md", "") // the winner, skipped
 	r.repo.Write("b/규정.md", "# b\n")
@@ -339,6 +348,7 @@ func TestRun_SkippedWinnerStillWins_LoserEditedIncrementally(t *testing.T) {
 }
 
 func TestRun_ContextCancelled_RunRecordedFailed(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.seed()
 	r.mustRun()
@@ -351,5 +361,29 @@ func TestRun_ContextCancelled_RunRecordedFailed(t *testing.T) {
 	}
 	if lr := r.lastRun(); lr.Status != policy.RunFailed || r.lastCommit() != first {
 		t.Errorf("lastRun %+v, lastCommit %s", lr, r.lastCommit())
+	}
+}
+
+func TestRun_RegistryReadFails_ErrorSaysEachLayerOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	boom := errors.New("boom")
+	r.store.FailList(boom)
+	res, err := r.run(syncer.Options{Full: true})
+	if !errors.Is(err, boom) || res.Summary.Status != policy.RunFailed {
+		t.Fatalf("err = %v, status %s; want the listing's failure", err, res.Summary.Status)
+	}
+	msg := err.Error()
+	if strings.Count(msg, "registry: ") != 1 {
+		t.Errorf("%q: want the registry layer named once", msg)
+	}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(msg, ": ") {
+		part = strings.ReplaceAll(part, `"`, "")
+		if seen[part] {
+			t.Errorf("%q says %q twice", msg, part)
+		}
+		seen[part] = true
 	}
 }

@@ -3,11 +3,50 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
+
+// titled is the plan once the titles step read what it needs.
+type titled struct {
+	plan     policy.Plan      // with titles, skips, and legacy fields carried
+	failures []policy.Failure // files that could not be read
+	mig      differ.Migration
+	// legacy are the v1 keys (titles) no policy took the fields of, after
+	// the run.
+	legacy []string
+}
+
+// titles is the titles step: it reads the content of every add and update
+// to take its title (differ.WithContent), the legacy v1 entries those titles
+// match when the run read only what it touches, and carries their fields
+// (differ.Migrate). On an error, plan is the plan as far as it got.
+func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned) (titled, error) {
+	reg := in.reg
+	plan, failures, err := r.readTitles(ctx, st.head, p.plan, reg.entries, p.desired)
+	if err != nil {
+		return titled{plan: plan}, err
+	}
+	v1 := reg.v1
+	if reg.partial {
+		if v1, err = r.readV1(ctx, plan, st.prev.LegacyV1); err != nil {
+			return titled{plan: plan}, err
+		}
+	}
+	plan, mig := differ.Migrate(plan, reg.entries, v1, in.mode == differ.ModeFull, r.start)
+	t := titled{plan: plan, failures: failures, mig: mig}
+	var last []string
+	if reg.partial { // then the last run said what was left
+		last = st.prev.LegacyV1
+	}
+	t.legacy = differ.LegacyLeft(reg.partial, last, v1, mig)
+	r.logPlan(plan, mig)
+	return t, nil
+}
 
 // readTitles reads the content of every add and update to take its title;
 // the differ turns empty and oversized content into skips and unreadable
@@ -33,10 +72,41 @@ func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, ent
 	return plan, failures, nil
 }
 
-// outage says whether every read of files failed (see ErrOutage).
-func outage(files []policy.File, failures []policy.Failure) error {
-	if len(files) == 0 || len(failures) < len(files) {
-		return nil
+// readV1 reads, for a run that read only the entries it touches, the legacy
+// v1 entries (keyed by title) whose fields a policy this run writes takes:
+// those of the titles the last full run found unmatched (legacy) that a put
+// of the plan now has.
+func (r *run) readV1(ctx context.Context, plan policy.Plan, legacy []string) (map[string]policy.Entry, error) {
+	var titles []string
+	for _, it := range plan.Items {
+		if it.Action != policy.ActDelete && slices.Contains(legacy, it.Title) {
+			titles = append(titles, it.Title)
+		}
 	}
-	return fmt.Errorf("%w: all %d file reads failed, e.g. %s: %s", ErrOutage, len(files), failures[0].PolicyName, failures[0].Error)
+	if len(titles) == 0 {
+		return nil, nil
+	}
+	all, problems, err := r.Registry.Entries(ctx, titles)
+	if err != nil {
+		return nil, fmt.Errorf("read legacy entries: %w", err)
+	}
+	for key, perr := range problems {
+		r.log.Warn("registry entry unreadable", logkey.Key, key, logkey.Error, perr)
+	}
+	_, v1 := differ.SplitV1(all)
+	return v1, nil
+}
+
+// logPlan warns of what the plan leaves out: conflicts, skips, v1 entries
+// that match no policy.
+func (r *run) logPlan(plan policy.Plan, mig differ.Migration) {
+	for _, key := range mig.Unmatched {
+		r.log.Warn("legacy entry matches no policy title", logkey.Key, registry.PolicyKey(key))
+	}
+	for _, c := range plan.Conflicts {
+		r.log.Warn("duplicate policy name", logkey.Policy, c.PolicyName, logkey.Winner, c.Winner, logkey.Losers, c.Losers)
+	}
+	for _, sk := range plan.Skipped {
+		r.log.Warn("file skipped", logkey.Policy, sk.PolicyName, logkey.Path, sk.Path, logkey.Reason, sk.Reason)
+	}
 }

@@ -126,6 +126,7 @@ func readBound(keys, legacy int) int64 { return max(1, ceilDiv(keys, 1000)) + in
 func writeBound(c cost) int64 { return ceilDiv(c.puts, batchSize) + ceilDiv(c.dels, batchSize) + 2 }
 
 func TestCloudflareRequests_WithinTargets(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ n, legacy int }{{100, 0}, {1000, 0}, {100, 3}, {1000, 3}} {
 		t.Run(fmt.Sprintf("policies=%d/legacy=%d", tc.n, tc.legacy), func(t *testing.T) {
 			c := simulate(t, tc.n, tc.legacy)

@@ -10,27 +10,29 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 )
 
 func TestStore_GetMany_MetadataInOneRequest_AbsentKeysAbsent(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	lastRun := `{"timestamp":"2025-03-01T16:00:00Z","status":"success","conflicts":["학칙"]}`
-	w.fake.Set(policy.LastCommitKey, []byte("0123456789abcdef0123456789abcdef01234567"), nil, 0)
-	w.fake.Set(policy.LastRunKey, []byte(lastRun), nil, 0)
+	w.fake.Set(registry.LastCommitKey, []byte("0123456789abcdef0123456789abcdef01234567"), nil, 0)
+	w.fake.Set(registry.LastRunKey, []byte(lastRun), nil, 0)
 
 	// as the registry finds it: an optional interface of its own
 	var getter interface {
 		GetMany(ctx context.Context, keys []string) (map[string][]byte, error)
 	} = w.store
-	got, err := getter.GetMany(t.Context(), []string{policy.LastCommitKey, policy.LastRunKey, policy.LeaseKey})
+	got, err := getter.GetMany(t.Context(), []string{registry.LastCommitKey, registry.LastRunKey, registry.LeaseKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]byte{
-		policy.LastCommitKey: []byte("0123456789abcdef0123456789abcdef01234567"),
-		policy.LastRunKey:    []byte(lastRun),
+		registry.LastCommitKey: []byte("0123456789abcdef0123456789abcdef01234567"),
+		registry.LastRunKey:    []byte(lastRun),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GetMany (-want +got):\n%s", diff)
@@ -44,6 +46,7 @@ func TestStore_GetMany_MetadataInOneRequest_AbsentKeysAbsent(t *testing.T) {
 }
 
 func TestStore_GetMany_Over100Keys_OneRequestPer100(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	var keys []string
 	want := map[string][]byte{}
@@ -68,6 +71,7 @@ func TestStore_GetMany_Over100Keys_OneRequestPer100(t *testing.T) {
 }
 
 func TestStore_GetMany_BadKey_TooLargeNoRequest(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	_, err := w.store.GetMany(t.Context(), []string{"ok", strings.Repeat("k", 513)})
 	if !errors.Is(err, policy.ErrTooLarge) {
@@ -82,6 +86,7 @@ func TestStore_GetMany_BadKey_TooLargeNoRequest(t *testing.T) {
 }
 
 func TestStore_GetMany_5xxRetried_WrongTokenConfigError(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.Set("k", []byte("v"), nil, 0)
 	w.fake.FailNext(cloudflaretest.ServerError(502))

@@ -29,6 +29,7 @@ func wantRateLimit(t *testing.T, err error, retryAt time.Time) {
 }
 
 func TestStore_429PastTheDeadline_FailsAtOnceSayingWhen(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.FailNext(cloudflaretest.RateLimit(5 * time.Minute))
 	ctx, cancel := context.WithTimeout(t.Context(), runDeadline)
@@ -45,6 +46,7 @@ func TestStore_429PastTheDeadline_FailsAtOnceSayingWhen(t *testing.T) {
 }
 
 func TestStore_TokenBlocked_NoFurtherRequestPastTheDeadline(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.Set("policy:a", []byte("a"), nil, 0)
 	w.fake.FailNext(cloudflaretest.RateLimit(5 * time.Minute))
@@ -65,6 +67,7 @@ func TestStore_TokenBlocked_NoFurtherRequestPastTheDeadline(t *testing.T) {
 }
 
 func TestStore_429WithoutRetryAfter_TakenAsTheFiveMinuteBlock(t *testing.T) {
+	t.Parallel()
 	t.Run("deadline allows", func(t *testing.T) {
 		w := mustWorld(t, nil, nil)
 		w.fake.Set("policy:a", []byte("a"), nil, 0)
@@ -88,6 +91,7 @@ func TestStore_429WithoutRetryAfter_TakenAsTheFiveMinuteBlock(t *testing.T) {
 }
 
 func TestStore_FullWindowPastTheDeadline_FailsAtOnceSayingWhen(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) {
 		c.RequestsPerWindow = 1
 		c.Window = time.Minute

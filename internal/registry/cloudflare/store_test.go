@@ -100,12 +100,14 @@ func mustWorld(t testing.TB, now func() time.Time, tweak func(*cloudflare.Config
 }
 
 func TestStore_Contract(t *testing.T) {
+	t.Parallel()
 	registrytest.RunContract(t, func(t *testing.T, now func() time.Time) registry.Store {
 		return mustWorld(t, now, nil).store
 	})
 }
 
 func TestNew_MissingField_NamesItAndIsConfigError(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cfg  cloudflare.Config
 		want string
@@ -123,6 +125,7 @@ func TestNew_MissingField_NamesItAndIsConfigError(t *testing.T) {
 }
 
 func TestStore_List_PagesByThousand_NoValues(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	var want []string
 	for i := range 2500 {
@@ -153,6 +156,7 @@ func TestStore_List_PagesByThousand_NoValues(t *testing.T) {
 }
 
 func TestStore_Put_OnePairWithMetadata_OneBulkRequest(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	registrytest.MustPut(t, w.store, registry.Pair{Key: "policy:학칙", Value: []byte(`{"x":1}`), Metadata: json.RawMessage(`{"sha":"abc"}`)})
 	if got := w.fake.Requests(cloudflaretest.BulkPut); got != 1 {
@@ -171,6 +175,7 @@ func TestStore_Put_OnePairWithMetadata_OneBulkRequest(t *testing.T) {
 }
 
 func TestStore_Put_BinaryValue_Base64RoundTrip(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	bin := []byte{0xff, 0xfe, 0, 1, 'a', 0x80}
 	text := []byte("한국 \u2028 <&> \"q\"")
@@ -183,6 +188,7 @@ func TestStore_Put_BinaryValue_Base64RoundTrip(t *testing.T) {
 }
 
 func TestStore_Put_Over10000Pairs_SplitsIntoBulkRequests(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	pairs := make([]registry.Pair, 10001)
 	for i := range pairs {
@@ -201,6 +207,8 @@ func TestStore_Put_Over10000Pairs_SplitsIntoBulkRequests(t *testing.T) {
 }
 
 func TestStore_Put_Over100MB_SplitsIntoBulkRequests(t *testing.T) {
+	// not parallel: 120 MB under -race must not share the CPU with the
+	// other tests, or its requests pass their timeout and are retried
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.RequestTimeout = 2 * time.Minute })
 	big := bytes.Repeat([]byte("x"), 20<<20)
 	var pairs []registry.Pair
@@ -217,6 +225,7 @@ func TestStore_Put_Over100MB_SplitsIntoBulkRequests(t *testing.T) {
 }
 
 func TestStore_Put_UnsuccessfulKeys_FailExactlyThose(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.FailKeys("policy:b", "queue:b")
 	out := w.store.Put(t.Context(), []registry.Pair{
@@ -242,6 +251,7 @@ func TestStore_Put_UnsuccessfulKeys_FailExactlyThose(t *testing.T) {
 }
 
 func TestStore_Delete_UnsuccessfulKeys_FailExactlyThose(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	for _, k := range []string{"policy:a", "policy:b", "queue:a"} {
 		w.fake.Set(k, []byte("v"), nil, 0)
@@ -266,6 +276,7 @@ func TestStore_Delete_UnsuccessfulKeys_FailExactlyThose(t *testing.T) {
 }
 
 func TestStore_429_RetriesHonouringRetryAfter(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.FailNext(cloudflaretest.RateLimit(7*time.Second), cloudflaretest.RateLimit(7*time.Second))
 	registrytest.MustPut(t, w.store, registry.Pair{Key: "policy:a", Value: []byte("a")})
@@ -283,6 +294,7 @@ func TestStore_429_RetriesHonouringRetryAfter(t *testing.T) {
 }
 
 func TestStore_5xxThenSuccess_Retried(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.Set("policy:a", []byte("a"), nil, 0)
 	w.fake.FailNext(cloudflaretest.ServerError(502), cloudflaretest.ServerError(503), cloudflaretest.ServerError(500))
@@ -302,6 +314,7 @@ func TestStore_5xxThenSuccess_Retried(t *testing.T) {
 }
 
 func TestStore_Hang_TimesOutAndRetries(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.RequestTimeout = 200 * time.Millisecond })
 	w.fake.FailNext(cloudflaretest.Hang())
 	registrytest.MustPut(t, w.store, registry.Pair{Key: "policy:a", Value: []byte("a")})
@@ -311,6 +324,7 @@ func TestStore_Hang_TimesOutAndRetries(t *testing.T) {
 }
 
 func TestStore_429Storm_RateLimitErrorAfterBoundedTries(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.MaxRetries = 3 })
 	storm := make([]cloudflaretest.Fault, 10)
 	for i := range storm {
@@ -338,6 +352,7 @@ func TestStore_429Storm_RateLimitErrorAfterBoundedTries(t *testing.T) {
 }
 
 func TestStore_5xxOnList_ErrorNoRetryForever(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.MaxRetries = 2 })
 	w.fake.SetRates(cloudflaretest.Rates{ServerError: 1})
 	_, err := w.store.List(t.Context(), "policy:")
@@ -350,6 +365,7 @@ func TestStore_5xxOnList_ErrorNoRetryForever(t *testing.T) {
 }
 
 func TestStore_WrongToken_ConfigErrorWithoutToken(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.APIToken = "wrong-" + secretToken })
 	_, err := w.store.Get(t.Context(), "policy:a")
 	if !errors.Is(err, policy.ErrConfig) {
@@ -370,6 +386,7 @@ func TestStore_WrongToken_ConfigErrorWithoutToken(t *testing.T) {
 }
 
 func TestStore_UnknownNamespace_ConfigErrorNamingIt(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.NamespaceID = "ns-missing" })
 	for name, err := range map[string]error{
 		"get":  func() error { _, err := w.store.Get(t.Context(), "policy:a"); return err }(),
@@ -384,6 +401,7 @@ func TestStore_UnknownNamespace_ConfigErrorNamingIt(t *testing.T) {
 }
 
 func TestStore_TokenNeverInErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) {
 		c.MaxRetries = 2
 		c.RequestTimeout = 200 * time.Millisecond
@@ -413,6 +431,7 @@ func TestStore_TokenNeverInErrorsOrLogs(t *testing.T) {
 }
 
 func TestStore_FullWindow_WaitsAndSaysSo(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) {
 		c.RequestsPerWindow = 3
 		c.Window = time.Minute
@@ -433,6 +452,7 @@ func TestStore_FullWindow_WaitsAndSaysSo(t *testing.T) {
 }
 
 func TestStore_Window_Slides(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) {
 		c.RequestsPerWindow = 2
 		c.Window = time.Minute
@@ -448,6 +468,7 @@ func TestStore_Window_Slides(t *testing.T) {
 }
 
 func TestStore_CancelledDuringBackoff_StopsWithContextError(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) {
 		c.Sleep = func(ctx context.Context, d time.Duration) error { return context.Canceled }
 	})
@@ -459,6 +480,7 @@ func TestStore_CancelledDuringBackoff_StopsWithContextError(t *testing.T) {
 }
 
 func TestStore_OddKeys_EveryEndpointExact(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	var pairs []registry.Pair
 	for _, k := range registrytest.OddKeys {
@@ -495,6 +517,7 @@ func TestStore_OddKeys_EveryEndpointExact(t *testing.T) {
 }
 
 func TestStore_DefaultBaseURL(t *testing.T) {
+	t.Parallel()
 	if cloudflare.DefaultBaseURL != "https://api.cloudflare.com/client/v4" {
 		t.Errorf("DefaultBaseURL = %q", cloudflare.DefaultBaseURL)
 	}

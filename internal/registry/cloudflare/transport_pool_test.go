@@ -6,6 +6,7 @@ import (
 )
 
 func TestPooledTransport_KeepsAConnectionPerWriteInFlight(t *testing.T) {
+	t.Parallel()
 	tr, ok := pooledTransport().(*http.Transport)
 	if !ok {
 		t.Fatalf("transport %T, want an *http.Transport", pooledTransport())

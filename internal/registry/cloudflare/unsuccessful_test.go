@@ -23,6 +23,7 @@ func hundredPairs() []registry.Pair {
 }
 
 func TestStore_Put_15PercentUnsuccessful_AllLandAfterReSends(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil) // the fake's draws are seeded
 	w.fake.FailKeyFraction(0.15)
 
@@ -48,6 +49,7 @@ func TestStore_Put_15PercentUnsuccessful_AllLandAfterReSends(t *testing.T) {
 }
 
 func TestStore_Put_KeyUnsuccessfulEveryTime_FailsAfterThreeReSends(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.FailKeys("policy:규정 007")
 
@@ -74,6 +76,7 @@ func TestStore_Put_KeyUnsuccessfulEveryTime_FailsAfterThreeReSends(t *testing.T)
 }
 
 func TestStore_Delete_15PercentUnsuccessful_AllGoneAfterReSends(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	var keys []string
 	for _, p := range hundredPairs() {
@@ -94,6 +97,7 @@ func TestStore_Delete_15PercentUnsuccessful_AllGoneAfterReSends(t *testing.T) {
 }
 
 func TestStore_Put_ReSendPastTheDeadline_NotStarted(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, nil)
 	w.fake.FailKeys("policy:규정 007")
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
@@ -112,6 +116,7 @@ func TestStore_Put_ReSendPastTheDeadline_NotStarted(t *testing.T) {
 }
 
 func TestStore_Usage_CountsEveryRequestRetriesAndReSendsIncluded(t *testing.T) {
+	t.Parallel()
 	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.RequestTimeout = 200 * time.Millisecond })
 	w.fake.SetRates(cloudflaretest.Rates{RateLimit: 0.1, ServerError: 0.1, Hang: 0.02})
 	w.fake.FailKeyFraction(0.2)

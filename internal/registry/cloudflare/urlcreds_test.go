@@ -21,6 +21,7 @@ const (
 )
 
 func TestStore_URLCredentials_NeverInErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	// A transport that fails every request and echoes its URL, as some do.
 	failing := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -50,7 +51,7 @@ func TestStore_URLCredentials_NeverInErrorsOrLogs(t *testing.T) {
 	note(err)
 	_, err = s.List(ctx, "policy:")
 	note(err)
-	_, err = s.GetMany(ctx, []string{policy.LastRunKey})
+	_, err = s.GetMany(ctx, []string{registry.LastRunKey})
 	note(err)
 	note(s.Put(ctx, []registry.Pair{{Key: "policy:a", Value: []byte("a")}})["policy:a"])
 	note(s.Delete(ctx, []string{"policy:a"})["policy:a"])
@@ -68,6 +69,7 @@ func TestStore_URLCredentials_NeverInErrorsOrLogs(t *testing.T) {
 }
 
 func TestNew_BadBaseURL_ConfigErrorWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	_, err := cloudflare.New(cloudflare.Config{AccountID: "a", NamespaceID: "n", APIToken: "t",
 		BaseURL: "ftp://" + cfURLUser + ":" + cfURLPassword + "@host/client/v4"})
 	if !errors.Is(err, policy.ErrConfig) || !strings.Contains(err.Error(), "BaseURL") {

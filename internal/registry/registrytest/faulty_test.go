@@ -12,6 +12,7 @@ import (
 )
 
 func TestFaulty_FailKeys_OnlyThoseKeys(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	boom := errors.New("boom")
 	f.FailKeys(map[string]error{"policy:b": boom, "policy:c": boom})
@@ -35,6 +36,7 @@ func TestFaulty_FailKeys_OnlyThoseKeys(t *testing.T) {
 }
 
 func TestFaulty_FailCall_NthOnly(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	boom := errors.New("boom")
 	f.FailCall(registrytest.Put, 2, boom)
@@ -57,6 +59,7 @@ func TestFaulty_FailCall_NthOnly(t *testing.T) {
 }
 
 func TestFaulty_FailGetAndList(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	registrytest.MustPut(t, f, registry.Pair{Key: "a", Value: []byte("a")})
 	boom := errors.New("boom")
@@ -78,6 +81,7 @@ func TestFaulty_FailGetAndList(t *testing.T) {
 }
 
 func TestFaulty_LogAndListKeysOnly(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	registrytest.MustPut(t, f, registry.Pair{Key: "policy:a", Value: []byte("a")}, registry.Pair{Key: "queue:a", Value: []byte("q")})
 	f.ListKeysOnly(true)
@@ -101,6 +105,7 @@ func TestFaulty_LogAndListKeysOnly(t *testing.T) {
 }
 
 func TestFaulty_Kill_EverythingFailsAfterTheGivenWrites(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	registrytest.MustPut(t, f, registry.Pair{Key: "a", Value: []byte("1")})

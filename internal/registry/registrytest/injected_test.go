@@ -9,6 +9,7 @@ import (
 )
 
 func TestFaulty_Injected_CountsCallsAndKeys(t *testing.T) {
+	t.Parallel()
 	f := registrytest.NewFaulty(registry.NewMemory(nil))
 	boom := errors.New("boom")
 	f.FailKeys(map[string]error{"policy:b": boom})

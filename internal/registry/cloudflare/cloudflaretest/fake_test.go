@@ -35,6 +35,7 @@ func mustClient(t *testing.T, token string) (*cloudflaretest.Fake, *cf.API, *reg
 var rc = cf.AccountIdentifier("acc")
 
 func TestFake_CloudflareGo_WriteGetListDelete(t *testing.T) {
+	t.Parallel()
 	f, api, _ := mustClient(t, "tok")
 	ctx := t.Context()
 	if _, err := api.WriteWorkersKVEntry(ctx, rc, cf.WriteWorkersKVEntryParams{NamespaceID: "ns", Key: "policy:학칙 a/b?#%+", Value: []byte("one")}); err != nil {
@@ -85,6 +86,7 @@ func TestFake_CloudflareGo_WriteGetListDelete(t *testing.T) {
 }
 
 func TestFake_Get_Missing_404Code10009(t *testing.T) {
+	t.Parallel()
 	_, api, _ := mustClient(t, "tok")
 	_, err := api.GetWorkersKV(t.Context(), rc, cf.GetWorkersKVParams{NamespaceID: "ns", Key: "absent"})
 	var nf *cf.NotFoundError
@@ -94,6 +96,7 @@ func TestFake_Get_Missing_404Code10009(t *testing.T) {
 }
 
 func TestFake_WrongToken_401Code10000(t *testing.T) {
+	t.Parallel()
 	f, api, _ := mustClient(t, "not-the-token")
 	_, err := api.GetWorkersKV(t.Context(), rc, cf.GetWorkersKVParams{NamespaceID: "ns", Key: "k"})
 	var auth *cf.AuthorizationError
@@ -106,6 +109,7 @@ func TestFake_WrongToken_401Code10000(t *testing.T) {
 }
 
 func TestFake_UnknownNamespace_404(t *testing.T) {
+	t.Parallel()
 	_, api, _ := mustClient(t, "tok")
 	_, err := api.ListWorkersKVKeys(t.Context(), rc, cf.ListWorkersKVsParams{NamespaceID: "other"})
 	var nf *cf.NotFoundError
@@ -115,6 +119,7 @@ func TestFake_UnknownNamespace_404(t *testing.T) {
 }
 
 func TestFake_List_CursorPagesAndLimitBounds(t *testing.T) {
+	t.Parallel()
 	f, api, _ := mustClient(t, "tok")
 	for i := range 25 {
 		f.Set("policy:"+string(rune('a'+i)), []byte("v"), nil, 0)
@@ -151,6 +156,7 @@ func TestFake_List_CursorPagesAndLimitBounds(t *testing.T) {
 }
 
 func TestFake_Limits_Refused(t *testing.T) {
+	t.Parallel()
 	_, api, _ := mustClient(t, "tok")
 	ctx := t.Context()
 	tooMany := make([]*cf.WorkersKVPair, cloudflaretest.MaxBulkPairs+1)
@@ -178,6 +184,8 @@ func TestFake_Limits_Refused(t *testing.T) {
 }
 
 func TestFake_Bulk_Over100MB_413(t *testing.T) {
+	// not parallel: 120 MB under -race must not share the CPU with the
+	// other tests, or its requests pass their timeout and are retried
 	f, _, _ := mustClient(t, "tok")
 	body := append([]byte(`[{"key":"k","value":"`), bytes.Repeat([]byte("x"), cloudflaretest.MaxBulkBytes)...)
 	body = append(body, `"}]`...)
@@ -194,6 +202,7 @@ func TestFake_Bulk_Over100MB_413(t *testing.T) {
 }
 
 func TestFake_Faults_RateLimitServerErrorHang(t *testing.T) {
+	t.Parallel()
 	f, api, _ := mustClient(t, "tok")
 	f.FailNext(cloudflaretest.RateLimit(3*time.Second), cloudflaretest.ServerError(502), cloudflaretest.Hang())
 	params := cf.GetWorkersKVParams{NamespaceID: "ns", Key: "k"}
@@ -239,6 +248,7 @@ func TestFake_Faults_RateLimitServerErrorHang(t *testing.T) {
 }
 
 func TestFake_Rates_SeededDeterministic(t *testing.T) {
+	t.Parallel()
 	run := func() []int {
 		f, api, _ := mustClient(t, "tok")
 		f.SetRates(cloudflaretest.Rates{RateLimit: 0.3, ServerError: 0.2})
@@ -260,6 +270,7 @@ func TestFake_Rates_SeededDeterministic(t *testing.T) {
 }
 
 func TestFake_PartialBulk_UnsuccessfulKeysNotWritten(t *testing.T) {
+	t.Parallel()
 	f, api, _ := mustClient(t, "tok")
 	f.FailKeys("b")
 	resp, err := api.Raw(t.Context(), http.MethodPut, "/accounts/acc/storage/kv/namespaces/ns/bulk",
@@ -293,6 +304,7 @@ func TestFake_PartialBulk_UnsuccessfulKeysNotWritten(t *testing.T) {
 }
 
 func TestFake_Metadata_AndMultipartPut(t *testing.T) {
+	t.Parallel()
 	f, api, _ := mustClient(t, "tok")
 	var body bytes.Buffer
 	body.WriteString("--X\r\nContent-Disposition: form-data; name=\"value\"\r\n\r\n본문\r\n--X\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"sha\": \"m\"}\r\n--X--\r\n")
@@ -312,6 +324,7 @@ func TestFake_Metadata_AndMultipartPut(t *testing.T) {
 }
 
 func TestFake_Expiry_FollowsClock(t *testing.T) {
+	t.Parallel()
 	f, api, clock := mustClient(t, "tok")
 	_, err := api.WriteWorkersKVEntries(t.Context(), rc, cf.WriteWorkersKVEntriesParams{NamespaceID: "ns", KVs: []*cf.WorkersKVPair{{Key: "lease", Value: "x", ExpirationTTL: 60}}})
 	if err != nil {
@@ -355,6 +368,7 @@ func postJSON(t *testing.T, f *cloudflaretest.Fake, path, body string, result an
 }
 
 func TestFake_BulkGet_ValuesByKeyNullWhenAbsent(t *testing.T) {
+	t.Parallel()
 	f, _, _ := mustClient(t, "tok")
 	f.Set("metadata:sync:lastCommit", []byte("0123abcd"), nil, 0)
 	f.Set("metadata:sync:lastRun", []byte(`{"status":"success","note":"학칙"}`), json.RawMessage(`{"v":1}`), time.Hour)

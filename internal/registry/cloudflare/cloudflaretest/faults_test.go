@@ -12,6 +12,7 @@ import (
 )
 
 func TestFake_Faults_CountsWhatItInjected(t *testing.T) {
+	t.Parallel()
 	f, api, _ := mustClient(t, "tok")
 	f.FailNext(cloudflaretest.ServerError(http.StatusBadGateway))
 	f.SetRates(cloudflaretest.Rates{RateLimit: 0.3, ServerError: 0.2})

@@ -78,7 +78,6 @@ type Fake struct {
 	counts       map[Endpoint]int
 	total        int
 	bulkPairs    int
-	bulkDeleted  int
 	faults       FaultCounts
 }
 
@@ -197,7 +196,6 @@ func (f *Fake) ResetCounts() {
 	f.counts = make(map[Endpoint]int)
 	f.total = 0
 	f.bulkPairs = 0
-	f.bulkDeleted = 0
 }
 
 // Set stores a key directly, without a request (test setup). ttl 0 means no
@@ -760,14 +758,6 @@ func (f *Fake) bulkDelete(w http.ResponseWriter, r *http.Request) {
 		delete(f.data, k)
 		res.SuccessfulKeyCount++
 	}
-	f.bulkDeleted += res.SuccessfulKeyCount
 	f.mu.Unlock()
 	writeEnvelope(w, http.StatusOK, res, nil)
-}
-
-// BulkKeysDeleted returns how many keys bulk deletes removed.
-func (f *Fake) BulkKeysDeleted() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.bulkDeleted
 }

@@ -1,16 +1,5 @@
 package policy
 
-// Registry key prefixes and fixed keys (docs/design.md "Registry schema").
-const (
-	PolicyPrefix     = "policy:"
-	QueuePrefix      = "queue:"
-	DeadLetterPrefix = "dead-letter:"
-	RunPrefix        = "metadata:sync:run:"
-	LastRunKey       = "metadata:sync:lastRun"
-	LastCommitKey    = "metadata:sync:lastCommit"
-	LeaseKey         = "metadata:sync:lease"
-)
-
 // TimeLayout is how every timestamp of the registry is written: ISO 8601
 // in UTC, to the second.
 const TimeLayout = "2006-01-02T15:04:05Z"
@@ -23,3 +12,8 @@ const (
 	MinTTLSeconds      = 60
 	DefaultMaxFileSize = 1 << 20
 )
+
+// MaxNameBytes is the longest policyName whose every key fits MaxKeyBytes:
+// the longest, dead-letter:{policyName}, takes 12 bytes more (the registry
+// keeps the two in step: internal/registry's key schema).
+const MaxNameBytes = MaxKeyBytes - len("dead-letter:")

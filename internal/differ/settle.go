@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/queue"
 )
 
 // QueueWork is what a run writes to the queue besides its items' own
@@ -17,11 +18,6 @@ type QueueWork struct {
 	// Drop are failed queue entries the head no longer needs written (its
 	// version of the policy is skipped).
 	Drop []string
-}
-
-// HeldBackReason is the skip reason of a version a dead letter holds back.
-func HeldBackReason(name string) string {
-	return "dead letter (syncjob deadletter retry " + name + ")"
 }
 
 // SettleQueue fits the plan to the queue. pending are the failed writes of
@@ -64,7 +60,7 @@ func SettleQueue(plan policy.Plan, desired map[string]policy.Desired, entries ma
 	plan.Items = slices.DeleteFunc(plan.Items, func(it policy.Item) bool {
 		held := holdsBack(dead, it)
 		if held {
-			plan.HeldBack = append(plan.HeldBack, policy.Skip{PolicyName: it.PolicyName, Path: it.Path, Reason: HeldBackReason(it.PolicyName)})
+			plan.HeldBack = append(plan.HeldBack, policy.Skip{PolicyName: it.PolicyName, Path: it.Path, Reason: queue.HeldBackReason(it.PolicyName)})
 		}
 		return held
 	})
@@ -98,15 +94,4 @@ func SupersededDeadLetters(plan policy.Plan, dead map[string]policy.DeadLetter) 
 		}
 	}
 	return out
-}
-
-// QueueOp is the queue operation that records a failure of the item.
-func QueueOp(it policy.Item) string {
-	switch it.Action {
-	case policy.ActAdd:
-		return policy.OpAdd
-	case policy.ActDelete:
-		return policy.OpDelete
-	}
-	return policy.OpUpdate
 }

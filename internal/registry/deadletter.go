@@ -1,0 +1,56 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/knue/syncjob/internal/queue"
+)
+
+// RetryDeadLetter puts the dead letter of name back in the queue (queue.Requeue:
+// its failures no longer counted) for the next sync to retry, then removes
+// the dead letter, and tells the next run to retry it (Registry.RequestRetry).
+// An error wrapping policy.ErrNotFound when there is none.
+func (r *Registry) RetryDeadLetter(ctx context.Context, name string, now time.Time) error {
+	d, err := r.DeadLetter(ctx, name)
+	if err != nil {
+		return fmt.Errorf("retry dead letter %s: %w", name, err)
+	}
+	put := PutQueue(queue.Requeue(d, now))
+	if errs := r.Write(ctx, put); errs != nil {
+		return fmt.Errorf("registry: retry dead letter %s: %w", name, errs[put.Key()])
+	}
+	del := DeleteDeadLetter(name)
+	if errs := r.Write(ctx, del); errs != nil {
+		return fmt.Errorf("registry: retry dead letter %s: queued, but the dead letter stays: %w", name, errs[del.Key()])
+	}
+	if err := r.RequestRetry(ctx, name); err != nil {
+		return fmt.Errorf("retry dead letter %s: queued, but the next run on an unchanged head may not see it: %w", name, err)
+	}
+	return nil
+}
+
+// DropDeadLetter forgets the dead letter of name and its failures: it no
+// longer holds a version back. The registry entry stays as it is until the
+// next run, which plans name from the head again (Registry.RequestRetry) —
+// the registry must end up equal to the head. Dropping one that is not
+// there succeeds.
+func (r *Registry) DropDeadLetter(ctx context.Context, name string) error {
+	del := DeleteDeadLetter(name)
+	if errs := r.Write(ctx, del); errs != nil {
+		return fmt.Errorf("registry: drop dead letter %s: %w", name, errs[del.Key()])
+	}
+	if err := r.RequestRetry(ctx, name); err != nil {
+		return fmt.Errorf("drop dead letter %s: dropped, but the next run on an unchanged head may not look at it again: %w", name, err)
+	}
+	return nil
+}
+
+// IsUnreadable reports whether err says a stored value exists but does not
+// decode (a dead letter written by hand, say): it can still be dropped.
+func IsUnreadable(err error) bool {
+	var bad *DecodeError
+	return errors.As(err, &bad)
+}

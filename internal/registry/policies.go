@@ -1,0 +1,164 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// Policies returns every policy:{name} entry by name (the key without its
+// prefix: the policyName, or the title of a legacy v1 entry, whose value has
+// no policyName and no sha). Values that do not decode are returned in
+// problems, by key, rather than failing the read; err is for the read itself.
+//
+// A backend that lists without values (Cloudflare) costs one List request
+// per page of keys: an entry is built from its key's metadata when that is
+// complete (see PolicyPair), and its value is read only otherwise (legacy or
+// hand-written keys, metadata dropped for size).
+func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
+	items, err := r.store.List(ctx, PolicyPrefix)
+	if err != nil {
+		return nil, nil, fmt.Errorf("registry: read policies: %w", err)
+	}
+	entries = make(map[string]policy.Entry, len(items))
+	for _, it := range items {
+		name := strings.TrimPrefix(it.Key, PolicyPrefix)
+		if it.Value == nil {
+			if e, ok := entryFromMetadata(it); ok {
+				entries[name] = e
+				continue
+			}
+			var found bool
+			if it, found, err = r.fill(ctx, it); err != nil {
+				return nil, nil, fmt.Errorf("registry: read policies: %w", err)
+			}
+			if !found {
+				continue
+			}
+		}
+		var e policy.Entry
+		if err := decodeObject(it.Value, &e); err != nil {
+			if problems == nil {
+				problems = make(map[string]error)
+			}
+			problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
+			continue
+		}
+		entries[name] = e
+	}
+	return entries, problems, nil
+}
+
+// entryFromMetadata returns the Entry a listed policy key's metadata
+// describes, when it describes all of it: written by PolicyPair, with path,
+// title and lastUpdated, and no legacy fields.
+func entryFromMetadata(it Item) (policy.Entry, bool) {
+	var m policyMetadata
+	if decodeObject(it.Metadata, &m) != nil || m.Legacy || m.Path == nil || m.Title == nil || m.LastUpdated == nil {
+		return policy.Entry{}, false
+	}
+	return policy.Entry{
+		PolicyName:  strings.TrimPrefix(it.Key, PolicyPrefix),
+		Title:       *m.Title,
+		Status:      policy.StatusActive,
+		LastUpdated: *m.LastUpdated,
+		SHA:         m.SHA,
+		Path:        *m.Path,
+	}, true
+}
+
+// CountPolicies returns how many policy:{name} keys the registry holds,
+// from a listing (no value is read).
+func (r *Registry) CountPolicies(ctx context.Context) (int, error) {
+	items, err := r.store.List(ctx, PolicyPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("registry: count policies: %w", err)
+	}
+	return len(items), nil
+}
+
+// Policy returns the entry of one policy; present is false when the key is
+// absent. A value that does not decode is a *DecodeError (present is then
+// true); any other error means the read failed.
+func (r *Registry) Policy(ctx context.Context, name string) (e policy.Entry, present bool, err error) {
+	raw, err := r.store.Get(ctx, PolicyKey(name))
+	if errors.Is(err, policy.ErrNotFound) {
+		return policy.Entry{}, false, nil
+	}
+	if err != nil {
+		return policy.Entry{}, false, fmt.Errorf("registry: read policy: %w", err)
+	}
+	if err := decodeObject(raw, &e); err != nil {
+		var bad *DecodeError
+		return policy.Entry{}, true, bad.add(PolicyKey(name), err)
+	}
+	return e, true, nil
+}
+
+// maxManyKeys is how many keys one GetMany asks for: Cloudflare's bulk get
+// takes up to 100.
+const maxManyKeys = 100
+
+// Entries reads the policy entries of names (policy:{name}): Select
+// without dead letters.
+func (r *Registry) Entries(ctx context.Context, names []string) (entries map[string]policy.Entry, problems map[string]error, err error) {
+	sel, err := r.Select(ctx, names, nil)
+	return sel.Entries, sel.Problems, err
+}
+
+// Selected is what Select read.
+type Selected struct {
+	Entries     map[string]policy.Entry      // by name; absent names absent
+	DeadLetters map[string]policy.DeadLetter // by name; absent names absent
+	Problems    map[string]error             // values that do not decode, by key
+}
+
+// Select reads the policy entries of names and the dead letters of
+// deadNames in as few requests as the store allows (ManyGetter: 100 keys a
+// request): what an incremental run needs of the registry, instead of
+// listing all of it.
+func (r *Registry) Select(ctx context.Context, names, deadNames []string) (Selected, error) {
+	sel := Selected{Entries: make(map[string]policy.Entry, len(names)), DeadLetters: map[string]policy.DeadLetter{}}
+	keys := make([]string, 0, len(names)+len(deadNames))
+	for _, n := range names {
+		keys = append(keys, PolicyKey(n))
+	}
+	for _, n := range deadNames {
+		keys = append(keys, DeadLetterKey(n))
+	}
+	for chunk := range slices.Chunk(keys, maxManyKeys) {
+		got, err := r.getMany(ctx, chunk)
+		if err != nil {
+			return Selected{}, fmt.Errorf("registry: read %d keys: %w", len(chunk), err)
+		}
+		for key, raw := range got {
+			sel.decode(key, raw)
+		}
+	}
+	return sel, nil
+}
+
+func (sel *Selected) decode(key string, raw []byte) {
+	var err error
+	if name, ok := strings.CutPrefix(key, DeadLetterPrefix); ok {
+		var d policy.DeadLetter
+		if err = decodeObject(raw, &d); err == nil {
+			sel.DeadLetters[name] = d
+		}
+	} else {
+		var e policy.Entry
+		if err = decodeObject(raw, &e); err == nil {
+			sel.Entries[strings.TrimPrefix(key, PolicyPrefix)] = e
+		}
+	}
+	if err != nil {
+		if sel.Problems == nil {
+			sel.Problems = map[string]error{}
+		}
+		sel.Problems[key] = fmt.Errorf("registry: decode %s: %w", key, err)
+	}
+}

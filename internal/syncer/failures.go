@@ -1,0 +1,50 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// retried is what the record-failures step did.
+type retried struct {
+	// owed are the names the next run must look at again.
+	owed []string
+	// newlyDead are the versions this run gave up on: held back from now.
+	newlyDead []policy.Skip
+	err       error // failures that could not be recorded for retry
+}
+
+// recordFailures is the record-failures step: for every failed add, update
+// or delete of plan (the items as planned), it writes its queue entry with
+// one more failure, or its dead letter at the last one (differ.RecordFailures
+// decides which).
+func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []policy.Failure, pending map[string]policy.QueueEntry) *retried {
+	if len(failures) == 0 {
+		return &retried{owed: []string{}}
+	}
+	rec := differ.RecordFailures(plan, failures, pending, r.attempt(), r.start)
+	var writes []registry.Write
+	for _, rt := range rec.Retries {
+		name := rt.Entry.PolicyName
+		if rt.Dead != nil {
+			r.log.Error("dead letter", logkey.Policy, name, logkey.Error, rt.Cause, logkey.RetryCount, rt.Entry.RetryCount)
+			writes = append(writes, registry.PutDeadLetter(*rt.Dead), registry.DeleteQueue(name))
+			continue
+		}
+		r.log.Warn("failure queued for retry", logkey.Policy, name, logkey.RetryCount, rt.Entry.RetryCount)
+		writes = append(writes, registry.PutQueue(rt.Entry))
+	}
+	var errs []error
+	for batch := range slices.Chunk(writes, r.opt.BatchSize) {
+		if failed := r.Registry.Write(ctx, batch...); len(failed) > 0 {
+			errs = append(errs, &registry.BatchError{Op: "record failures", Failed: failed})
+		}
+	}
+	return &retried{owed: rec.Owed, newlyDead: rec.HeldBack, err: errors.Join(errs...)}
+}

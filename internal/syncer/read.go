@@ -1,0 +1,163 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// readForPlan is what the read step read for the plan.
+type readForPlan struct {
+	mode, reason string            // the mode the run took (an untrusted compare makes it full)
+	cs           *policy.Changeset // last...head in an incremental run; nil in a full one
+	tree         []policy.File     // the head tree; nil when the plan does not need it
+	reg          registryState
+}
+
+// registryState is what the registry holds, read under the lease.
+type registryState struct {
+	entries map[string]policy.Entry // current entries by policyName
+	v1      map[string]policy.Entry // legacy v1 entries by title
+	// partial is set when only the names an incremental run touches were
+	// read; size is how many policies the registry holds.
+	partial bool
+	size    int
+	dead    map[string]policy.DeadLetter
+}
+
+// read reads what the plan needs: in a full run, the head tree and every
+// entry; in an incremental one, the compare last...head, then the entries of
+// the names it touches (differ.ReadScope: after a run that recorded what
+// the registry holds; else every entry), and the head tree when the compare
+// cannot say enough (differ.TreeNeeded). The tree and the registry are read
+// at once. An untrusted compare makes the run full.
+func (r *run) read(ctx context.Context, st state, mode, reason string) (readForPlan, error) {
+	in := readForPlan{mode: mode, reason: reason}
+	if mode == differ.ModeIncremental {
+		c, err := r.compare(ctx, st)
+		switch {
+		case errors.Is(err, policy.ErrCompareUntrusted):
+			in.mode, in.reason = differ.ModeFull, err.Error()
+		case err != nil:
+			return in, err
+		default:
+			in.cs = &c
+		}
+	}
+	var err error
+	in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs)
+	return in, err
+}
+
+// compare returns the changes last...head (none when they are the same
+// commit: a run that only retries).
+func (r *run) compare(ctx context.Context, st state) (policy.Changeset, error) {
+	if st.last == st.head {
+		return policy.Changeset{Base: st.last, Head: st.head}, nil
+	}
+	return r.Source.Compare(ctx, st.last, st.head)
+}
+
+// readTreeAndRegistry reads the registry and, when the plan needs it, the
+// head tree at once; tree is nil when it is not needed.
+func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Changeset) ([]policy.File, registryState, error) {
+	var (
+		tree []policy.File
+		reg  registryState
+	)
+	names, held := differ.ReadScope(st.before(), cs)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		reg, err = r.readRegistry(gctx, st, names, held)
+		return err
+	})
+	// When the registry is read whole, which dead letters there are is
+	// known only once it is: the tree may be read after it.
+	early := cs == nil || (names != nil && differ.TreeNeeded(st.before(), *cs, held))
+	if early {
+		g.Go(func() (err error) {
+			tree, err = r.Source.Tree(gctx, st.head)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, reg, err
+	}
+	if !early && differ.TreeNeeded(st.before(), *cs, slices.Collect(maps.Keys(reg.dead))) {
+		var err error
+		if tree, err = r.Source.Tree(ctx, st.head); err != nil {
+			return nil, reg, err
+		}
+	}
+	return tree, reg, nil
+}
+
+// readRegistry reads what a plan needs of the registry: the policies
+// (current and legacy v1) and the dead letters — every one; or, when names
+// is not nil, the entries of names and the dead
+// letters of held, in one bulk read. Unreadable values are logged, not
+// fatal; an unreadable dead letter holds nothing back (a person can drop
+// it).
+func (r *run) readRegistry(ctx context.Context, st state, names, held []string) (registryState, error) {
+	var (
+		reg      registryState
+		all      map[string]policy.Entry
+		problems map[string]error
+	)
+	if names != nil {
+		sel, err := r.Registry.Select(ctx, names, held)
+		if err != nil {
+			return reg, err
+		}
+		all, problems, reg.dead = sel.Entries, sel.Problems, sel.DeadLetters
+		reg.partial, reg.size = true, st.prev.Policies
+	} else {
+		var err error
+		if all, problems, reg.dead, err = r.listRegistry(ctx); err != nil {
+			return reg, err
+		}
+	}
+	for key, perr := range problems {
+		r.log.Warn("registry entry unreadable", logkey.Key, key, logkey.Error, perr)
+	}
+	reg.entries, reg.v1 = differ.SplitV1(all)
+	if !reg.partial {
+		reg.size = len(reg.entries)
+	}
+	return reg, nil
+}
+
+// listRegistry lists every policy, then every dead letter. (One after the
+// other: the head tree is read beside them, and a failed listing must be
+// the one that fails the run.)
+func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[string]error, map[string]policy.DeadLetter, error) {
+	all, problems, err := r.Registry.Policies(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dead, err := r.Registry.DeadLetters(ctx)
+	var bad *registry.DecodeError
+	if errors.As(err, &bad) {
+		r.log.Warn("dead letters unreadable", logkey.Error, err)
+	} else if err != nil {
+		return nil, nil, nil, err
+	}
+	return all, problems, dead, nil
+}
+
+// known is what the registry knows of each policy: enough to plan.
+func (st registryState) known() map[string]policy.Known {
+	known := make(map[string]policy.Known, len(st.entries))
+	for name, e := range st.entries {
+		known[name] = policy.Known{PolicyName: name, SHA: e.SHA, Path: e.Path}
+	}
+	return known
+}
