@@ -95,7 +95,9 @@ const (
 
 // OpenBolt opens the registry file at path for writing, creating the file
 // (not its directory) when missing. now (time.Now when nil) decides which
-// keys have expired. While another writer holds the file it fails after
+// keys have expired. Holding the writer's lock proves that no run that took
+// the lease lives: a lease left holding is ended at once (see
+// breakLeftLease). While another writer holds the file it fails after
 // about a second with an *InUseError naming the holder.
 func OpenBolt(path string, now func() time.Time) (*Bolt, error) {
 	return openBolt(path, now, lockTimeout)
@@ -142,8 +144,11 @@ func openBolt(path string, now func() time.Time, timeout time.Duration) (*Bolt, 
 	b := &Bolt{path: path, now: now, lock: lock}
 	err = b.use(context.Background(), func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
-			_, err := tx.CreateBucketIfNotExists(bucketName)
-			return err
+			bk, err := tx.CreateBucketIfNotExists(bucketName)
+			if err != nil {
+				return err
+			}
+			return breakLeftLease(bk, now())
 		})
 	})
 	if err != nil {
