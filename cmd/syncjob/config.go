@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 )
 
 // Config is every setting of syncjob. Each one is an environment variable
@@ -196,7 +197,7 @@ func (c Config) ValidateSource() error {
 	case c.Branch == "":
 		return &ConfigError{"GITHUB_BRANCH", "must not be empty"}
 	}
-	return checkURL("GITHUB_API_URL", c.GitHubAPIURL)
+	return checkURL("GITHUB_API_URL", "GITHUB_TOKEN", c.GitHubAPIURL)
 }
 
 // Validate checks every setting but the GitHub ones and names the first one that is wrong.
@@ -214,7 +215,7 @@ func (c Config) Validate() error {
 	case len(set) > 0 && len(unset) > 0:
 		return &ConfigError{unset[0], fmt.Sprintf("missing while %s is set: set all three Cloudflare settings, or none to use REGISTRY_PATH", strings.Join(set, ", "))}
 	case len(set) == 3:
-		if err := checkURL("CLOUDFLARE_API_URL", c.CFAPIURL); err != nil {
+		if err := checkURL("CLOUDFLARE_API_URL", "CLOUDFLARE_API_TOKEN", c.CFAPIURL); err != nil {
 			return err
 		}
 	}
@@ -244,10 +245,20 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func checkURL(name, v string) error {
+// checkURL checks the API base URL of setting name. Credentials written
+// into it (https://user:secret@host/) are refused without being shown: a
+// client would send them as Basic auth instead of the token (tokenSetting),
+// and a server echoing them would put them into output and records.
+func checkURL(name, tokenSetting, v string) error {
 	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &ConfigError{name, fmt.Sprintf("%q is not an http(s) URL", v)}
+	switch {
+	case err != nil:
+		return &ConfigError{name, "is not an http(s) URL (it does not parse)"}
+	case u.User != nil:
+		return &ConfigError{name, fmt.Sprintf("must not hold credentials (user:password@ before the host): give the address only, as %s, and the token in %s",
+			redact.URL(u), tokenSetting)}
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return &ConfigError{name, fmt.Sprintf("%q is not an http(s) URL", redact.URL(u))}
 	}
 	return nil
 }
