@@ -197,6 +197,9 @@ func (c Config) ValidateSource() error {
 	case c.Branch == "":
 		return &ConfigError{"GITHUB_BRANCH", "must not be empty"}
 	}
+	if err := checkToken("GITHUB_TOKEN", c.GitHubToken); err != nil {
+		return err
+	}
 	return checkURL("GITHUB_API_URL", "GITHUB_TOKEN", c.GitHubAPIURL)
 }
 
@@ -215,6 +218,9 @@ func (c Config) Validate() error {
 	case len(set) > 0 && len(unset) > 0:
 		return &ConfigError{unset[0], fmt.Sprintf("missing while %s is set: set all three Cloudflare settings, or none to use REGISTRY_PATH", strings.Join(set, ", "))}
 	case len(set) == 3:
+		if err := checkToken("CLOUDFLARE_API_TOKEN", c.CFAPIToken); err != nil {
+			return err
+		}
 		if err := checkURL("CLOUDFLARE_API_URL", "CLOUDFLARE_API_TOKEN", c.CFAPIURL); err != nil {
 			return err
 		}
@@ -241,6 +247,17 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return &ConfigError{"LOG_LEVEL", fmt.Sprintf("%q is not debug, info, warn or error", c.LogLevel)}
+	}
+	return nil
+}
+
+// checkToken refuses a token too short to be one (GitHub's and
+// Cloudflare's have 40 characters or more): a mistake, and one that could
+// not be masked wherever it appears in a line (redact.MinSecretLen).
+// The token is not shown.
+func checkToken(name, v string) error {
+	if v != "" && len(v) < redact.MinSecretLen {
+		return &ConfigError{name, fmt.Sprintf("is %d characters long: too short to be a token (at least %d; GitHub's and Cloudflare's have 40 or more)", len(v), redact.MinSecretLen)}
 	}
 	return nil
 }

@@ -96,3 +96,19 @@ func TestCLI_CredentialsInAPIURL_Exit2NamesTheSettingNotTheSecret(t *testing.T) 
 		})
 	}
 }
+
+// TestCLI_ShortToken_Exit2WithoutShowingIt: a token of a few characters is
+// a mistake that could not be masked wherever it appears; it is refused
+// naming the setting, not the value.
+func TestCLI_ShortToken_Exit2WithoutShowingIt(t *testing.T) {
+	for _, env := range []string{"GITHUB_TOKEN", "CLOUDFLARE_API_TOKEN"} {
+		t.Run(env, func(t *testing.T) {
+			w := newCloudflareWorld(t)
+			w.env[env] = "Zq7"
+			r := w.run("sync")
+			if r.code != exitUsage || !strings.Contains(r.stderr, env) || !strings.Contains(r.stderr, "too short to be a token") || strings.Contains(r.stderr, "Zq7") {
+				t.Errorf("exit %d, stderr %q; want 2 naming %s, not its value", r.code, r.stderr, env)
+			}
+		})
+	}
+}
