@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 )
 
 // Config is every setting of syncjob. Each one is an environment variable
@@ -185,7 +186,10 @@ func (c Config) ValidateSource() error {
 	case c.Branch == "":
 		return &policy.ConfigError{Setting: "GITHUB_BRANCH", Problem: "must not be empty"}
 	}
-	return checkURL("GITHUB_API_URL", c.GitHubAPIURL)
+	if err := checkToken("GITHUB_TOKEN", c.GitHubToken); err != nil {
+		return err
+	}
+	return checkURL("GITHUB_API_URL", "GITHUB_TOKEN", c.GitHubAPIURL)
 }
 
 // Validate checks every setting but the GitHub ones and names the first one that is wrong.
@@ -203,7 +207,10 @@ func (c Config) Validate() error {
 	case len(set) > 0 && len(unset) > 0:
 		return &policy.ConfigError{Setting: unset[0], Problem: fmt.Sprintf("missing while %s is set: set all three Cloudflare settings, or none to use REGISTRY_PATH", strings.Join(set, ", "))}
 	case len(set) == 3:
-		if err := checkURL("CLOUDFLARE_API_URL", c.CFAPIURL); err != nil {
+		if err := checkToken("CLOUDFLARE_API_TOKEN", c.CFAPIToken); err != nil {
+			return err
+		}
+		if err := checkURL("CLOUDFLARE_API_URL", "CLOUDFLARE_API_TOKEN", c.CFAPIURL); err != nil {
 			return err
 		}
 	}
@@ -233,10 +240,31 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func checkURL(name, v string) error {
+// checkToken refuses a token too short to be one (GitHub's and
+// Cloudflare's have 40 characters or more): a mistake, and one that could
+// not be masked wherever it appears in a line (redact.MinSecretLen).
+// The token is not shown.
+func checkToken(name, v string) error {
+	if v != "" && len(v) < redact.MinSecretLen {
+		return &policy.ConfigError{Setting: name, Problem: fmt.Sprintf("is %d characters long: too short to be a token (at least %d; GitHub's and Cloudflare's have 40 or more)", len(v), redact.MinSecretLen)}
+	}
+	return nil
+}
+
+// checkURL checks the API base URL of setting name. Credentials written
+// into it (https://user:secret@host/) are refused without being shown: a
+// client would send them as Basic auth instead of the token (tokenSetting),
+// and a server echoing them would put them into output and records.
+func checkURL(name, tokenSetting, v string) error {
 	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &policy.ConfigError{Setting: name, Problem: fmt.Sprintf("%q is not an http(s) URL", v)}
+	switch {
+	case err != nil:
+		return &policy.ConfigError{Setting: name, Problem: "is not an http(s) URL (it does not parse)"}
+	case u.User != nil:
+		return &policy.ConfigError{Setting: name, Problem: fmt.Sprintf("must not hold credentials (user:password@ before the host): give the address only, as %s, and the token in %s",
+			redact.URL(u), tokenSetting)}
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return &policy.ConfigError{Setting: name, Problem: fmt.Sprintf("%q is not an http(s) URL", redact.URL(u))}
 	}
 	return nil
 }

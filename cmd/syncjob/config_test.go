@@ -70,3 +70,48 @@ func TestCLI_Help_ListsEverySettingWithDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_CredentialsInAPIURL_Exit2NamesTheSettingNotTheSecret: a
+// user:password@ in an API URL would be sent as Basic auth instead of the
+// token; it is a configuration error that names the setting and the form
+// expected, and never shows the credentials.
+func TestCLI_CredentialsInAPIURL_Exit2NamesTheSettingNotTheSecret(t *testing.T) {
+	for _, tc := range []struct{ env, value, form, token string }{
+		{"GITHUB_API_URL", "https://octo:hunter2secret@ghe.example/api/v3/", "https://ghe.example/api/v3/", "GITHUB_TOKEN"},
+		{"GITHUB_API_URL", "https://ghp_tokenAsUser0123456789@api.github.com/", "https://api.github.com/", "GITHUB_TOKEN"},
+		{"GITHUB_API_URL", "ftp://octo:hunter2secret@example/", "", ""},
+		{"CLOUDFLARE_API_URL", "https://me:cfSecret0123456789@api.cloudflare.com/client/v4", "https://api.cloudflare.com/client/v4", "CLOUDFLARE_API_TOKEN"},
+	} {
+		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
+			w := newCloudflareWorld(t)
+			w.env[tc.env] = tc.value
+			for _, args := range [][]string{{"sync"}, {"sync", "--dry-run", "--json"}} {
+				r := w.run(args...)
+				if r.code != exitUsage || !strings.Contains(r.stderr, tc.env) || !strings.Contains(r.stderr, tc.form) || !strings.Contains(r.stderr, tc.token) {
+					t.Errorf("%v: exit %d, stderr %q; want 2 naming %s, the form %s and %s", args, r.code, r.stderr, tc.env, tc.form, tc.token)
+				}
+				for _, secret := range []string{"hunter2secret", "ghp_tokenAsUser0123456789", "cfSecret0123456789", "octo", "me:"} {
+					if strings.Contains(r.stdout+r.stderr, secret) {
+						t.Errorf("%v: output shows %q:\n%s%s", args, secret, r.stdout, r.stderr)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCLI_ShortToken_Exit2WithoutShowingIt: a token of a few characters is
+// a mistake that could not be masked wherever it appears; it is refused
+// naming the setting, not the value.
+func TestCLI_ShortToken_Exit2WithoutShowingIt(t *testing.T) {
+	for _, env := range []string{"GITHUB_TOKEN", "CLOUDFLARE_API_TOKEN"} {
+		t.Run(env, func(t *testing.T) {
+			w := newCloudflareWorld(t)
+			w.env[env] = "Zq7"
+			r := w.run("sync")
+			if r.code != exitUsage || !strings.Contains(r.stderr, env) || !strings.Contains(r.stderr, "too short to be a token") || strings.Contains(r.stderr, "Zq7") {
+				t.Errorf("exit %d, stderr %q; want 2 naming %s, not its value", r.code, r.stderr, env)
+			}
+		})
+	}
+}

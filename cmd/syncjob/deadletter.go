@@ -101,7 +101,7 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 	if err := reg.RetryDeadLetter(ctx, name, c.p.now()); err != nil {
 		return cfg.redact(fmt.Errorf("deadletter retry %s: %w", name, err))
 	}
-	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", name)
+	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", printable(name))
 	return nil
 }
 
@@ -123,7 +123,7 @@ func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Reg
 	}
 	fmt.Fprintf(c.p.stdout, "%d dead letters back in the queue; the next sync retries them", len(retried))
 	if len(retried) > 0 {
-		fmt.Fprintf(c.p.stdout, ": %s", strings.Join(retried, ", "))
+		fmt.Fprintf(c.p.stdout, ": %s", printable(strings.Join(retried, ", ")))
 	}
 	fmt.Fprintln(c.p.stdout)
 	var bad *registry.DecodeError

@@ -73,7 +73,7 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 	if err := reg.DropDeadLetter(ctx, name); err != nil {
 		return fmt.Errorf("deadletter drop %s: %w", name, err)
 	}
-	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", name, stays)
+	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", printable(name), stays)
 	return nil
 }
 

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/syncer"
 )
 
 // commands are every command and subcommand, as typed.
@@ -152,5 +157,26 @@ func TestCLI_Version_ModuleAndRevision(t *testing.T) {
 	var out2 strings.Builder
 	if code := runWith(context.Background(), []string{"--version"}, func(string) string { return "" }, &out2, &strings.Builder{}, deps{}); code != exitOK || !strings.HasPrefix(out2.String(), "syncjob ") {
 		t.Errorf("--version: exit %d, %q", code, out2.String())
+	}
+}
+
+// TestHelp_LeaseTimesAreTheCodes: "lease --help" and infra/README.md state
+// the lease times the runs use (syncer.DefaultLeaseTTL, renewed every
+// third of it).
+func TestHelp_LeaseTimesAreTheCodes(t *testing.T) {
+	renew, expire := fmt.Sprintf("every %d minutes", syncer.DefaultLeaseTTL/3/time.Minute), fmt.Sprintf("%d minutes after the last renewal", syncer.DefaultLeaseTTL/time.Minute)
+	w := newWorld(t)
+	r := w.run("lease", "--help")
+	help := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
+	if !strings.Contains(help, "renews it "+renew) || !strings.Contains(help, "expires by itself "+expire) {
+		t.Errorf("lease --help does not say %q and %q:\n%s%s", renew, expire, r.stdout, r.stderr)
+	}
+	readme, err := os.ReadFile("../../infra/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	if !strings.Contains(text, "renewed "+renew) || !strings.Contains(text, "expiring "+expire) {
+		t.Errorf("infra/README.md does not say the lease is renewed %q and expires %q", renew, expire)
 	}
 }

@@ -3,28 +3,43 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/knue/syncjob/internal/registry"
 )
 
-const leaseUsage = `Usage: syncjob lease show [--json] | release [--yes]
+// leaseUsage states the lease's times as the code uses them (leaseTTL,
+// renewed every third of it).
+var leaseUsage = fmt.Sprintf(`Usage: syncjob lease show [--json] | release [--yes]
 
 The lease (metadata:sync:lease) is the advisory single-writer lock of the
 registry: every run that writes takes it before it reads what it plans from,
-renews it while it lasts and releases it once its record has landed; it expires
-by itself three minutes after the last renewal. Workers KV has no
+renews it every %s while it lasts and releases it once its record has landed;
+it expires by itself %s after the last renewal. Workers KV has no
 compare-and-swap, so it keeps out a run that starts while another runs, not a
 perfect race (Lambda's reserved concurrency is the hard guarantee; the embedded
-file is also locked by its writer, in <path>.lock, which "show" names). A lease
-that was never released tells the next run that its holder did not finish: that
-run plans from the head tree.
+file is also locked by its writer, in <path>.lock, which "show" names, and a
+lease whose writer is gone is ended as soon as the next writer opens the file).
+A lease that was never released tells the next run that its holder did not
+finish: that run plans from the head tree.
 
 Subcommands:
   show      print the lease, and the writer of the embedded file
   release   end a lease a crashed run left (asks first; --yes when not on a terminal)
 
 Run "syncjob lease SUBCOMMAND --help" for its flags and settings.
-`
+`, minutes(leaseTTL/3), minutes(leaseTTL))
+
+// minutes says d in words: "2 minutes", "90 seconds".
+func minutes(d time.Duration) string {
+	switch {
+	case d == time.Minute:
+		return "minute"
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	}
+	return fmt.Sprintf("%d seconds", d/time.Second)
+}
 
 // leaseShowCommand is "syncjob lease show".
 type leaseShowCommand struct{ p *program }

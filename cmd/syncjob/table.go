@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"unicode"
@@ -72,15 +73,32 @@ func (t *table) write(w io.Writer, indent string, pal palette) {
 }
 
 // printable makes text from a file name, a title or a server's message safe
-// to print in one cell: invalid UTF-8 shows as U+FFFD, and control
-// characters (a newline, an escape sequence that would steer the terminal)
-// as U+FFFD too.
+// to print in one cell of a terminal: invalid UTF-8 shows as U+FFFD, and a
+// character that would steer the terminal or hide what it shows — a control
+// character (a newline, an escape sequence), a bidi control that reverses
+// the text after it, a line or paragraph separator, a zero-width character
+// — as a visible escape such as \u202e. JSON output is not made printable:
+// it stays exact.
 func printable(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '\uFFFD'
+	if !strings.ContainsFunc(s, invisible) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if invisible(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
 		}
-		return r
-	}, s)
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// invisible reports whether r steers a terminal or hides text: control
+// characters (C0, C1), format characters (bidi controls U+202A-U+202E,
+// U+2066-U+2069, U+200E, U+200F, U+061C; zero-width U+200B-U+200D,
+// U+2060, U+FEFF), and the line and paragraph separators U+2028, U+2029.
+func invisible(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,7 +33,7 @@ func TestCells_ScreenWidth(t *testing.T) {
 		"policy.md":          9,
 		"규정/제1편/학칙.md":       18,
 		"e\u0301":            1,  // a combining accent
-		"tab\there\x1b[31m!": 14, // made printable first, each control shown as U+FFFD
+		"tab\there\x1b[31m!": 24, // made printable first, each control shown as a 6-cell escape (\u0009)
 	} {
 		if got := cells.StringWidth(printable(s)); got != want {
 			t.Errorf("width of %q = %d, want %d", s, got, want)
@@ -170,5 +171,54 @@ func assertAligned(t *testing.T, lines []string) {
 				break
 			}
 		}
+	}
+}
+
+func TestPrintable_InvisibleAndSteeringCharactersShownAsEscapes(t *testing.T) {
+	for in, want := range map[string]string{
+		"학칙 (개정)":                                 "학칙 (개정)",
+		"invoice\u202Efdp.exe":                    `invoice\u202efdp.exe`,
+		"a\u2066b\u2069c\u200Ed\u200Fe\u061C":     `a\u2066b\u2069c\u200ed\u200fe\u061c`,
+		"line\u2028para\u2029end":                 `line\u2028para\u2029end`,
+		"zero\u200Bwidth\u200C\u200D\u2060\uFEFF": `zero\u200bwidth\u200c\u200d\u2060\ufeff`,
+		"nl\nesc\x1b[2Jdel\x7fc1\u0085":           `nl\u000aesc\u001b[2Jdel\u007fc1\u0085`,
+		"bad\xffutf8":                             "bad\uFFFDutf8",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSync_HostileTitleAndName_TablesEscapeJSONExact: a title with a bidi
+// override, a line separator and zero-width characters, in a file whose
+// name holds one too, prints escaped in every table and exact in JSON.
+func TestSync_HostileTitleAndName_TablesEscapeJSONExact(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	const name, title = "규정\u202Ecod", "학칙\u2028개정\u200B \u2066x\u2069"
+	w.repo.Write("규정/"+name+".md", "# "+title+"\n")
+	w.repo.Commit("hostile")
+	r := w.sync(0)
+	l := w.run("list")
+	for where, out := range map[string]string{"sync": r.stdout, "list": l.stdout} {
+		if !strings.Contains(out, `규정\u202ecod`) || !strings.Contains(out, `학칙\u2028개정\u200b \u2066x\u2069`) {
+			t.Errorf("%s does not show the name and title escaped:\n%s", where, out)
+		}
+		if strings.ContainsAny(out, "\u202E\u2028\u200B\u2066\u2069") {
+			t.Errorf("%s prints the invisible characters raw:\n%s", where, out)
+		}
+	}
+	j := w.run("list", "--json")
+	var got []struct{ PolicyName, Title string }
+	if err := json.Unmarshal([]byte(j.stdout), &got); err != nil {
+		t.Fatalf("list --json: %v\n%s", err, j.stdout)
+	}
+	found := false
+	for _, p := range got {
+		found = found || (p.PolicyName == name && p.Title == title)
+	}
+	if !found {
+		t.Errorf("list --json lacks the exact name and title: %+v", got)
 	}
 }

@@ -38,7 +38,10 @@ func ReadScope(b Before, cs *policy.Changeset) (names, held []string) {
 	for _, h := range b.Last.HeldBack {
 		held = append(held, h.PolicyName)
 	}
-	return slices.Sorted(maps.Keys(incrementalScope(b, *cs, held))), held
+	// A name whose keys would pass the store's limit has no entry to read
+	// (the plan skips it): asking would fail the whole read.
+	names = slices.DeleteFunc(slices.Sorted(maps.Keys(incrementalScope(b, *cs, held))), func(n string) bool { return !policy.KeyFits(n) })
+	return names, held
 }
 
 // incrementalScope is every name an incremental run plans: those the

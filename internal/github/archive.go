@@ -37,7 +37,7 @@ func (s *Source) fromArchive(ctx context.Context, commit string, files []policy.
 	for _, f := range files {
 		want[f.Path] = f
 	}
-	budget := s.archiveBudget(files, r.limit)
+	budget := s.archiveBudget(commit, files, r.limit)
 	err = s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
 		return nil, s.download(ctx, link, want, budget, r)
 	})
@@ -104,9 +104,12 @@ func (s *Source) archiveError(op string, err error) error {
 
 // archiveBudget is how many decompressed bytes the archive may hold: the
 // wanted files (their size, or limit+1 when unknown: more is not read)
-// plus s.slack for everything else (other files, tar headers). Skipping an
-// unwanted entry still inflates it, so a gzip bomb costs at most this.
-func (s *Source) archiveBudget(files []policy.File, limit int64) int64 {
+// plus s.slack for everything else (other files, tar headers) or, when Tree
+// listed the commit and says more, the tree's own total (every blob's size
+// and tar's overhead per entry): a repository of any size is read at once,
+// while a gzip bomb (entries the tree does not list) is abandoned. Skipping
+// an unwanted entry still inflates it, so a bomb costs at most this.
+func (s *Source) archiveBudget(commit string, files []policy.File, limit int64) int64 {
 	budget := s.slack
 	for _, f := range files {
 		n := limit + 1
@@ -117,6 +120,9 @@ func (s *Source) archiveBudget(files []policy.File, limit int64) int64 {
 			return noLimit
 		}
 		budget += n
+	}
+	if total, ok := s.listed.archiveOf(commit); ok {
+		return max(budget, total)
 	}
 	return budget
 }

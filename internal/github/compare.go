@@ -41,9 +41,15 @@ func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changes
 	default:
 		return policy.Changeset{}, untrusted(fmt.Sprintf("unknown status %q", st))
 	}
+	if comp.Files == nil {
+		// GitHub leaves the files out when it cannot list them; head being
+		// ahead says something changed.
+		return policy.Changeset{}, untrusted(fmt.Sprintf("no files listed for %d commits ahead", comp.GetAheadBy()))
+	}
 	if n := len(comp.Files); n >= maxCompareFiles {
 		return policy.Changeset{}, untrusted(fmt.Sprintf("%d files listed, GitHub lists at most %d", n, maxCompareFiles))
 	}
+	var unsure []int
 	for _, f := range comp.Files {
 		c := policy.Change{Status: policy.ChangeStatus(f.GetStatus()), Path: f.GetFilename(), SHA: f.GetSHA()}
 		switch c.Status {
@@ -55,7 +61,58 @@ func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changes
 		if c.Path == "" {
 			return policy.Changeset{}, untrusted("a file without a name")
 		}
+		if policy.IsPolicyPath(c.Path) && !plainBlob(f) {
+			unsure = append(unsure, len(cs.Changes))
+		}
 		cs.Changes = append(cs.Changes, c)
+	}
+	if len(unsure) > 0 {
+		return s.fromHeadTree(ctx, cs, unsure)
+	}
+	return cs, nil
+}
+
+// plainBlob reports whether a compare entry names the blob of a file at
+// head: not a removal, with a sha (GitHub sends null for a change of mode
+// only), not a change of type (a file that became a symlink or a
+// submodule, or the reverse: "changed"), not a submodule (no blob_url nor
+// raw_url).
+func plainBlob(f *gh.CommitFile) bool {
+	switch f.GetStatus() {
+	case string(policy.Removed):
+		return true // needs no sha
+	case string(policy.Changed):
+		return false
+	}
+	return f.SHA != nil && (f.BlobURL != nil || f.RawURL != nil)
+}
+
+// fromHeadTree settles the changes at the indexes unsure from the head
+// tree (one listing): a regular file there takes its sha from it; a path
+// that is not one (a symlink, a submodule) is no longer a policy, so its
+// change is a removal (and a rename's previous path, removed too).
+func (s *Source) fromHeadTree(ctx context.Context, cs policy.Changeset, unsure []int) (policy.Changeset, error) {
+	tree, err := s.Tree(ctx, cs.Head)
+	if err != nil {
+		return policy.Changeset{}, err
+	}
+	shas := make(map[string]string, len(tree))
+	for _, f := range tree {
+		shas[f.Path] = f.SHA
+	}
+	for _, i := range unsure {
+		c := &cs.Changes[i]
+		if sha, ok := shas[c.Path]; ok {
+			c.SHA = sha
+			if c.Status == policy.Changed {
+				c.Status = policy.Modified
+			}
+			continue
+		}
+		if c.Status == policy.Renamed {
+			cs.Changes = append(cs.Changes, policy.Change{Status: policy.Removed, Path: c.PreviousPath})
+		}
+		*c = policy.Change{Status: policy.Removed, Path: c.Path}
 	}
 	return cs, nil
 }

@@ -204,3 +204,80 @@ func TestRelation_GitHubsCompareStatus_UnknownCommitsAreUnknown(t *testing.T) {
 		t.Errorf("Relation under a rate limit = %q, %v; want ErrRateLimited", got, err)
 	}
 }
+
+// TestCompare_ModeOnlyChange_ShaFromHeadTree: GitHub answers a `chmod +x`
+// as "modified" with sha null; the change keeps the file's blob sha, read
+// from the head tree with one request, so the policy stays as it is.
+func TestCompare_ModeOnlyChange_ShaFromHeadTree(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("규정/run.md", "# run\n")
+	f.repo.Write("tool.sh", "#!/bin/sh\n")
+	base := f.repo.Commit("base")
+	f.repo.Chmod("규정/run.md", true)
+	f.repo.Chmod("tool.sh", true)
+	head := f.repo.Commit("chmod +x")
+
+	got := mustCompare(t, f, base, head)
+	want := policy.Changeset{Base: base, Head: head, Changes: []policy.Change{
+		{Status: policy.Modified, Path: "tool.sh"},
+		{Status: policy.Modified, Path: "규정/run.md", SHA: f.repo.BlobSHA(base, "규정/run.md")},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Compare (-want +got):\n%s", diff)
+	}
+	if n := f.srv.Requests()[githubtest.KindTree]; n != 1 {
+		t.Errorf("tree requests = %d, want 1", n)
+	}
+}
+
+// TestCompare_FileBecameSymlinkOrSubmodule_Removed: a policy file replaced
+// by a symlink or a submodule is no longer a policy: a removal, whatever
+// sha GitHub gives it.
+func TestCompare_FileBecameSymlinkOrSubmodule_Removed(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("a.md", "# a\n")
+	f.repo.Write("link.md", "# soon a link\n")
+	f.repo.Write("sub.md", "# soon a submodule\n")
+	f.repo.Write("back.md", "# back\n")
+	base := f.repo.Commit("base")
+	f.repo.Remove("link.md")
+	f.repo.Symlink("link.md", "a.md")
+	f.repo.Remove("sub.md")
+	f.repo.Submodule("sub.md", base)
+	mid := f.repo.Commit("types changed")
+	f.repo.Remove("link.md")
+	f.repo.Write("link.md", "# a file again\n")
+	head := f.repo.Commit("a file again")
+
+	got := mustCompare(t, f, base, mid)
+	want := policy.Changeset{Base: base, Head: mid, Changes: []policy.Change{
+		{Status: policy.Removed, Path: "link.md"},
+		{Status: policy.Removed, Path: "sub.md"},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Compare to symlink and submodule (-want +got):\n%s", diff)
+	}
+	got = mustCompare(t, f, mid, head)
+	want = policy.Changeset{Base: mid, Head: head, Changes: []policy.Change{
+		{Status: policy.Modified, Path: "link.md", SHA: f.repo.BlobSHA(head, "link.md")},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Compare from symlink back to a file (-want +got):\n%s", diff)
+	}
+}
+
+// TestCompare_FilesAbsent_Untrusted: a compare whose answer lists no files
+// although head is commits ahead cannot say what changed: the run goes
+// full rather than read it as "nothing changed".
+func TestCompare_FilesAbsent_Untrusted(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("a.md", "a")
+	base := f.repo.Commit("base")
+	f.repo.Write("a.md", "b")
+	head := f.repo.Commit("edit")
+	f.srv.CompareWithoutFiles = true
+	wantUntrusted(t, f, base, head)
+	if got := mustCompare(t, f, head, head); len(got.Changes) != 0 {
+		t.Errorf("identical commits without files: %+v", got)
+	}
+}

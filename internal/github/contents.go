@@ -49,7 +49,7 @@ func (s *Source) Titles(ctx context.Context, commit string, files []policy.File,
 // kept only when it hashes to the file's blob sha, and every file the
 // tarball did not deliver that way (missing, altered, over the size limit,
 // or all the rest when its download failed or passed its budget of
-// decompressed bytes: see Config.ArchiveSlack) is read with one blob
+// decompressed bytes: see archiveBudget) is read with one blob
 // request by blob sha.
 func (s *Source) Contents(ctx context.Context, commit string, files []policy.File) (map[string][]byte, map[string]error, error) {
 	got := make(map[string][]byte, len(files))

@@ -12,5 +12,6 @@
 //
 // File contents are streamed (Source.Titles): never more than the size
 // limit plus one byte of a file is read, and a tarball is inflated only up
-// to a budget (Config.ArchiveSlack).
+// to a budget: what the commit's tree says it holds (Source.Tree), at
+// least Config.ArchiveSlack beyond the wanted files.
 package github

@@ -50,7 +50,10 @@ type Config struct {
 	// ArchiveSlack is how many decompressed bytes a tarball may hold
 	// beyond the wanted files (other files, tar headers) before it is
 	// abandoned and the files it has not delivered are read as blobs: the
-	// bound on a gzip bomb. 0 means DefaultArchiveSlack (512 MiB).
+	// bound on a gzip bomb when the commit's tree was not listed by Tree.
+	// After Tree, the bound is the tree's own total size (its blobs and
+	// tar's overhead per entry), however large the repository.
+	// 0 means DefaultArchiveSlack (512 MiB).
 	ArchiveSlack int64
 	// IdleTimeout ends a blob or archive download that makes no progress
 	// for this long (before its first byte, or between reads): a blob is
@@ -141,7 +144,8 @@ type Source struct {
 	links               *http.Client // http not following redirects: the archive link is one
 	retries             retry.Policy // do adds the log line of each retry
 	threshold           int
-	slack               int64 // see Config.ArchiveSlack
+	slack               int64     // see Config.ArchiveSlack
+	listed              treeSizes // the archive bound of the tree last listed
 	idle                time.Duration
 	archiveTimeout      time.Duration
 	progress            func(done, total int)

@@ -274,3 +274,58 @@ func TestTitles_LargeBlobWithoutLength_CutAfterLimitPlusOne(t *testing.T) {
 		t.Errorf("the fake sent %d blob bytes, want at most %d: the download was not cut", sent, allocBound)
 	}
 }
+
+// treeFiles lists the commit's tree through src (as a run does before it
+// reads titles) and returns its policy files.
+func treeFiles(t *testing.T, src *github.Source, commit string) []policy.File {
+	t.Helper()
+	tree, err := src.Tree(context.Background(), commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []policy.File
+	for _, f := range tree {
+		if policy.IsPolicyPath(f.Path) {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// TestTitles_AttachmentsOverTheSlack_ArchiveBoundFromTree: a repository
+// whose other files hold more than the fixed slack is still read from one
+// archive: the bound is the tree's own total size. A gzip bomb (entries
+// the tree does not list) is still abandoned unread.
+func TestTitles_AttachmentsOverTheSlack_ArchiveBoundFromTree(t *testing.T) {
+	f := newFixture(t)
+	for i := range 3 { // sorts before 규정/: inflated before any policy
+		f.repo.WriteFrom(fmt.Sprintf("attachments/scan%d.pdf", i), githubtest.Fill('%', 1<<20))
+	}
+	head, _, want := policyFixture(t, f, 12)
+	cfg := f.config()
+	cfg.ArchiveSlack = 1 << 20 // 3 MiB of attachments: over it
+	src := mustSource(t, cfg)
+	files := treeFiles(t, src, head)
+	f.srv.ResetRequests()
+
+	got, _ := mustTitles(t, src, head, files)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests = %v, want the archive and no blob", c)
+	}
+
+	f.srv.ArchiveExtra = []githubtest.Generated{{Path: "0/bomb.bin", Size: 1 << 30}}
+	f.srv.ResetRequests()
+	got, alloc := mustTitles(t, src, head, files)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles past a bomb (-want +got):\n%s", diff)
+	}
+	if alloc > allocBound {
+		t.Errorf("allocated %d bytes past a 1 GiB gzip bomb, want at most %d", alloc, allocBound)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != len(files) {
+		t.Errorf("requests = %v, want the archive abandoned and %d blobs", c, len(files))
+	}
+}

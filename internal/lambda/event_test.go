@@ -43,6 +43,8 @@ func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
 		{`{"trigger":"webhook","after":"` + strings.ToUpper(testSHA) + `","delivery":"d"}`, "after", "lower-case"},
 		{`{"trigger":"webhook","after":"` + testSHA + `"}`, "delivery", "required"},
 		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"` + strings.Repeat("d", 101) + `"}`, "delivery", "longer"},
+		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d\u001b[2J\r\nfake line"}`, "delivery", "control or invisible characters"},
+		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"\u202e72d3"}`, "delivery", "control or invisible characters"},
 		{`{"trigger":"webhook","after":1,"delivery":"d"}`, "after", "a string"},
 		{`{"trigger":"schedule","after":"` + testSHA + `"}`, "after", "only with"},
 		{`{"delivery":"d"}`, "delivery", "only with"},

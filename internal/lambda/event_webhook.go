@@ -36,6 +36,9 @@ func checkWebhookFields(ev lambdaEvent) error {
 		return &EventError{"delivery", "required with trigger webhook: the X-GitHub-Delivery id"}
 	case len(ev.Delivery) > webhook.MaxDeliveryLen:
 		return &EventError{"delivery", fmt.Sprintf("longer than %d bytes", webhook.MaxDeliveryLen)}
+	case webhook.Unverified(ev.Delivery) != ev.Delivery:
+		// the receiver hands on only what Unverified keeps: this payload is not its
+		return &EventError{"delivery", "holds control or invisible characters, or surrounding spaces (the receiver passes GitHub's id cleaned)"}
 	}
 	return nil
 }

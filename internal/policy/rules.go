@@ -60,7 +60,8 @@ func KeyFits(name string) bool { return len(name) <= MaxNameBytes }
 // matter (a first line "---" closed by a "---" or "..." line), fenced code
 // blocks (``` and ~~~) and HTML comments; a line such as "> # x" or "- # x"
 // is a block quote or a list, not a heading. Inline markup is kept as written.
-// Invalid UTF-8 becomes U+FFFD. The fallback is returned as given.
+// Lines end at LF or CRLF; a lone CR is a space. Invalid UTF-8 becomes
+// U+FFFD. The fallback is returned as given.
 func Title(content []byte, fallback string) string {
 	b := bytes.TrimPrefix(content, []byte("\uFEFF"))
 	var fence fence
@@ -95,7 +96,7 @@ func Title(content []byte, fallback string) string {
 			inComment = !strings.Contains(body[len("<!--"):], "-->")
 			continue
 		}
-		if text, ok := h1Text(body); ok {
+		if text, ok := h1Text(strings.ReplaceAll(body, "\r", " ")); ok { // a lone CR: see nextLine
 			text = strings.TrimSpace(norm.NFC.String(validUTF8(text)))
 			if text != "" {
 				// a copy of just the title, not a substring of its line
@@ -123,18 +124,16 @@ func skipFrontMatter(b []byte) []byte {
 	return b
 }
 
-// nextLine splits off the first line of b (ended by LF, CRLF or CR),
-// without its end.
+// nextLine splits off the first line of b, ended by LF or CRLF. A lone CR
+// is not a line end: inside a heading it would cut the title short, and a
+// terminal showing it would let the rest overwrite what came before. Title
+// makes it a space.
 func nextLine(b []byte) (line, rest []byte) {
-	i := bytes.IndexAny(b, "\r\n")
+	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
 		return b, nil
 	}
-	line = b[:i]
-	if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
-		i++
-	}
-	return line, b[i+1:]
+	return bytes.TrimSuffix(b[:i], []byte("\r")), b[i+1:]
 }
 
 // h1Text returns the raw text of a level-1 ATX heading whose indentation is

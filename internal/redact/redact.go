@@ -8,24 +8,70 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Mask replaces a secret wherever it appears.
 const Mask = "[REDACTED]"
 
+// MinSecretLen is the length from which a secret is masked wherever it
+// appears. A shorter one (no real token is) is masked only where it stands
+// alone, between characters that are not letters or digits: masked inside
+// words, a secret of one letter would mask that letter in every line.
+const MinSecretLen = 8
+
 // String returns s with every non-empty secret replaced by Mask, the
-// longest first (so a secret that contains another is masked whole).
+// longest first (so a secret that contains another is masked whole); see
+// MinSecretLen for short ones.
 func String(s string, secrets ...string) string {
 	if len(secrets) > 1 {
 		secrets = slices.Clone(secrets)
 		slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	}
 	for _, sec := range secrets {
-		if sec != "" {
+		switch {
+		case sec == "":
+		case len(sec) >= MinSecretLen:
 			s = strings.ReplaceAll(s, sec, Mask)
+		default:
+			s = replaceWhole(s, sec)
 		}
 	}
 	return s
+}
+
+// replaceWhole masks the occurrences of sec in s that no letter or digit
+// touches on either side.
+func replaceWhole(s, sec string) string {
+	var b strings.Builder
+	rest := s
+	for {
+		i := strings.Index(rest, sec)
+		if i < 0 {
+			break
+		}
+		before, _ := utf8.DecodeLastRuneInString(rest[:i])
+		if i == 0 && b.Len() > 0 {
+			before, _ = utf8.DecodeLastRuneInString(b.String())
+		}
+		after, _ := utf8.DecodeRuneInString(rest[i+len(sec):])
+		b.WriteString(rest[:i])
+		if isWordRune(before) || isWordRune(after) {
+			b.WriteString(sec)
+		} else {
+			b.WriteString(Mask)
+		}
+		rest = rest[i+len(sec):]
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// isWordRune reports whether r is a letter or digit (utf8.RuneError, the
+// start or end of the text, is not).
+func isWordRune(r rune) bool {
+	return r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r))
 }
 
 // Error returns err with every secret masked in its text; errors.Is and

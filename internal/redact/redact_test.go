@@ -58,3 +58,20 @@ func TestURLSecrets_UserAndPassword(t *testing.T) {
 		t.Fatal("a URL without user info has no secrets")
 	}
 }
+
+// TestString_ShortSecret_OnlyWhereItStandsAlone: a secret of one letter
+// used to mask that letter in every log line; under MinSecretLen one is
+// masked only where no letter or digit touches it.
+func TestString_ShortSecret_OnlyWhereItStandsAlone(t *testing.T) {
+	for _, tc := range []struct{ secret, in, want string }{
+		{"e", "level=error msg=\"run finished\" e", "level=error msg=\"run finished\" [REDACTED]"},
+		{"e", "token=e, next", "token=[REDACTED], next"},
+		{"abc", "abcabc abc xabc abc1 (abc)", "abcabc [REDACTED] xabc abc1 ([REDACTED])"},
+		{"학칙", "학칙 개정 규정학칙", "[REDACTED] 개정 규정학칙"},
+		{"longsecret", "xlongsecretx", "x[REDACTED]x"}, // long enough: masked everywhere
+	} {
+		if got := redact.String(tc.in, tc.secret); got != tc.want {
+			t.Errorf("String(%q, %q) = %q, want %q", tc.in, tc.secret, got, tc.want)
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/knue/syncjob/internal/policy"
 )
@@ -38,9 +37,11 @@ type Bolt struct {
 
 	// db is the open file, shared by the operations in flight; the last
 	// one to finish closes it, letting another process's operation in.
-	mu    sync.Mutex
-	db    *bolt.DB
-	users int
+	mu      sync.Mutex
+	db      *bolt.DB
+	file    *os.File // db's descriptor, closed at once if db is abandoned
+	users   int
+	corrupt *CorruptError // the damage an operation met: later ones fail with it
 }
 
 var _ Store = (*Bolt)(nil)
@@ -94,7 +95,9 @@ const (
 
 // OpenBolt opens the registry file at path for writing, creating the file
 // (not its directory) when missing. now (time.Now when nil) decides which
-// keys have expired. While another writer holds the file it fails after
+// keys have expired. Holding the writer's lock proves that no run that took
+// the lease lives: a lease left holding is ended at once (see
+// breakLeftLease). While another writer holds the file it fails after
 // about a second with an *InUseError naming the holder.
 func OpenBolt(path string, now func() time.Time) (*Bolt, error) {
 	return openBolt(path, now, lockTimeout)
@@ -141,8 +144,11 @@ func openBolt(path string, now func() time.Time, timeout time.Duration) (*Bolt, 
 	b := &Bolt{path: path, now: now, lock: lock}
 	err = b.use(context.Background(), func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
-			_, err := tx.CreateBucketIfNotExists(bucketName)
-			return err
+			bk, err := tx.CreateBucketIfNotExists(bucketName)
+			if err != nil {
+				return err
+			}
+			return breakLeftLease(bk, now())
 		})
 	})
 	if err != nil {
@@ -167,38 +173,57 @@ func hostname() string {
 }
 
 // use runs fn on the open file, opening it first when no other operation
-// of this Bolt has it open.
+// of this Bolt has it open. A damaged file is a *CorruptError, never a
+// panic; once one is seen, every later operation fails with it.
 func (b *Bolt) use(ctx context.Context, fn func(db *bolt.DB) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b.mu.Lock()
+	if b.corrupt != nil {
+		b.mu.Unlock()
+		return b.corrupt
+	}
 	if b.db == nil {
-		db, err := bolt.Open(b.path, 0o600, &bolt.Options{Timeout: opTimeout, ReadOnly: b.readOnly})
+		db, file, err := b.openDB()
 		if err != nil {
+			b.noteCorrupt(err)
 			b.mu.Unlock()
-			if errors.Is(err, berrors.ErrTimeout) {
-				return fmt.Errorf("bolt: registry file %s: another process kept it busy for %s: %w", b.path, opTimeout, err)
-			}
-			return fmt.Errorf("bolt: open registry file %s: %w", b.path, err)
+			return err
 		}
-		b.db = db
+		b.db, b.file = db, file
 	}
 	b.users++
-	db := b.db
+	db, file := b.db, b.file
 	b.mu.Unlock()
 
-	err := fn(db)
+	err := b.guarded(func() error { return fn(db) })
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	broken := b.noteCorrupt(err)
 	if b.users--; b.users == 0 {
-		b.db = nil
-		if cerr := db.Close(); cerr != nil && err == nil {
+		b.db, b.file = nil, nil
+		if broken {
+			b.abandon(db, file)
+		} else if cerr := db.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("bolt: close %s: %w", b.path, cerr)
 		}
 	}
 	return err
+}
+
+// noteCorrupt remembers a *CorruptError (b.mu held) and reports whether err
+// is one.
+func (b *Bolt) noteCorrupt(err error) bool {
+	var corrupt *CorruptError
+	if !errors.As(err, &corrupt) {
+		return false
+	}
+	if b.corrupt == nil {
+		b.corrupt = corrupt
+	}
+	return true
 }
 
 // view runs fn in a read transaction; a file without the bucket (never

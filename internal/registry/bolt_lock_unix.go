@@ -84,3 +84,6 @@ func lockHolder(dbPath string) (*BoltWriter, error) {
 	}
 	return nil, err // a shared lock taken: no writer; closing lets go
 }
+
+// unlockFile lets go of the lock bbolt holds on its database file f.
+func unlockFile(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }

@@ -293,3 +293,28 @@ func BenchmarkBolt_Put50(b *testing.B) {
 		}
 	}
 }
+
+// TestBolt_LeaseOfAKilledWriter_EndedOnOpen: a run killed while it held the
+// lease left it holding for its TTL; the next writer holds the file's lock,
+// which proves that run is gone, so the lease no longer keeps it out — but
+// it is not released: the next run still sees a run that did not finish.
+func TestBolt_LeaseOfAKilledWriter_EndedOnOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	clock := registrytest.NewClock(registrytest.Epoch)
+	b := mustOpenBolt(t, path, clock.Now)
+	reg := registry.New(b)
+	if _, err := reg.TakeLease(t.Context(), nil, "killed run", clock.Now(), 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close() // its process died: the lock file's flock went with it
+	clock.Advance(time.Minute)
+
+	reg = registry.New(mustOpenBolt(t, path, clock.Now))
+	held, err := reg.Lease(t.Context())
+	if err != nil || held == nil || held.Owner != "killed run" || held.Holds(clock.Now()) || held.Released() {
+		t.Fatalf("lease after the writer died = %+v, %v; want it ended, not released", held, err)
+	}
+	if _, err := reg.TakeLease(t.Context(), held, "next run", clock.Now(), 6*time.Minute); err != nil {
+		t.Errorf("the next run is kept out by a dead run's lease: %v", err)
+	}
+}

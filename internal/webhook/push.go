@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Push is what a push event says that the receiver acts on.
@@ -59,12 +61,26 @@ func parsePush(body []byte) (Push, error) {
 // records it.
 const MaxDeliveryLen = 100
 
-// Unverified keeps a header value that nobody has vouched for (sent before
-// the signature was checked, or not covered by it) short enough to log.
+// Unverified makes a header value that nobody has vouched for (sent before
+// the signature was checked, or not covered by it, as X-GitHub-Delivery
+// never is) fit to log and record: invalid UTF-8 replaced, control and
+// invisible characters (C0, C1, bidi controls, zero-width characters, line
+// and paragraph separators) dropped, spaces trimmed, and cut at a character
+// boundary after MaxDeliveryLen bytes.
 func Unverified(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 	s = strings.TrimSpace(s)
-	if len(s) > MaxDeliveryLen {
-		return s[:MaxDeliveryLen] + "…"
+	if len(s) <= MaxDeliveryLen {
+		return s
 	}
-	return s
+	cut := MaxDeliveryLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/knue/syncjob/internal/webhook"
 )
@@ -181,4 +182,27 @@ func FuzzReceive_NothingUnsignedGetsThrough(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReceive_UnsignedDeliveryHeader_SanitizedBeforeStoredOrLogged: the
+// X-GitHub-Delivery header is not covered by the signature; what the
+// receiver keeps of it (to log, and to hand on to the run that records
+// it) has no control or invisible characters and is valid UTF-8 cut at a
+// character boundary.
+func TestReceive_UnsignedDeliveryHeader_SanitizedBeforeStoredOrLogged(t *testing.T) {
+	push := pushBody("knue/policies", "refs/heads/main", testAfter, false)
+	for _, tc := range []struct{ header, want string }{
+		{"72d3162e\x1b[31m-cc78\r\nfake: line\x00\x7f\u0085", "72d3162e[31m-cc78fake: line"},
+		{"\u202e72d3\u2066162e\u200b\u2028\ufeff\u061c", "72d3162e"},
+		{"bad\xffutf8", "bad\ufffdutf8"},
+		{strings.Repeat("가", 40), strings.Repeat("가", 33) + "…"},
+	} {
+		o := webhook.Receive(with(signed("push", push), "x-github-delivery", tc.header), secret, target)
+		if o.Delivery != tc.want {
+			t.Errorf("delivery %q kept as %q, want %q", tc.header, o.Delivery, tc.want)
+		}
+		if !utf8.ValidString(o.Delivery) {
+			t.Errorf("delivery %q kept as invalid UTF-8 %q", tc.header, o.Delivery)
+		}
+	}
 }

@@ -16,7 +16,10 @@
 //	GET /repos/{o}/{r}/commits/{ref}           ("commit-sha" with Accept application/vnd.github.v3.sha, else "commit")
 //	GET /repos/{o}/{r}/branches/{branch}       ("branch")
 //	GET /repos/{o}/{r}/git/trees/{sha}         ("tree"; ?recursive=1; Server.TruncateTreesOver)
-//	GET /repos/{o}/{r}/compare/{base}...{head} ("compare"; files from the merge base, at most 300)
+//	GET /repos/{o}/{r}/compare/{base}...{head} ("compare"; files from the merge base, at most 300;
+//	                                           as GitHub: sha null for a change of mode only,
+//	                                           blob_url/raw_url null for a submodule;
+//	                                           Server.CompareWithoutFiles leaves files out)
 //	GET /repos/{o}/{r}/git/blobs/{sha}         ("blob"; JSON base64 or raw with Accept application/vnd.github.v3.raw)
 //	GET /repos/{o}/{r}/tarball/{ref}           ("archive-link"; 302 to the download below)
 //	GET /_codeload/{o}/{r}/tar.gz/{sha}        ("archive"; git archive --prefix={o}-{r}-{sha7}/)

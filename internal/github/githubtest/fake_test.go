@@ -341,3 +341,68 @@ func TestServer_Stall_SendsThenHangs(t *testing.T) {
 		t.Errorf("read %d bytes, err %v; want 100 then a timeout", len(b), err)
 	}
 }
+
+// TestServer_CompareNullFields_AsGitHub: GitHub answers a mode-only change
+// as "modified" with sha null and no line counts, and a submodule with
+// blob_url and raw_url null.
+func TestServer_CompareNullFields_AsGitHub(t *testing.T) {
+	repo := githubtest.NewRepo(t)
+	repo.Write("run.md", "# run\n")
+	repo.Write("edit.md", "v1\n")
+	repo.Write("sub.md", "# soon a submodule\n")
+	base := repo.Commit("base")
+	repo.Chmod("run.md", true)
+	repo.Write("edit.md", "v2\n")
+	repo.Remove("sub.md")
+	repo.Submodule("sub.md", base)
+	head := repo.Commit("chmod +x, edit, submodule")
+	s := githubtest.NewServer(t, "o", "r", repo)
+	c := mustClient(t, s)
+
+	cmpr, _, err := c.Repositories.CompareCommits(context.Background(), "o", "r", base, head, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type file struct {
+		Status, Name    string
+		SHA             *string
+		Additions       int
+		BlobURL, RawURL bool
+	}
+	var got []file
+	for _, f := range cmpr.Files {
+		got = append(got, file{f.GetStatus(), f.GetFilename(), f.SHA, f.GetAdditions(), f.BlobURL != nil, f.RawURL != nil})
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
+	edit := repo.BlobSHA(head, "edit.md")
+	want := []file{
+		{"modified", "edit.md", &edit, 1, true, true},
+		{"modified", "run.md", nil, 0, true, true},
+		{"changed", "sub.md", got[2].SHA, got[2].Additions, false, false}, // git counts the gitlink's line
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	if got[2].SHA == nil || *got[2].SHA != base {
+		t.Errorf("submodule sha = %v, want the commit it points at %s", got[2].SHA, base)
+	}
+}
+
+// TestServer_CompareWithoutFiles: with CompareWithoutFiles the answer has
+// no files key at all, as GitHub sends when it cannot list them.
+func TestServer_CompareWithoutFiles(t *testing.T) {
+	repo := githubtest.NewRepo(t)
+	repo.Write("a.md", "a\n")
+	base := repo.Commit("base")
+	repo.Write("a.md", "b\n")
+	head := repo.Commit("head")
+	s := githubtest.NewServer(t, "o", "r", repo)
+	s.CompareWithoutFiles = true
+	cmpr, _, err := mustClient(t, s).Repositories.CompareCommits(context.Background(), "o", "r", base, head, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmpr.Files != nil || cmpr.GetAheadBy() != 1 {
+		t.Errorf("files = %v, ahead by %d; want no files key, ahead by 1", cmpr.Files, cmpr.GetAheadBy())
+	}
+}

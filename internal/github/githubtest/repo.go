@@ -176,6 +176,19 @@ func (r *Repo) Remove(path string) {
 	}
 }
 
+// Chmod makes a file executable (mode 100755) or not (100644), as
+// `chmod +x` / `chmod -x` does; staged at Commit.
+func (r *Repo) Chmod(path string, executable bool) {
+	r.t.Helper()
+	mode := os.FileMode(0o644)
+	if executable {
+		mode = 0o755
+	}
+	if err := os.Chmod(r.abs(path), mode); err != nil {
+		r.t.Fatalf("githubtest: chmod %s: %v", path, err)
+	}
+}
+
 // Move renames a file or folder, creating the destination's folders.
 func (r *Repo) Move(from, to string) {
 	r.t.Helper()

@@ -42,6 +42,10 @@ type Server struct {
 	// ArchiveExtra are entries added to every tarball before the
 	// repository's own (see Generated).
 	ArchiveExtra []Generated
+	// CompareWithoutFiles leaves the files key out of compare answers, as
+	// GitHub does when it cannot list a comparison's files (the totals,
+	// ahead_by and total_commits, still say what changed).
+	CompareWithoutFiles bool
 
 	owner, name string
 	repo        *Repo
@@ -362,6 +366,12 @@ func (s *Server) api(format string, args ...any) string {
 	return s.ts.URL + "/repos/" + s.owner + "/" + s.name + "/" + fmt.Sprintf(format, args...)
 }
 
+// web is the address GitHub's web pages give a file of a commit: kind
+// "blob" (the page) or "raw" (the bytes).
+func (s *Server) web(kind, commit, path string) string {
+	return s.ts.URL + "/" + s.owner + "/" + s.name + "/" + kind + "/" + commit + "/" + path
+}
+
 func (s *Server) serveCommitSHA(w http.ResponseWriter, r *http.Request, ref string) {
 	sha, ok := s.repo.resolve(ref, "commit")
 	if !ok {
@@ -519,14 +529,20 @@ func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, ref string) {
 	writeJSON(w, map[string]any{"sha": tree, "url": s.api("git/trees/%s", tree), "tree": list, "truncated": truncated})
 }
 
+// compareFileJSON is one file of GitHub's compare as GitHub sends it: sha
+// is null for a change of mode only (the content is the same), blob_url and
+// raw_url are null for a submodule (a gitlink has no blob to show).
 type compareFileJSON struct {
-	SHA              string `json:"sha"`
-	Filename         string `json:"filename"`
-	Status           string `json:"status"`
-	Additions        int    `json:"additions"`
-	Deletions        int    `json:"deletions"`
-	Changes          int    `json:"changes"`
-	PreviousFilename string `json:"previous_filename,omitempty"`
+	SHA              *string `json:"sha"`
+	Filename         string  `json:"filename"`
+	Status           string  `json:"status"`
+	Additions        int     `json:"additions"`
+	Deletions        int     `json:"deletions"`
+	Changes          int     `json:"changes"`
+	BlobURL          *string `json:"blob_url"`
+	RawURL           *string `json:"raw_url"`
+	ContentsURL      string  `json:"contents_url"`
+	PreviousFilename string  `json:"previous_filename,omitempty"`
 }
 
 func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead string) {
@@ -568,7 +584,7 @@ func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead s
 		writeError(w, http.StatusInternalServerError, "git log failed")
 		return
 	}
-	writeJSON(w, map[string]any{
+	answer := map[string]any{
 		"url":               s.api("compare/%s...%s", baseRef, headRef),
 		"status":            compareStatus(ahead, behind),
 		"ahead_by":          ahead,
@@ -578,7 +594,11 @@ func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead s
 		"merge_base_commit": mbCommit,
 		"commits":           commits,
 		"files":             files,
-	})
+	}
+	if s.CompareWithoutFiles {
+		delete(answer, "files")
+	}
+	writeJSON(w, answer)
 }
 
 // aheadBehind counts the commits head has that base lacks, and the reverse.
@@ -633,48 +653,84 @@ func (s *Server) commitPage(r *http.Request, base, head string) ([]commitJSON, e
 // diffFiles lists what changed from base to head as GitHub's compare files,
 // with rename detection, at most MaxCompareFiles.
 func (s *Server) diffFiles(base, head string) ([]compareFileJSON, error) {
-	out, err := s.repo.git(nil, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", base, head, "--")
+	out, err := s.repo.git(nil, "diff", "--raw", "--numstat", "-z", "-M", "--no-abbrev", "--no-ext-diff", base, head, "--")
 	if err != nil {
 		return nil, err
 	}
 	toks := strings.Split(string(out), "\x00")
 	files := []compareFileJSON{}
-	for i := 0; i < len(toks); i++ {
-		meta := toks[i]
-		if meta == "" {
-			continue
-		}
-		f := strings.Fields(strings.TrimPrefix(meta, ":"))
+	i := 0
+	for ; i < len(toks) && strings.HasPrefix(toks[i], ":"); i++ {
+		f := strings.Fields(strings.TrimPrefix(toks[i], ":"))
 		if len(f) != 5 || i+1 >= len(toks) {
-			return nil, fmt.Errorf("git diff: bad record %q", meta)
+			return nil, fmt.Errorf("git diff: bad record %q", toks[i])
 		}
-		oldSHA, newSHA, letter := f[2], f[3], f[4][:1]
 		i++
-		path := toks[i]
-		cf := compareFileJSON{SHA: newSHA, Filename: path}
-		switch letter {
-		case "A":
-			cf.Status = "added"
-		case "M":
-			cf.Status = "modified"
-		case "D":
-			cf.Status, cf.SHA = "removed", oldSHA
-		case "T":
-			cf.Status = "changed"
-		case "R", "C":
+		cf, renamed := s.compareFile(head, f, toks[i])
+		if renamed {
 			if i+1 >= len(toks) {
-				return nil, fmt.Errorf("git diff: bad record %q", meta)
+				return nil, fmt.Errorf("git diff: bad record %q", toks[i-1])
 			}
 			i++
-			cf.Filename, cf.PreviousFilename = toks[i], path
-			cf.Status = map[string]string{"R": "renamed", "C": "copied"}[letter]
-		default:
-			cf.Status = "changed"
+			cf.Filename, cf.PreviousFilename = toks[i], toks[i-1]
 		}
 		files = append(files, cf)
-		if len(files) == MaxCompareFiles {
-			break
-		}
 	}
-	return files, nil
+	if err := countLines(files, toks[i:]); err != nil {
+		return nil, err
+	}
+	return files[:min(len(files), MaxCompareFiles)], nil
+}
+
+// compareFile is one raw diff record (modes, shas, status letter) of path as
+// GitHub's compare shows it; renamed says the record names a second path.
+func (s *Server) compareFile(head string, raw []string, path string) (cf compareFileJSON, renamed bool) {
+	oldMode, newMode, oldSHA, newSHA, letter := raw[0], raw[1], raw[2], raw[3], raw[4][:1]
+	cf = compareFileJSON{SHA: &newSHA, Filename: path}
+	mode := newMode
+	switch letter {
+	case "A":
+		cf.Status = "added"
+	case "M":
+		cf.Status = "modified"
+		if oldSHA == newSHA {
+			cf.SHA = nil // a change of mode only
+		}
+	case "D":
+		cf.Status, cf.SHA, mode = "removed", &oldSHA, oldMode
+	case "R", "C":
+		cf.Status = map[string]string{"R": "renamed", "C": "copied"}[letter]
+		renamed = true
+	default: // T, a change of type (file, symlink, submodule)
+		cf.Status = "changed"
+	}
+	if mode != "160000" {
+		blob, rawURL := s.web("blob", head, path), s.web("raw", head, path)
+		cf.BlobURL, cf.RawURL = &blob, &rawURL
+	}
+	cf.ContentsURL = s.api("contents/%s?ref=%s", path, head)
+	return cf, renamed
+}
+
+// countLines sets the line counts of files from git's --numstat -z records,
+// which follow the raw records in the same order ("-" for a binary file).
+func countLines(files []compareFileJSON, toks []string) error {
+	k := 0
+	for i := 0; i < len(toks) && k < len(files); i++ {
+		if toks[i] == "" {
+			continue
+		}
+		f := strings.SplitN(toks[i], "\t", 3)
+		if len(f) != 3 {
+			return fmt.Errorf("git diff: bad numstat record %q", toks[i])
+		}
+		if f[2] == "" { // a rename: the two paths follow
+			i += 2
+		}
+		add, _ := strconv.Atoi(f[0])
+		del, _ := strconv.Atoi(f[1])
+		files[k].Additions, files[k].Deletions, files[k].Changes = add, del, add+del
+		k++
+	}
+	return nil
 }
