@@ -74,7 +74,7 @@ forgotten: the next sync writes its version.`,
 func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 	name, args := nameArg(args)
 	fs := c.p.flagSet("deadletter retry")
-	all := fs.Bool("all", false, "retry every dead letter")
+	all := boolVar(fs, "all", "retry every dead letter")
 	cfg, rest, err := c.p.parse(fs, deadLetterRetryHelp, args)
 	if err != nil {
 		return err

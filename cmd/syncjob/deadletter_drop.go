@@ -29,7 +29,7 @@ again (and writes the head's version, counting failures from zero).`,
 func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 	name, args := nameArg(args)
 	fs := c.p.flagSet("deadletter drop")
-	yes := fs.Bool("yes", false, "drop without asking (needed when stdin is not a terminal)")
+	yes := boolVar(fs, "yes", "drop without asking (needed when stdin is not a terminal)")
 	cfg, rest, err := c.p.parse(fs, deadLetterDropHelp, args)
 	if err != nil {
 		return err

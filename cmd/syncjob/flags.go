@@ -74,7 +74,7 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 		if f := fs.Lookup(m[2]); f != nil {
 			switch kind, _ := flag.UnquoteUsage(f); kind {
 			case "":
-				want = "true or false"
+				want = "yes/no value: " + boolForms
 			case "int", "uint":
 				want = "whole number"
 			case "duration":

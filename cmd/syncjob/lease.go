@@ -38,7 +38,7 @@ var leaseShowHelp = help{
 
 func (c *leaseShowCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("lease show")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := boolVar(fs, "json", "print JSON")
 	cfg, _, err := c.p.parse(fs, leaseShowHelp, args)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ writer in beside it.`,
 
 func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("lease release")
-	yes := fs.Bool("yes", false, "release without asking (needed when stdin is not a terminal)")
+	yes := boolVar(fs, "yes", "release without asking (needed when stdin is not a terminal)")
 	cfg, _, err := c.p.parse(fs, leaseReleaseHelp, args)
 	if err != nil {
 		return err

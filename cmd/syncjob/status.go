@@ -33,8 +33,8 @@ recorded; GITHUB_REPO and GITHUB_BRANCH, when set, only change that label.`,
 
 func (c *statusCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("status")
-	asJSON := fs.Bool("json", false, "print JSON")
-	check := fs.Bool("check", false, "print only whether the job is healthy, and exit 1 when it is not")
+	asJSON := boolVar(fs, "json", "print JSON")
+	check := boolVar(fs, "check", "print only whether the job is healthy, and exit 1 when it is not")
 	runs := fs.Int("runs", 10, "how many recent runs to show")
 	cfg, _, err := c.p.parse(fs, statusHelp, args)
 	if err != nil {

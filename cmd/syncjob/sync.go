@@ -25,13 +25,18 @@ says so.`,
 
 func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("sync")
-	full := fs.Bool("full", false, "compare the whole head tree with the registry, not only the changes since the last commit")
-	allowMassDelete := fs.Bool("allow-mass-delete", c.p.getenv("ALLOW_MASS_DELETE") == "true",
+	full := boolVar(fs, "full", "compare the whole head tree with the registry, not only the changes since the last commit")
+	allowMassDelete := boolVar(fs, "allow-mass-delete",
 		"let through a plan that empties the registry or deletes more than 10 policies and 20% of it (env ALLOW_MASS_DELETE=true)")
-	dryRun := fs.Bool("dry-run", false, "print the plan and write nothing (the registry file is not created either)")
-	asJSON := fs.Bool("json", false, "print the outcome, the run summary and the plan as JSON")
-	quiet := fs.Bool("quiet", false, "print the summary line alone, not the plan")
+	var envErr error
+	*allowMassDelete, envErr = envBool(c.p.getenv, "ALLOW_MASS_DELETE")
+	dryRun := boolVar(fs, "dry-run", "print the plan and write nothing (the registry file is not created either)")
+	asJSON := boolVar(fs, "json", "print the outcome, the run summary and the plan as JSON")
+	quiet := boolVar(fs, "quiet", "print the summary line alone, not the plan")
 	cfg, _, err := c.p.parse(fs, syncHelp, args)
+	if err == nil && envErr != nil && !isSet(fs, "allow-mass-delete") {
+		err = envErr // the flag wins over a bad environment value
+	}
 	if err == nil {
 		err = cfg.ValidateSource()
 	}
