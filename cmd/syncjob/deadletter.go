@@ -72,15 +72,11 @@ forgotten: the next sync writes its version.`,
 }
 
 func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
-	name, args := nameArg(args)
 	fs := c.p.flagSet("deadletter retry")
 	all := boolVar(fs, "all", "retry every dead letter")
-	cfg, rest, err := c.p.parse(fs, deadLetterRetryHelp, args)
+	cfg, name, err := c.p.parseName(fs, deadLetterRetryHelp, args)
 	if err != nil {
 		return err
-	}
-	if name == "" && len(rest) > 0 {
-		name = rest[0]
 	}
 	if (name == "") == !*all {
 		return usageError("deadletter retry", "needs the NAME of a dead letter, or --all (syncjob deadletter list)")
@@ -151,15 +147,6 @@ func deadLetter(ctx context.Context, reg *registry.Registry, name string) (polic
 		return policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: name}, Reason: "unreadable value"}, err
 	}
 	return d, err
-}
-
-// nameArg takes a NAME written before the flags ("drop 학칙 --yes"); the
-// flag package stops at the first argument that is not a flag.
-func nameArg(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "", args
 }
 
 // notDuringASync refuses an operator's change while a sync holds the lease:

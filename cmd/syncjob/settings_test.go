@@ -69,3 +69,32 @@ func TestSettings_BooleanFlags_UsualSpellings(t *testing.T) {
 		t.Errorf("status --check=sure: exit %d, stderr %q; want 2 and %q", r.code, r.stderr, want)
 	}
 }
+
+func TestCLI_ExtraArguments_Exit2(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.sync(exitOK)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"deadletter", "retry", "Foo", "Bar"}, `syncjob: deadletter retry: takes one NAME, got 2 words; quote a name with spaces: syncjob deadletter retry "Foo Bar"; see syncjob deadletter retry --help`},
+		{[]string{"deadletter", "drop", "대학원", "학칙", "--yes"}, `syncjob: deadletter drop: takes one NAME, got 2 words; quote a name with spaces: syncjob deadletter drop "대학원 학칙"; see syncjob deadletter drop --help`},
+		{[]string{"deadletter", "drop", "--yes", "대학원", "학칙"}, `syncjob: deadletter drop: takes one NAME, got 2 words; quote a name with spaces: syncjob deadletter drop "대학원 학칙"; see syncjob deadletter drop --help`},
+		{[]string{"deadletter", "retry", "--all", "extra"}, "syncjob: deadletter retry: needs the NAME of a dead letter, or --all (syncjob deadletter list); see syncjob deadletter retry --help"},
+		{[]string{"status", "--runs", "-3"}, "syncjob: status: -runs: -3 is negative; give how many recent runs to show (0 or more); see syncjob status --help"},
+		{[]string{"status", "now"}, `syncjob: status: unexpected argument "now"; see syncjob status --help`},
+		{[]string{"sync", "--dry-run", "main"}, `syncjob: sync: unexpected argument "main"; see syncjob sync --help`},
+		{[]string{"queue", "list", "all"}, `syncjob: queue list: unexpected argument "all"; see syncjob queue list --help`},
+		{[]string{"deadletter", "list", "x"}, `syncjob: deadletter list: unexpected argument "x"; see syncjob deadletter list --help`},
+		{[]string{"lease", "show", "x"}, `syncjob: lease show: unexpected argument "x"; see syncjob lease show --help`},
+		{[]string{"lease", "release", "x"}, `syncjob: lease release: unexpected argument "x"; see syncjob lease release --help`},
+		{[]string{"version", "x"}, `syncjob: version: unexpected argument "x"; see syncjob version --help`},
+		{[]string{"webhook", "verify", "x"}, `syncjob: webhook verify: unexpected argument "x"; see syncjob webhook verify --help`},
+	} {
+		r := w.run(tc.args...)
+		if r.code != exitUsage || r.stderr != tc.want+"\n" {
+			t.Errorf("syncjob %s: exit %d, stderr %q\nwant exit 2 and %q", strings.Join(tc.args, " "), r.code, r.stderr, tc.want)
+		}
+	}
+}

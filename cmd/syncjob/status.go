@@ -37,6 +37,9 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 	check := boolVar(fs, "check", "print only whether the job is healthy, and exit 1 when it is not")
 	runs := fs.Int("runs", 10, "how many recent runs to show")
 	cfg, _, err := c.p.parse(fs, statusHelp, args)
+	if err == nil && *runs < 0 {
+		err = usageError("status", fmt.Sprintf("-runs: %d is negative; give how many recent runs to show (0 or more)", *runs))
+	}
 	if err != nil {
 		return err
 	}
