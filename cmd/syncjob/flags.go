@@ -113,6 +113,9 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 			switch kind, _ := flag.UnquoteUsage(f); kind {
 			case "":
 				want = "yes/no value: " + boolForms
+				if _, ok := f.Value.(*massDeleteFlag); ok {
+					want = "count of policies or a yes/no value"
+				}
 			case "int", "uint":
 				want = "whole number"
 			case "duration":

@@ -117,7 +117,7 @@ func refusal(err error) string {
 	switch {
 	case !ok:
 		return msg
-	case errors.Is(err, syncer.ErrBudget):
+	case errors.Is(err, syncer.ErrBudget), errors.Is(err, syncer.ErrHeadMoved):
 		return strings.TrimPrefix(rest, ": ")
 	default:
 		return "mass-delete guard" + rest

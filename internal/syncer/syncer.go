@@ -83,6 +83,14 @@ type Options struct {
 	Concurrency       int           // batches in flight; 0 → DefaultConcurrency
 	ReconcileInterval time.Duration // full run when the last one is older; 0 → 24 hours
 	AllowMassDelete   bool          // let a plan through the mass-delete guard
+	// AllowDeletes, when positive, lets through the guard only a plan that
+	// deletes exactly this many policies (the plan an operator reviewed),
+	// and refuses any other; it overrides AllowMassDelete.
+	AllowDeletes int
+	DeleteLimit  *differ.Limit // the guard's thresholds; nil → differ.DefaultLimit
+	// ExpectHead, when set, refuses the run before it writes anything
+	// unless the branch head is this commit (a full sha or a prefix).
+	ExpectHead string
 	DailyWriteBudget  int64         // billable writes a UTC day may spend; 0 = no budget
 	// LeaseTTL is how long the single-writer lease holds between renewals
 	// (a third of it apart); 0 → DefaultLeaseTTL. The lease is also what
@@ -112,6 +120,24 @@ func (o Options) withDefaults() Options {
 		o.LeaseTTL = DefaultLeaseTTL
 	}
 	return o
+}
+
+func (o Options) deleteLimit() differ.Limit {
+	if o.DeleteLimit == nil {
+		return differ.DefaultLimit
+	}
+	return *o.DeleteLimit
+}
+
+// allowDeletes is what the guard lets through (see differ.GuardWithin).
+func (o Options) allowDeletes() int {
+	switch {
+	case o.AllowDeletes > 0:
+		return o.AllowDeletes
+	case o.AllowMassDelete:
+		return differ.AllowAny
+	}
+	return 0
 }
 
 func (o Options) differ() differ.Options { return differ.Options{MaxFileSize: o.MaxFileSize} }
@@ -171,6 +197,9 @@ func (r *run) sync(ctx context.Context) (out outcome) {
 	if out.state, out.err = r.readState(ctx); out.err != nil {
 		return out
 	}
+	if out.err = expectHead(r.opt.ExpectHead, out.state.head); out.err != nil {
+		return out
+	}
 	mode, reason := differ.ChooseMode(differ.ModeInput{
 		Full: r.opt.Full, Last: out.state.last, Head: out.state.head, Previous: out.state.prev,
 		Pending: len(out.state.revisit), Unclean: out.state.unclean,
@@ -226,10 +255,8 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 	r.logPlan(plan, mig)
 	planned := plan
 	out.plan, out.planned = plan, &planned
-	if !r.opt.AllowMassDelete {
-		if out.err = differ.Guard(plan, reg.entries, p.renames, reg.size); out.err != nil {
-			return out
-		}
+	if out.err = differ.GuardWithin(plan, reg.entries, p.renames, reg.size, r.opt.deleteLimit(), r.opt.allowDeletes()); out.err != nil {
+		return out
 	}
 	if r.opt.DryRun {
 		out.failures = failures
@@ -260,6 +287,18 @@ func (r *run) write(ctx context.Context, out outcome, p planned, reg registrySta
 	out.err = ctx.Err()
 	return out
 }
+
+// expectHead refuses a run whose branch head is not the commit the
+// operator reviewed a plan at.
+func expectHead(want, head string) error {
+	if want == "" || strings.HasPrefix(head, strings.ToLower(want)) {
+		return nil
+	}
+	return fmt.Errorf("%w: the branch head is %s, not %s: the plan reviewed there is not the plan now", ErrHeadMoved, head, want)
+}
+
+// ErrHeadMoved refuses a run whose head is not Options.ExpectHead.
+var ErrHeadMoved = fmt.Errorf("%w: expected head", ErrRefused)
 
 // stopped is err, or the cause of ctx's end when it ended (a lost lease).
 func stopped(ctx context.Context, err error) error {
