@@ -90,8 +90,8 @@ type Options struct {
 	DeleteLimit  *differ.Limit // the guard's thresholds; nil → differ.DefaultLimit
 	// ExpectHead, when set, refuses the run before it writes anything
 	// unless the branch head is this commit (a full sha or a prefix).
-	ExpectHead string
-	DailyWriteBudget  int64         // billable writes a UTC day may spend; 0 = no budget
+	ExpectHead       string
+	DailyWriteBudget int64 // billable writes a UTC day may spend; 0 = no budget
 	// LeaseTTL is how long the single-writer lease holds between renewals
 	// (a third of it apart); 0 → DefaultLeaseTTL. The lease is also what
 	// tells the next run that this one did not finish, so every run that
