@@ -56,7 +56,7 @@ func printDeadLetters(w io.Writer, letters []policy.DeadLetter) {
 		t.add(e.PolicyName, e.Operation, short(e.SHA), fmt.Sprint(e.RetryCount), e.DeadAt, e.Reason)
 	}
 	t.write(w, "", palette{})
-	fmt.Fprintf(w, "%d dead letters\n", len(letters))
+	fmt.Fprintln(w, count(len(letters), "dead letter", "dead letters"))
 }
 
 // deadLetterRetryCommand is "syncjob deadletter retry NAME|--all".
@@ -118,7 +118,7 @@ func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Reg
 		}
 		retried = append(retried, name)
 	}
-	fmt.Fprintf(c.p.stdout, "%d dead letters back in the queue; the next sync retries them", len(retried))
+	fmt.Fprintf(c.p.stdout, "%s back in the queue; the next sync retries them", count(len(retried), "dead letter", "dead letters"))
 	if len(retried) > 0 {
 		fmt.Fprintf(c.p.stdout, ": %s", strings.Join(retried, ", "))
 	}

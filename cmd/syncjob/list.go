@@ -41,5 +41,5 @@ func printPolicies(w io.Writer, list []policy.Entry) {
 		t.add(e.PolicyName, e.Title, e.Path, short(e.SHA), e.LastUpdated)
 	}
 	t.write(w, "", palette{})
-	fmt.Fprintf(w, "%d policies\n", len(list))
+	fmt.Fprintln(w, count(len(list), "policy", "policies"))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -79,25 +80,31 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	if f.dryRun {
 		a = planAccess
 	}
-	logger, reg, closeReg, err := c.p.open(cfg, a)
+	p := c.p
+	if f.quiet { // the outcome line alone: no log lines, no progress
+		q := *c.p
+		q.stderr, q.line, q.errTerminal = io.Discard, nil, false
+		p = &q
+	}
+	logger, reg, closeReg, err := p.open(cfg, a)
 	if err != nil {
 		return err
 	}
 	defer closeReg()
 
 	var prog func(done, total int)
-	if c.p.line != nil && !f.asJSON {
-		prog = c.p.line.progress()
+	if p.line != nil && !f.asJSON {
+		prog = p.line.progress()
 	}
-	s, err := newSyncer(cfg, c.p.deps, reg, logger, prog)
+	s, err := newSyncer(cfg, p.deps, reg, logger, prog)
 	if err != nil {
 		return &exitError{exitUsage, cfg.redact(err)}
 	}
 	opt := syncer.Options{Full: f.full, DryRun: f.dryRun, Trigger: "cli",
 		AllowMassDelete: f.allow.any, AllowDeletes: f.allow.n, ExpectHead: f.expectHead}
 	res, runErr := s.Run(ctx, cfg.syncOptions(opt))
-	if c.p.line != nil {
-		c.p.line.clear()
+	if p.line != nil {
+		p.line.clear()
 	}
 	rep := newRunReport(res, cfg.redact(runErr), f.dryRun, cfg.secrets())
 	if f.asJSON {
@@ -107,7 +114,8 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	}
 	switch {
 	case runErr != nil:
-		return fmt.Errorf("sync: %w", cfg.redact(runErr))
+		// the report's first line (or its JSON) said it: once is enough
+		return &exitError{code: exitCode(runErr)}
 	case f.detailed && len(res.Plan.Items) > 0:
 		return &exitError{code: exitPending} // the report showed the changes
 	}
@@ -153,3 +161,4 @@ type syncJSON struct {
 	Summary policy.RunSummary `json:"summary"`
 	Plan    policy.Plan       `json:"plan"`
 }
+
