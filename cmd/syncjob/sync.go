@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -103,6 +105,7 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	opt := syncer.Options{Full: f.full, DryRun: f.dryRun, Trigger: "cli",
 		AllowMassDelete: f.allow.any, AllowDeletes: f.allow.n, ExpectHead: f.expectHead}
 	res, runErr := s.Run(ctx, cfg.syncOptions(opt))
+	runErr = leaseHint(runErr)
 	if p.line != nil {
 		p.line.clear()
 	}
@@ -160,5 +163,15 @@ type syncJSON struct {
 	Error   string            `json:"error,omitempty"`
 	Summary policy.RunSummary `json:"summary"`
 	Plan    policy.Plan       `json:"plan"`
+}
+
+// leaseHint adds to a lease-held refusal the command that clears a lease
+// whose run is gone.
+func leaseHint(err error) error {
+	var held *registry.LeaseHeldError
+	if !errors.As(err, &held) {
+		return err
+	}
+	return fmt.Errorf("%w; if that run is gone: syncjob lease release --id %s", err, shellQuote(held.Held.Owner))
 }
 
