@@ -105,7 +105,7 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	opt := syncer.Options{Full: f.full, DryRun: f.dryRun, Trigger: "cli",
 		AllowMassDelete: f.allow.any, AllowDeletes: f.allow.n, ExpectHead: f.expectHead}
 	res, runErr := s.Run(ctx, cfg.syncOptions(opt))
-	runErr = leaseHint(runErr)
+	runErr = tokenHint(leaseHint(runErr), cfg.GitHubToken)
 	if p.line != nil {
 		p.line.clear()
 	}
@@ -175,3 +175,11 @@ func leaseHint(err error) error {
 	return fmt.Errorf("%w; if that run is gone: syncjob lease release --id %s", err, shellQuote(held.Held.Owner))
 }
 
+// tokenHint adds to GitHub's rate limit, when no token is set, the
+// setting that raises it.
+func tokenHint(err error, token string) error {
+	if token != "" || !errors.Is(err, policy.ErrRateLimited) {
+		return err
+	}
+	return fmt.Errorf("%w; set GITHUB_TOKEN to raise GitHub's limit from 60 to 5,000 requests an hour", err)
+}

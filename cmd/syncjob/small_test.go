@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
+)
+
+// unreadable is a stdin that fails the test when it is read.
+type unreadable struct{ t *testing.T }
+
+func (u unreadable) Read([]byte) (int, error) {
+	u.t.Error("stdin was read")
+	return 0, nil
+}
+
+func TestCLI_WebhookVerify_MalformedSignature_FailsBeforeReadingStdin(t *testing.T) {
+	w := newWorld(t)
+	w.env["GITHUB_WEBHOOK_SECRET"] = testWebhookSecret
+	w.stdin = unreadable{t}
+	for _, sig := range []string{"sha256=xyz", "sha1=0123456789abcdef0123456789abcdef01234567", "deadbeef"} {
+		r := w.run("webhook", "verify", "--signature", sig)
+		if want := "syncjob: webhook verify: X-Hub-Signature-256 is not sha256= and 64 hex digits; see syncjob webhook verify --help\n"; r.code != exitUsage || r.stderr != want {
+			t.Errorf("--signature %s: exit %d, stderr %q; want 2 and %q", sig, r.code, r.stderr, want)
+		}
+	}
+}
+
+func TestSync_RateLimitedWithoutToken_SuggestsGitHubToken(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.PrimaryRateLimit(403, time.Now().Add(time.Hour)))
+	r := w.sync(exitFailed)
+	if got := firstLine(r.stdout); !strings.Contains(got, "rate limit") || !strings.Contains(got, "set GITHUB_TOKEN") {
+		t.Errorf("first line %q: want the rate limit and a hint to set GITHUB_TOKEN", got)
+	}
+	w.env["GITHUB_TOKEN"] = "ghp_0123456789abcdefSECRET"
+	r = w.sync(exitFailed)
+	if got := firstLine(r.stdout); !strings.Contains(got, "rate limit") || strings.Contains(got, "GITHUB_TOKEN") {
+		t.Errorf("with a token, first line %q: want the rate limit without the hint", got)
+	}
+}
