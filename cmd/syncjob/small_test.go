@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
 )
 
 // unreadable is a stdin that fails the test when it is read.
@@ -40,5 +41,28 @@ func TestSync_RateLimitedWithoutToken_SuggestsGitHubToken(t *testing.T) {
 	r = w.sync(exitFailed)
 	if got := firstLine(r.stdout); !strings.Contains(got, "rate limit") || strings.Contains(got, "GITHUB_TOKEN") {
 		t.Errorf("with a token, first line %q: want the rate limit without the hint", got)
+	}
+}
+
+func TestList_TypicalHangulRowsFit120Columns_PathNotRepeated(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	var entries []policy.Entry
+	for name, title := range map[string]string{ // as in the real repository
+		"한국교원대학교 대학원 학위청구논문 심사 규정": "한국교원대학교 대학원 학위청구논문 심사 규정",
+		"교원양성 및 교육과정 운영위원회 규정":     "교원양성 및 교육과정 운영위원회 규정",
+		"연구소 설치(운영)․규정":            "연구소 설치․운영 규정",
+		"학칙":                       "한국교원대학교 학칙",
+	} {
+		entries = append(entries, policy.Entry{PolicyName: name, Title: title, Path: "규정/제3편 학사/" + name + ".md", SHA: sha, LastUpdated: "2026-11-25T16:00:00Z"})
+	}
+	var b strings.Builder
+	printPolicies(&b, entries)
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		if n := cells.StringWidth(line); n > 120 {
+			t.Errorf("a row is %d cells wide, want at most 120:\n%s", n, line)
+		}
+		if strings.Count(line, "규정.md") > 0 || strings.Count(line, "학칙.md") > 0 {
+			t.Errorf("the path repeats the name:\n%s", line)
+		}
 	}
 }
