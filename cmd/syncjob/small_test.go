@@ -66,3 +66,12 @@ func TestList_TypicalHangulRowsFit120Columns_PathNotRepeated(t *testing.T) {
 		}
 	}
 }
+
+func TestStatus_Help_SaysWhatStatusDoesNow(t *testing.T) {
+	w := newWorld(t)
+	r := w.run("status", "--help")
+	// since settings stopped relabelling the registry, they show beside it
+	if strings.Contains(r.stderr, "only change that label") || !strings.Contains(r.stderr, `a "settings" line`) {
+		t.Errorf("status --help describes the label GITHUB_REPO no longer changes:\n%s", r.stderr)
+	}
+}

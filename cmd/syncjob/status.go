@@ -20,14 +20,17 @@ type statusCommand struct{ p *program }
 var statusHelp = help{
 	name:  "status",
 	usage: "status [--json] [--check] [--runs N] [settings]",
-	about: `Prints which registry this is and its writer or lease, the last run, the time since
-the last success, the queue, the dead letters and the recent runs. Reads the
-registry only: it works while a sync runs.
+	about: `Prints the repository and branch the last run synced, which registry this is
+and its writer or lease, the last run, the last commit, the time since the last
+success, the queue, the dead letters and the recent runs (--runs N). Reads the
+registry only: it works while a sync runs. When GITHUB_REPO or GITHUB_BRANCH
+name another repository or branch than the last run synced, a "settings" line
+shows them beside it (they do not relabel the registry; the next sync reads
+them).
 
---check is a health check: exit 0 when the last run succeeded, the last success
-is younger than STATUS_MAX_AGE and no dead letter holds a version back; else
-exit 1, saying why. The repository and branch shown are those the last run
-recorded; GITHUB_REPO and GITHUB_BRANCH, when set, only change that label.`,
+--check is a health check: one line, and exit 0 when the last run succeeded,
+the last success is younger than STATUS_MAX_AGE and no dead letter holds a
+version back; else exit 1, saying why.`,
 	groups: groupRegistry | groupLogging | groupHealth | groupLabel,
 }
 
