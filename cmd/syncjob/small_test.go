@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +77,25 @@ func TestStatus_Help_SaysWhatStatusDoesNow(t *testing.T) {
 	// since settings stopped relabelling the registry, they show beside it
 	if strings.Contains(r.stderr, "only change that label") || !strings.Contains(r.stderr, `a "settings" line`) {
 		t.Errorf("status --help describes the label GITHUB_REPO no longer changes:\n%s", r.stderr)
+	}
+}
+
+func TestSync_FirstRunFails_LeavesNoRegistryFile(t *testing.T) {
+	w := newWorld(t)
+	seed(w)
+	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
+	w.sync(exitFailed)
+	if _, err := os.Stat(w.db); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a first run that wrote nothing left %s (stat: %v)", w.db, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(w.db)); len(entries) != 0 {
+		t.Errorf("a first run that wrote nothing left %v", entries)
+	}
+	w.gh.ClearFaults()
+	w.sync(exitOK)
+	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
+	w.sync(exitFailed)
+	if s := w.state(); s.lastRun == nil || s.lastRun.Status != policy.RunFailed || len(s.policies) != 3 {
+		t.Errorf("a failed run on an existing registry is recorded in it: %+v, %d policies", s.lastRun, len(s.policies))
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
@@ -88,12 +91,13 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 		q.stderr, q.line, q.errTerminal = io.Discard, nil, false
 		p = &q
 	}
+	created := a == syncAccess && !cfg.cloudflare() && !fileExists(cfg.RegistryPath)
 	logger, reg, closeReg, err := p.open(cfg, a)
 	if err != nil {
 		return err
 	}
+	closeReg = sync.OnceFunc(closeReg)
 	defer closeReg()
-
 	var prog func(done, total int)
 	if p.line != nil && !f.asJSON {
 		prog = p.line.progress()
@@ -102,14 +106,14 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{exitUsage, cfg.redact(err)}
 	}
-	opt := syncer.Options{Full: f.full, DryRun: f.dryRun, Trigger: "cli",
-		AllowMassDelete: f.allow.any, AllowDeletes: f.allow.n, ExpectHead: f.expectHead}
-	res, runErr := s.Run(ctx, cfg.syncOptions(opt))
-	runErr = tokenHint(leaseHint(runErr), cfg.GitHubToken)
-	if p.line != nil {
-		p.line.clear()
-	}
+	res, runErr := c.run(ctx, p, cfg, f, s)
 	rep := newRunReport(res, cfg.redact(runErr), f.dryRun, cfg.secrets())
+	if created && runErr != nil && !rep.applied {
+		// The registry did not exist and the run wrote no policy: a file
+		// that records only its failure would read as a synced registry.
+		closeReg()
+		_ = os.Remove(cfg.RegistryPath)
+	}
 	if f.asJSON {
 		printJSON(c.p.stdout, rep.json())
 	} else {
@@ -123,6 +127,22 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 		return &exitError{code: exitPending} // the report showed the changes
 	}
 	return nil
+}
+
+// run runs s once with the options of f.
+func (c *syncCommand) run(ctx context.Context, p *program, cfg Config, f syncFlags, s *syncer.Syncer) (syncer.Result, error) {
+	opt := syncer.Options{Full: f.full, DryRun: f.dryRun, Trigger: "cli",
+		AllowMassDelete: f.allow.any, AllowDeletes: f.allow.n, ExpectHead: f.expectHead}
+	res, runErr := s.Run(ctx, cfg.syncOptions(opt))
+	if p.line != nil {
+		p.line.clear()
+	}
+	return res, tokenHint(leaseHint(runErr), cfg.GitHubToken)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // massDeleteFlag is --allow-mass-delete: alone (or yes/no) any plan, or =N
