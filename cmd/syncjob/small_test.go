@@ -99,3 +99,21 @@ func TestSync_FirstRunFails_LeavesNoRegistryFile(t *testing.T) {
 		t.Errorf("a failed run on an existing registry is recorded in it: %+v, %d policies", s.lastRun, len(s.policies))
 	}
 }
+
+func TestSync_GitHubUnreachable_FailsAtOnce_ErrorOnce_NoRegistryFile(t *testing.T) {
+	w := newWorld(t)
+	w.env["GITHUB_API_URL"] = "http://127.0.0.1:1/" // nothing listens: connection refused
+	r := w.sync(exitFailed)
+	if len(w.sleeps) != 0 {
+		t.Errorf("waited %v to retry a GitHub that cannot be reached", w.sleeps)
+	}
+	if got := firstLine(r.stdout); !strings.HasPrefix(got, "failed: github: ") || !strings.Contains(got, "connection refused") {
+		t.Errorf("first line %q, want failed: naming the refused connection", got)
+	}
+	if strings.Contains(r.stderr, "syncjob: ") || strings.Contains(r.stderr, "retrying request") {
+		t.Errorf("stderr repeats the error or retries:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(w.db); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the failed first run left %s (stat: %v)", w.db, err)
+	}
+}
