@@ -20,7 +20,7 @@ var reads = [][]string{{"list"}, {"status"}, {"queue", "list"}, {"deadletter", "
 func TestRead_MissingRegistry_ErrorNamesRegistryPath_CreatesNothing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	changes := [][]string{{"deadletter", "retry", "학칙"}, {"deadletter", "retry", "--all"}, {"deadletter", "drop", "학칙", "--yes"}, {"lease", "release", "--yes"}}
+	changes := [][]string{{"deadletter", "retry", "학칙"}, {"deadletter", "retry", "--all"}, {"deadletter", "drop", "학칙", "--yes"}, {"lease", "release", "--id", "x", "--yes"}}
 	for _, args := range append(reads, changes...) {
 		r := w.run(args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "REGISTRY_PATH") || !strings.Contains(r.stderr, w.db) {

@@ -24,12 +24,16 @@ const (
 	exitUsage   = 2
 	exitPartial = 3
 	exitRefused = 4
+	// exitPending: sync --dry-run --detailed-exitcode found changes to
+	// write (terraform plan's -detailed-exitcode, whose 2 is taken here).
+	exitPending = 5
 )
 
 const usage = `syncjob keeps a policy registry equal to the markdown policies of a GitHub branch.
 
 Usage:
-  syncjob sync [--full] [--dry-run] [--json] [--quiet] [--allow-mass-delete] [settings]
+  syncjob sync [--full] [--dry-run [--detailed-exitcode]] [--json] [--quiet]
+               [--allow-mass-delete[=N]] [--expect-head SHA] [settings]
   syncjob list [--json] [settings]
   syncjob status [--json] [--check] [--runs N] [settings]
   syncjob queue list [--json] [settings]
@@ -50,7 +54,8 @@ Commands:
   version     the version and source revision of this binary
 
 Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
-3 partial (failures recorded for retry), 4 refused by a safety guard.
+3 partial (failures recorded for retry), 4 refused by a safety guard,
+5 changes pending (sync --dry-run --detailed-exitcode only).
 
 Run "syncjob COMMAND --help" for its flags and the settings it reads, each an
 environment variable too, with its default.

@@ -39,6 +39,11 @@ func TestCLI_TokenNeverPrinted(t *testing.T) {
 				w.gh.Token = token
 				w.env["GITHUB_TOKEN"] = token
 				w.env["LOG_LEVEL"] = "debug"
+				// a registry that exists keeps the record of a failed run (a
+				// first run that fails before writing leaves no file)
+				w.sync(0)
+				w.repo.Write("규정/신규.md", "# 신규\n")
+				w.repo.Commit("one more")
 				if tc.fault != nil {
 					w.gh.FailNext(githubtest.AnyKind, -1, *tc.fault)
 				}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
 )
@@ -29,6 +30,8 @@ type Config struct {
 	Concurrency       int
 	ReconcileInterval time.Duration
 	DailyWriteBudget  int64
+	MaxDelete         int // the mass-delete guard refuses a plan that loses more than
+	MaxDeletePercent  int // MaxDelete policies and more than MaxDeletePercent of the registry
 	LogFormat         string
 	LogLevel          string
 	StatusMaxAge      time.Duration
@@ -86,6 +89,12 @@ func settings() []setting {
 		}},
 		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", kind: "int", group: groupRun, def: "0", help: "billable Cloudflare writes a UTC day may spend; a run applies what fits, in a stable order, and the next runs continue (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.DailyWriteBudget)
+		}},
+		{env: "MAX_DELETE", flag: "max-delete", kind: "count", group: groupRun, def: strconv.Itoa(differ.DefaultLimit.Count), help: "the mass-delete guard refuses a plan that loses more than this many policies and more than MAX_DELETE_PERCENT of the registry (content kept under another name is not lost)", set: func(c *Config, v string) error {
+			return parseInt(v, &c.MaxDelete)
+		}},
+		{env: "MAX_DELETE_PERCENT", flag: "max-delete-percent", kind: "percent", group: groupRun, def: strconv.Itoa(differ.DefaultLimit.Percent), help: "see MAX_DELETE: the share of the registry, 0-100, with or without %", set: func(c *Config, v string) error {
+			return parseInt(strings.TrimSuffix(v, "%"), &c.MaxDeletePercent)
 		}},
 		{env: "LOG_FORMAT", flag: "log-format", kind: "auto|json|text", group: groupLogging, def: "auto", help: "auto: text on a terminal, JSON otherwise", set: str(func(c *Config) *string { return &c.LogFormat })},
 		{env: "LOG_LEVEL", flag: "log-level", kind: "debug|info|warn|error", group: groupLogging, def: "info", help: "the least severe lines logged", set: str(func(c *Config) *string { return &c.LogLevel })},
@@ -225,6 +234,10 @@ func (c Config) Validate() error {
 		return &policy.ConfigError{Setting: "CONCURRENCY", Problem: fmt.Sprintf("%d is outside 1-32", c.Concurrency)}
 	case c.DailyWriteBudget < 0:
 		return &policy.ConfigError{Setting: "DAILY_WRITE_BUDGET", Problem: "must not be negative (0: no budget)"}
+	case c.MaxDelete < 0:
+		return &policy.ConfigError{Setting: "MAX_DELETE", Problem: fmt.Sprintf("%d is negative: give how many policies a plan may lose", c.MaxDelete)}
+	case c.MaxDeletePercent < 0 || c.MaxDeletePercent > 100:
+		return &policy.ConfigError{Setting: "MAX_DELETE_PERCENT", Problem: fmt.Sprintf("%d is outside 0-100", c.MaxDeletePercent)}
 	case c.ReconcileInterval < time.Hour:
 		return &policy.ConfigError{Setting: "RECONCILE_INTERVAL", Problem: "must be at least 1h"}
 	case c.StatusMaxAge < time.Minute:

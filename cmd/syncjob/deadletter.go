@@ -55,7 +55,7 @@ func printDeadLetters(w io.Writer, letters []policy.DeadLetter) {
 		t.add(e.PolicyName, e.Operation, short(e.SHA), fmt.Sprint(e.RetryCount), e.DeadAt, e.Reason)
 	}
 	t.write(w, "", palette{})
-	fmt.Fprintf(w, "%d dead letters\n", len(letters))
+	fmt.Fprintln(w, count(len(letters), "dead letter", "dead letters"))
 }
 
 // deadLetterRetryCommand is "syncjob deadletter retry NAME|--all".
@@ -71,15 +71,11 @@ forgotten: the next sync writes its version.`,
 }
 
 func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
-	name, args := nameArg(args)
 	fs := c.p.flagSet("deadletter retry")
-	all := fs.Bool("all", false, "retry every dead letter")
-	cfg, rest, err := c.p.parse(fs, deadLetterRetryHelp, args)
+	all := boolVar(fs, "all", "retry every dead letter")
+	cfg, name, err := c.p.parseName(fs, deadLetterRetryHelp, args)
 	if err != nil {
 		return err
-	}
-	if name == "" && len(rest) > 0 {
-		name = rest[0]
 	}
 	if (name == "") == !*all {
 		return usageError("deadletter retry", "needs the NAME of a dead letter, or --all (syncjob deadletter list)")
@@ -121,7 +117,7 @@ func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Reg
 		}
 		retried = append(retried, name)
 	}
-	fmt.Fprintf(c.p.stdout, "%d dead letters back in the queue; the next sync retries them", len(retried))
+	fmt.Fprintf(c.p.stdout, "%s back in the queue; the next sync retries them", count(len(retried), "dead letter", "dead letters"))
 	if len(retried) > 0 {
 		fmt.Fprintf(c.p.stdout, ": %s", printable(strings.Join(retried, ", ")))
 	}
@@ -150,15 +146,6 @@ func deadLetter(ctx context.Context, reg *registry.Registry, name string) (polic
 		return policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: name}, Reason: "unreadable value"}, err
 	}
 	return d, err
-}
-
-// nameArg takes a NAME written before the flags ("drop 학칙 --yes"); the
-// flag package stops at the first argument that is not a flag.
-func nameArg(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "", args
 }
 
 // notDuringASync refuses an operator's change while a sync holds the lease:

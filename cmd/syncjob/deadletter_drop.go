@@ -26,15 +26,11 @@ again (and writes the head's version, counting failures from zero).`,
 }
 
 func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
-	name, args := nameArg(args)
 	fs := c.p.flagSet("deadletter drop")
-	yes := fs.Bool("yes", false, "drop without asking (needed when stdin is not a terminal)")
-	cfg, rest, err := c.p.parse(fs, deadLetterDropHelp, args)
+	yes := boolVar(fs, "yes", "drop without asking (needed when stdin is not a terminal)")
+	cfg, name, err := c.p.parseName(fs, deadLetterDropHelp, args)
 	if err != nil {
 		return err
-	}
-	if name == "" && len(rest) > 0 {
-		name = rest[0]
 	}
 	if name == "" {
 		return usageError("deadletter drop", "needs the NAME of a dead letter (syncjob deadletter list)")

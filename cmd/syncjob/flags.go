@@ -44,10 +44,48 @@ func (p *program) parse(fs *flag.FlagSet, h help, args []string) (Config, []stri
 		return Config{}, nil, usageError(h.name, flagProblem(fs, err))
 	}
 	if fs.NArg() > h.args {
-		return Config{}, nil, usageError(h.name, fmt.Sprintf("unexpected argument %q", fs.Arg(h.args)))
+		return Config{}, nil, usageError(h.name, extraArgs(h, fs.Args()))
 	}
 	cfg, err := load()
 	return cfg, fs.Args(), err
+}
+
+// parseName is parse for a command that takes one NAME, before its flags
+// or after them. A NAME of several words is a usage error that suggests
+// quotes: a shell splits an unquoted name with spaces, and acting on its
+// first word alone would touch another policy.
+func (p *program) parseName(fs *flag.FlagSet, h help, args []string) (Config, string, error) {
+	var words []string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		words, args = args[:1], args[1:]
+	}
+	loose := h
+	loose.args = len(args) // the words after NAME are counted with it, below
+	cfg, rest, err := p.parse(fs, loose, args)
+	if err != nil {
+		return cfg, "", err
+	}
+	if words = append(words, rest...); len(words) > h.args {
+		return cfg, "", usageError(h.name, extraArgs(h, words))
+	}
+	if len(words) == 0 {
+		return cfg, "", nil
+	}
+	return cfg, words[0], nil
+}
+
+// extraArgs says what is wrong with args, more than h's command takes.
+func extraArgs(h help, args []string) string {
+	var words []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") { // a flag after the words is not parsed: not part of the name
+			words = append(words, a)
+		}
+	}
+	if h.args == 1 && len(words) > 1 {
+		return fmt.Sprintf("takes one NAME, got %d words; quote a name with spaces: syncjob %s %q", len(words), h.name, strings.Join(words, " "))
+	}
+	return fmt.Sprintf("unexpected argument %q", args[h.args])
 }
 
 // usageError is a mistake in how a command was called: one line, and where
@@ -74,7 +112,10 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 		if f := fs.Lookup(m[2]); f != nil {
 			switch kind, _ := flag.UnquoteUsage(f); kind {
 			case "":
-				want = "true or false"
+				want = "yes/no value: " + boolForms
+				if _, ok := f.Value.(*massDeleteFlag); ok {
+					want = "count of policies or a yes/no value"
+				}
 			case "int", "uint":
 				want = "whole number"
 			case "duration":

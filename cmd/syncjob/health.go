@@ -45,7 +45,7 @@ func checkHealth(rep statusReport, now time.Time, maxAge time.Duration) health {
 			names = append(names, d.PolicyName)
 		}
 		names = append(names, rep.UnreadableDeadLetters...)
-		problems = append(problems, fmt.Sprintf("%d dead letters hold back versions: %s (syncjob deadletter list)", n, strings.Join(names, ", ")))
+		problems = append(problems, fmt.Sprintf("%s hold back versions: %s (syncjob deadletter list)", count(n, "dead letter", "dead letters"), strings.Join(names, ", ")))
 	}
 	if len(problems) > 0 {
 		return health{Problems: problems, Summary: "unhealthy: " + strings.Join(problems, "; ")}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/registry"
@@ -10,7 +11,7 @@ import (
 
 // leaseUsage states the lease's times as the code uses them (leaseTTL,
 // renewed every third of it).
-var leaseUsage = fmt.Sprintf(`Usage: syncjob lease show [--json] | release [--yes]
+var leaseUsage = fmt.Sprintf(`Usage: syncjob lease show [--json] | release --id ID [--yes]
 
 The lease (metadata:sync:lease) is the advisory single-writer lock of the
 registry: every run that writes takes it before it reads what it plans from,
@@ -25,7 +26,8 @@ finish: that run plans from the head tree.
 
 Subcommands:
   show      print the lease, and the writer of the embedded file
-  release   end a lease a crashed run left (asks first; --yes when not on a terminal)
+  release   end a lease a crashed run left: give its id, which show prints
+            (asks first; --yes when not on a terminal)
 
 Run "syncjob lease SUBCOMMAND --help" for its flags and settings.
 `, minutes(leaseTTL/3), minutes(leaseTTL))
@@ -53,7 +55,7 @@ var leaseShowHelp = help{
 
 func (c *leaseShowCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("lease show")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := boolVar(fs, "json", "print JSON")
 	cfg, _, err := c.p.parse(fs, leaseShowHelp, args)
 	if err != nil {
 		return err
@@ -95,10 +97,12 @@ type leaseReleaseCommand struct{ p *program }
 
 var leaseReleaseHelp = help{
 	name:  "lease release",
-	usage: "lease release [--yes] [settings]",
-	about: `Ends the lease now, whoever holds it, after asking on a terminal (elsewhere
---yes is needed): for a lease a crashed run left, so the next run need not wait
-for it to expire. It stays marked as not released, so that next run still plans
+	usage: "lease release --id ID [--yes] [settings]",
+	about: `Ends the lease whose id (its holder, as "lease show" prints it) is ID, after
+asking on a terminal (elsewhere --yes is needed): for a lease a crashed run
+left, so the next run need not wait for it to expire. Without --id it prints
+the lease and its id and exits 2; when the lease is not ID's (another run took
+it since) it releases nothing and exits 4. It stays marked as not released, so that next run still plans
 from the head tree. Ending the lease of a run that is still going lets a second
 writer in beside it.`,
 	groups: groupRegistry | groupLogging,
@@ -106,12 +110,14 @@ writer in beside it.`,
 
 func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("lease release")
-	yes := fs.Bool("yes", false, "release without asking (needed when stdin is not a terminal)")
+	yes := boolVar(fs, "yes", "release without asking (needed when stdin is not a terminal)")
+	var id string
+	fs.Var(&stringFlag{p: &id, kind: "ID"}, "id", "the id of the lease to release, as lease show prints it: a lease held by another is kept")
 	cfg, _, err := c.p.parse(fs, leaseReleaseHelp, args)
 	if err != nil {
 		return err
 	}
-	if !*yes && !c.p.canAsk() {
+	if id != "" && !*yes && !c.p.canAsk() {
 		return usageError("lease release", "stdin is not a terminal to ask on: add --yes to release without asking")
 	}
 	_, reg, closeReg, err := c.p.open(cfg, changeAccess)
@@ -126,6 +132,9 @@ func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 	if l == nil || l.Released() {
 		fmt.Fprintln(c.p.stdout, "no lease to release")
 		return nil
+	}
+	if err := c.checkID(*l, id); err != nil {
+		return err
 	}
 	if !*yes {
 		state := "expired"
@@ -142,4 +151,27 @@ func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.p.stdout, "released the lease of %s; the next run plans from the head tree, since that run did not finish\n", l.Owner)
 	return nil
+}
+
+// checkID refuses to release a lease but the one named: without an id it
+// shows the lease and asks for its id; another id means the lease changed
+// hands since it was looked at.
+func (c *leaseReleaseCommand) checkID(l registry.Lease, id string) error {
+	expired := l.Expired(c.p.now())
+	switch {
+	case id == "":
+		fmt.Fprintf(c.p.stdout, "lease   %s\n", printable(leaseText(&l, expired)))
+		return usageError("lease release", "give the id of the lease to release: syncjob lease release --id "+shellQuote(l.Owner))
+	case id != l.Owner:
+		return &exitError{exitRefused, fmt.Errorf("lease release: the lease is held by %s, not %s: nothing released (syncjob lease show)", printable(l.Owner), printable(id))}
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

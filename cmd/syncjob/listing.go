@@ -16,7 +16,7 @@ import (
 func listing[T any](ctx context.Context, p *program, h help, args []string,
 	read func(context.Context, *registry.Registry) ([]T, error), table func(io.Writer, []T)) error {
 	fs := p.flagSet(h.name)
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := boolVar(fs, "json", "print JSON")
 	cfg, _, err := p.parse(fs, h, args)
 	if err != nil {
 		return err

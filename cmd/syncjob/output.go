@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 )
@@ -41,4 +42,12 @@ func sortedValues[V any](m map[string]V) []V {
 		out = append(out, m[k])
 	}
 	return out
+}
+
+// count says n things in English: "1 request", "2 requests", "0 policies".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

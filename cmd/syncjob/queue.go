@@ -52,5 +52,5 @@ func printQueue(w io.Writer, entries []policy.QueueEntry) {
 		t.add(e.PolicyName, e.Operation, short(e.SHA), fmt.Sprint(e.RetryCount), e.CreatedAt, msg)
 	}
 	t.write(w, "", palette{})
-	fmt.Fprintf(w, "%d entries\n", len(entries))
+	fmt.Fprintln(w, count(len(entries), "entry", "entries"))
 }

@@ -56,7 +56,11 @@ func newRunReport(res syncer.Result, runErr error, dry bool, secrets []string) r
 }
 
 func (r runReport) json() syncJSON {
-	out := syncJSON{Outcome: r.outcome, Applied: r.applied, Summary: r.sum, Plan: r.plan}
+	plan := r.plan
+	plan.Items = orEmpty(plan.Items)
+	plan.Skipped = orEmpty(plan.Skipped)
+	plan.Conflicts = orEmpty(plan.Conflicts)
+	out := syncJSON{Outcome: r.outcome, Applied: r.applied, Summary: r.sum, Plan: plan}
 	if r.err != nil {
 		out.Error = r.err.Error()
 	}
@@ -76,9 +80,22 @@ func (r runReport) write(w io.Writer, quiet bool, pal palette) {
 	case r.outcome != outcomeSynced && r.outcome != outcomePartial:
 		fmt.Fprintln(w, "planned, not applied:")
 	}
-	r.table().write(w, "  ", pal)
+	t := r.table()
+	more := 0
+	if r.outcome == outcomeFailed && len(t.rows) > failedRowsShown {
+		more = len(t.rows) - failedRowsShown
+		t.rows, t.colours = t.rows[:failedRowsShown], t.colours[:failedRowsShown]
+	}
+	t.write(w, "  ", pal)
+	if more > 0 {
+		fmt.Fprintf(w, "  … and %d more (syncjob sync --dry-run lists them all)\n", more)
+	}
 	fmt.Fprintln(w, planLine(r.plan))
 }
+
+// failedRowsShown is how much of a failed run's plan is printed: the run
+// did not apply it, and thousands of lines would bury the error above.
+const failedRowsShown = 20
 
 // headline is the first line: what the run did, never "synced" for a run
 // that wrote nothing.
@@ -98,12 +115,22 @@ func (r runReport) headline(pal palette) string {
 			strings.TrimSuffix(strings.TrimPrefix(planLine(r.plan), "Plan: "), "."), requestCounts(s))
 	}
 	word := pal.paint(green, outcomeSynced)
+	dead := r.newlyDead()
 	failed := fmt.Sprintf("%d failed", s.ErrorCount)
-	if r.outcome == outcomePartial {
-		word, failed = pal.paint(yellow, outcomePartial), failed+" (queued for retry)"
+	switch {
+	case r.outcome != outcomePartial:
+	case len(dead) == 0:
+		failed += " (queued for retry)"
+	case len(dead) == s.ErrorCount:
+		failed += " (given up: " + deadLetters(len(dead)) + ")"
+	default:
+		failed += fmt.Sprintf(" (%d queued for retry, %d given up: %s)", s.ErrorCount-len(dead), len(dead), deadLetters(len(dead)))
 	}
-	if n := len(s.HeldBack); n > 0 {
-		failed += fmt.Sprintf(", %d held back by dead letters", n)
+	if r.outcome == outcomePartial {
+		word = pal.paint(yellow, outcomePartial)
+	}
+	if n := len(s.HeldBack) - len(dead); n > 0 {
+		failed += fmt.Sprintf(", %d held back by %s", n, map[bool]string{true: "a dead letter", false: "dead letters"}[n == 1])
 	}
 	if s.Waiting > 0 {
 		failed += fmt.Sprintf(", %d waiting for the daily write budget", s.Waiting)
@@ -119,7 +146,7 @@ func refusal(err error) string {
 	switch {
 	case !ok:
 		return msg
-	case errors.Is(err, syncer.ErrBudget):
+	case errors.Is(err, syncer.ErrBudget), errors.Is(err, syncer.ErrHeadMoved):
 		return strings.TrimPrefix(rest, ": ")
 	default:
 		return "mass-delete guard" + rest
@@ -131,7 +158,7 @@ func requestCounts(s policy.RunSummary) string {
 	if n, ok := s.Requests["cloudflare"]; ok {
 		api, reqs = "cloudflare", n
 	}
-	return fmt.Sprintf("github %d requests, %s %d", s.Requests["github"], api, reqs)
+	return fmt.Sprintf("github %s, %s %d", count(int(s.Requests["github"]), "request", "requests"), api, reqs)
 }
 
 func (r runReport) hasRows() bool {
@@ -164,6 +191,7 @@ func (r runReport) table() *table {
 	for _, f := range r.sum.Failures {
 		failed[f.PolicyName] = f.Error
 	}
+	dead := r.newlyDead()
 	t := &table{}
 	for _, it := range r.plan.Items {
 		path := it.Path
@@ -174,7 +202,7 @@ func (r runReport) table() *table {
 			path = it.OldPath + " → " + it.Path
 		}
 		if msg, ok := failed[it.PolicyName]; ok {
-			t.addPainted(magenta, attention, it.PolicyName, path, "failed: "+msg)
+			t.addPainted(magenta, attention, it.PolicyName, path, "failed: "+msg+dead[it.PolicyName].note())
 			delete(failed, it.PolicyName)
 			continue
 		}
@@ -183,14 +211,16 @@ func (r runReport) table() *table {
 	}
 	for _, f := range r.sum.Failures { // failures of items the plan no longer lists
 		if msg, ok := failed[f.PolicyName]; ok {
-			t.addPainted(magenta, attention, f.PolicyName, "", "failed: "+msg)
+			t.addPainted(magenta, attention, f.PolicyName, dead[f.PolicyName].Path, "failed: "+msg+dead[f.PolicyName].note())
 		}
 	}
 	for _, sk := range r.plan.Skipped {
 		t.addPainted(magenta, attention, sk.PolicyName, sk.Path, "skipped: "+sk.Reason)
 	}
 	for _, hb := range r.heldBack() {
-		t.addPainted(magenta, attention, hb.PolicyName, hb.Path, "held back: "+hb.Reason)
+		if _, ok := dead[hb.PolicyName]; !ok { // a failure that just became a dead letter has its row
+			t.addPainted(magenta, attention, hb.PolicyName, hb.Path, "held back: "+hb.Reason)
+		}
 	}
 	for _, c := range r.plan.Conflicts {
 		t.addPainted(magenta, attention, c.PolicyName, c.Winner, "wins over "+strings.Join(c.Losers, ", "))
@@ -202,4 +232,48 @@ func (r runReport) table() *table {
 func planLine(p policy.Plan) string {
 	return fmt.Sprintf("Plan: %d to add, %d to change, %d to move, %d to delete.",
 		p.Count(policy.ActAdd), p.Count(policy.ActUpdate)+p.Count(policy.ActMigrate), p.Count(policy.ActMove), p.Count(policy.ActDelete))
+}
+
+// deadLetters says what n failures became.
+func deadLetters(n int) string {
+	if n == 1 {
+		return "now a dead letter"
+	}
+	return "now dead letters"
+}
+
+// newlyDead are the failures of this run that a dead letter now holds back
+// (the third failure), by name: each is shown once, as a failure, with
+// what follows from it.
+func (r runReport) newlyDead() map[string]heldBack {
+	failed := map[string]bool{}
+	for _, f := range r.sum.Failures {
+		failed[f.PolicyName] = true
+	}
+	dead := map[string]heldBack{}
+	for _, hb := range r.heldBack() {
+		if failed[hb.PolicyName] {
+			dead[hb.PolicyName] = heldBack(hb)
+		}
+	}
+	return dead
+}
+
+// heldBack is a version a dead letter holds back.
+type heldBack policy.Skip
+
+// note is what a failure row adds when the failure made a dead letter.
+func (h heldBack) note() string {
+	if h.PolicyName == "" {
+		return ""
+	}
+	return "; given up, now held back: " + h.Reason
+}
+
+// orEmpty is s, or an empty slice for nil: JSON shows [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

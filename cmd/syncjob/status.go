@@ -20,23 +20,29 @@ type statusCommand struct{ p *program }
 var statusHelp = help{
 	name:  "status",
 	usage: "status [--json] [--check] [--runs N] [settings]",
-	about: `Prints which registry this is and its writer or lease, the last run, the time since
-the last success, the queue, the dead letters and the recent runs. Reads the
-registry only: it works while a sync runs.
+	about: `Prints the repository and branch the last run synced, which registry this is
+and its writer or lease, the last run, the last commit, the time since the last
+success, the queue, the dead letters and the recent runs (--runs N). Reads the
+registry only: it works while a sync runs. When GITHUB_REPO or GITHUB_BRANCH
+name another repository or branch than the last run synced, a "settings" line
+shows them beside it (they do not relabel the registry; the next sync reads
+them).
 
---check is a health check: exit 0 when the last run succeeded, the last success
-is younger than STATUS_MAX_AGE and no dead letter holds a version back; else
-exit 1, saying why. The repository and branch shown are those the last run
-recorded; GITHUB_REPO and GITHUB_BRANCH, when set, only change that label.`,
+--check is a health check: one line, and exit 0 when the last run succeeded,
+the last success is younger than STATUS_MAX_AGE and no dead letter holds a
+version back; else exit 1, saying why.`,
 	groups: groupRegistry | groupLogging | groupHealth | groupLabel,
 }
 
 func (c *statusCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("status")
-	asJSON := fs.Bool("json", false, "print JSON")
-	check := fs.Bool("check", false, "print only whether the job is healthy, and exit 1 when it is not")
+	asJSON := boolVar(fs, "json", "print JSON")
+	check := boolVar(fs, "check", "print only whether the job is healthy, and exit 1 when it is not")
 	runs := fs.Int("runs", 10, "how many recent runs to show")
 	cfg, _, err := c.p.parse(fs, statusHelp, args)
+	if err == nil && *runs < 0 {
+		err = usageError("status", fmt.Sprintf("-runs: %d is negative; give how many recent runs to show (0 or more)", *runs))
+	}
 	if err != nil {
 		return err
 	}

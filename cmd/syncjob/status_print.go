@@ -21,7 +21,7 @@ func printStatus(w io.Writer, rep statusReport) {
 	if rep.SettingsRepo != "" {
 		line("settings", "GITHUB_REPO and GITHUB_BRANCH name %s, branch %s: not what the last run synced; the next sync reads them", rep.SettingsRepo, rep.SettingsBranch)
 	}
-	line("registry", "%s, %d policies", rep.Registry, rep.Policies)
+	line("registry", "%s, %s", rep.Registry, count(rep.Policies, "policy", "policies"))
 	if rep.Writer != nil {
 		line("writer", "%s (a sync is running)", rep.Writer)
 	}
@@ -33,7 +33,7 @@ func printStatus(w io.Writer, rep statusReport) {
 	} else {
 		line("last success", "%s (%s ago)", rep.LastSuccess, rep.SinceLastSuccess)
 	}
-	line("queue", "%d entries, %d waiting for retry", rep.QueueDepth, rep.WaitingRetry)
+	line("queue", "%s, %d waiting for retry", count(rep.QueueDepth, "entry", "entries"), rep.WaitingRetry)
 	line("dead letters", "%d", len(rep.DeadLetters)+len(rep.UnreadableDeadLetters))
 	for _, d := range rep.DeadLetters {
 		fmt.Fprintf(w, "  %s  (%s of %s, %d tries, since %s): %s\n", printable(d.PolicyName), d.Operation, short(d.SHA), d.RetryCount, d.DeadAt, printable(d.Reason))

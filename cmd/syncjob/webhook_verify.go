@@ -58,6 +58,11 @@ func (c *webhookVerifyCommand) Run(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	sig := webhook.Request{Headers: headers}.Header(webhook.HeaderSignature)
+	if err := webhook.Verify([]byte(secret), nil, sig); errors.Is(err, webhook.ErrMalformed) {
+		// said before stdin is read: no body can make it valid
+		return usageErr(err.Error())
+	}
 	if c.p.stdin == nil {
 		return usageErr("no body: pipe the delivery's body to stdin")
 	}

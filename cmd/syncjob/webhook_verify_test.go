@@ -60,7 +60,7 @@ func TestCLI_WebhookVerify(t *testing.T) {
 		{"valid, secret in another variable", map[string]string{"MY_SECRET": testWebhookSecret, lambda.EnvWebhookSecret: ""}, body, []string{"--secret-env", "MY_SECRET", "--signature", sig}, 0, []string{"valid\n"}, ""},
 		{"wrong secret", map[string]string{lambda.EnvWebhookSecret: "another"}, body, []string{"--signature", sig}, 1, []string{"invalid: X-Hub-Signature-256 does not match the body", "GITHUB_WEBHOOK_SECRET"}, ""},
 		{"another body", nil, body + "\n", []string{"--signature", sig}, 1, []string{"invalid: ", "not the exact bytes"}, ""},
-		{"malformed", nil, body, []string{"--signature", "abc"}, 1, []string{"invalid: X-Hub-Signature-256 is not sha256="}, ""},
+		{"malformed: a usage error, before stdin is read", nil, body, []string{"--signature", "abc"}, 2, nil, "X-Hub-Signature-256 is not sha256="},
 		{"sha1 only", nil, body, []string{"--headers", sha1Only}, 1, []string{"invalid: only X-Hub-Signature (sha1)"}, ""},
 		{"oversized", nil, strings.Repeat("x", webhook.MaxBody+1), []string{"--signature", sig}, 1, []string{"invalid: the body is over", "413"}, ""},
 		{"no secret", map[string]string{lambda.EnvWebhookSecret: ""}, body, []string{"--signature", sig}, 2, nil, "GITHUB_WEBHOOK_SECRET"},

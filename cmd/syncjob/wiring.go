@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/lambda"
 	"github.com/knue/syncjob/internal/logkey"
@@ -185,6 +186,7 @@ func (c Config) syncOptions(opt syncer.Options) syncer.Options {
 	opt.Concurrency = c.Concurrency
 	opt.ReconcileInterval = c.ReconcileInterval
 	opt.DailyWriteBudget = c.DailyWriteBudget
+	opt.DeleteLimit = &differ.Limit{Count: c.MaxDelete, Percent: c.MaxDeletePercent}
 	// Workers KV can be written by anyone with the token: the advisory
 	// lease keeps a second writer out. On both backends the lease is also
 	// what tells the next run that this one did not finish (see

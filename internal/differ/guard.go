@@ -18,7 +18,24 @@ const (
 	MassDeletePercent = 20
 )
 
-// Guard refuses a plan that empties the registry or loses too much of it,
+// Limit is how much of the registry a plan may lose: the guard refuses a
+// plan that loses more than Count policies and more than Percent of the
+// registry.
+type Limit struct{ Count, Percent int }
+
+// DefaultLimit: more than 10 policies and more than 20% of the registry.
+var DefaultLimit = Limit{Count: MassDeleteMin, Percent: MassDeletePercent}
+
+// AllowAny, as GuardWithin's allow, lets any plan through the guard.
+const AllowAny = -1
+
+// Guard is GuardWithin the default limit, letting no plan through.
+func Guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string]string, total int) error {
+	return GuardWithin(plan, entries, renames, total, DefaultLimit, 0)
+}
+
+// GuardWithin refuses a plan that empties the registry or loses more of it
+// than lim,
 // with an error wrapping ErrRefused. Call it once titles are read. entries
 // are the registry's entries the run read (all of them on a full run; on an
 // incremental run, those the changeset touches) and total the number of
@@ -27,16 +44,28 @@ const (
 // the plan or in entries), or a rename git reports (renames, old name → new
 // name) whose new name the head keeps. So a commit that renames every file,
 // even one that also edits each, passes.
-func Guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string]string, total int) error {
-	total = max(total, len(entries))
-	if total == 0 {
-		return nil
-	}
+//
+// allow is what the operator let through: AllowAny any plan; a positive
+// count only a plan that deletes exactly that many policies, and refuses
+// any other (the plan reviewed is not the plan made now); 0 nothing.
+func GuardWithin(plan policy.Plan, entries map[string]policy.Entry, renames map[string]string, total int, lim Limit, allow int) error {
 	deleted := map[string]bool{}
 	for _, it := range plan.Items {
 		if it.Action == policy.ActDelete {
 			deleted[it.PolicyName] = true
 		}
+	}
+	switch {
+	case allow == AllowAny:
+		return nil
+	case allow > 0 && len(deleted) != allow:
+		return fmt.Errorf("%w: the plan deletes %d policies, not the %d that --allow-mass-delete=%d lets through: it is not the plan that was reviewed", ErrRefused, len(deleted), allow, allow)
+	case allow > 0:
+		return nil
+	}
+	total = max(total, len(entries))
+	if total == 0 {
+		return nil
 	}
 	s := survivors(plan, entries, deleted)
 	lost := 0
@@ -46,7 +75,7 @@ func Guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string
 			lost++
 		}
 	}
-	return refusal(len(plan.Items)-len(deleted), len(deleted), lost, total)
+	return refusal(len(plan.Items)-len(deleted), len(deleted), lost, total, lim)
 }
 
 // survivorSet is what the registry still holds after a plan: blob shas,
@@ -82,16 +111,16 @@ func (s survivorSet) keep(e policy.Entry, renamedTo string) bool {
 	return (e.SHA != "" && s.shas[e.SHA]) || (e.Title != "" && s.titles[e.Title]) || (renamedTo != "" && s.names[renamedTo])
 }
 
-func refusal(puts, deleted, lost, total int) error {
+func refusal(puts, deleted, lost, total int, lim Limit) error {
 	switch {
 	case puts == 0 && deleted >= total:
-		return fmt.Errorf("%w: the plan deletes all %d policies and adds none (an empty tree, a wrong branch?); run with --allow-mass-delete if that is meant", ErrRefused, total)
+		return fmt.Errorf("%w: the plan deletes all %d policies and adds none (an empty tree, a wrong branch?); run with --allow-mass-delete=%d if that is meant", ErrRefused, total, deleted)
 	case total > 1 && lost == total:
 		// nothing the registry held survives, even if something else is
 		// added: a wrong branch or path filter on a small registry
-		return fmt.Errorf("%w: the plan loses all %d policies (a wrong branch or path?); run with --allow-mass-delete if that is meant", ErrRefused, total)
-	case lost > MassDeleteMin && lost*100 > total*MassDeletePercent:
-		return fmt.Errorf("%w: the plan loses %d of %d policies (more than %d and %d%%); run with --allow-mass-delete if that is meant", ErrRefused, lost, total, MassDeleteMin, MassDeletePercent)
+		return fmt.Errorf("%w: the plan loses all %d policies (a wrong branch or path?); run with --allow-mass-delete=%d if that is meant", ErrRefused, total, deleted)
+	case lost > lim.Count && lost*100 > total*lim.Percent:
+		return fmt.Errorf("%w: the plan loses %d of %d policies (more than MAX_DELETE=%d and MAX_DELETE_PERCENT=%d%%); run with --allow-mass-delete=%d if that is meant", ErrRefused, lost, total, lim.Count, lim.Percent, deleted)
 	}
 	return nil
 }

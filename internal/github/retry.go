@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"syscall"
 	"time"
 
 	gh "github.com/google/go-github/v66/github"
@@ -99,11 +100,25 @@ func retryable(err error) bool {
 	if st := statusOf(err); st != 0 {
 		return st >= 500
 	}
+	if unreachable(err) {
+		return false
+	}
 	var netErr net.Error
 	var urlErr *url.Error
 	return errors.As(err, &netErr) || errors.As(err, &urlErr) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, errCorrupt) || errors.Is(err, errStalled)
+}
+
+// unreachable reports a failure to reach GitHub at all: a name that does
+// not resolve, or a host that refuses or cannot be routed to. Seconds of
+// retries do not bring a network back; the run fails at once and says so.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return !dns.IsTimeout
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH)
 }
 
 // final marks a failure that is not retried.

@@ -29,6 +29,9 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if rep.state, err = r.readState(ctx); err != nil {
 		return
 	}
+	if err = expectHead(r.opt.ExpectHead, rep.state.head); err != nil {
+		return
+	}
 	mode, reason := r.chooseMode(rep.state)
 	if mode == differ.ModeUnchanged {
 		rep.mode = mode
@@ -121,13 +124,10 @@ func (r *run) chooseMode(st state) (mode, reason string) {
 	return mode, reason
 }
 
-// guard is the mass-delete guard step (differ.Guard), unless the run may
-// delete in mass.
+// guard is the mass-delete guard step (differ.GuardWithin): the delete
+// limit, and what the operator allowed past it.
 func (r *run) guard(plan policy.Plan, reg registryState, renames map[string]string) error {
-	if r.opt.AllowMassDelete {
-		return nil
-	}
-	return differ.Guard(plan, reg.entries, renames, reg.size)
+	return differ.GuardWithin(plan, reg.entries, renames, reg.size, r.opt.deleteLimit(), r.opt.allowDeletes())
 }
 
 // outage says whether every read of files failed (see ErrOutage): a run

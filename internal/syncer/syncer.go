@@ -75,7 +75,15 @@ type Options struct {
 	Concurrency       int           // batches in flight; 0 → DefaultConcurrency
 	ReconcileInterval time.Duration // full run when the last one is older; 0 → 24 hours
 	AllowMassDelete   bool          // let a plan through the mass-delete guard
-	DailyWriteBudget  int64         // billable writes a UTC day may spend; 0 = no budget
+	// AllowDeletes, when positive, lets through the guard only a plan that
+	// deletes exactly this many policies (the plan an operator reviewed),
+	// and refuses any other; it overrides AllowMassDelete.
+	AllowDeletes int
+	DeleteLimit  *differ.Limit // the guard's thresholds; nil → differ.DefaultLimit
+	// ExpectHead, when set, refuses the run before it writes anything
+	// unless the branch head is this commit (a full sha or a prefix).
+	ExpectHead       string
+	DailyWriteBudget int64 // billable writes a UTC day may spend; 0 = no budget
 	// LeaseTTL is how long the single-writer lease holds between renewals
 	// (a third of it apart); 0 → DefaultLeaseTTL. The lease is also what
 	// tells the next run that this one did not finish, so every run that
@@ -104,6 +112,24 @@ func (o Options) withDefaults() Options {
 		o.LeaseTTL = DefaultLeaseTTL
 	}
 	return o
+}
+
+func (o Options) deleteLimit() differ.Limit {
+	if o.DeleteLimit == nil {
+		return differ.DefaultLimit
+	}
+	return *o.DeleteLimit
+}
+
+// allowDeletes is what the guard lets through (see differ.GuardWithin).
+func (o Options) allowDeletes() int {
+	switch {
+	case o.AllowDeletes > 0:
+		return o.AllowDeletes
+	case o.AllowMassDelete:
+		return differ.AllowAny
+	}
+	return 0
 }
 
 func (o Options) differ() differ.Options { return differ.Options{MaxFileSize: o.MaxFileSize} }
@@ -142,6 +168,18 @@ var (
 	// fails, lastCommit stays and no retry count moves.
 	ErrOutage = errors.New("outage")
 )
+
+// expectHead refuses a run whose branch head is not the commit the
+// operator reviewed a plan at.
+func expectHead(want, head string) error {
+	if want == "" || strings.HasPrefix(head, strings.ToLower(want)) {
+		return nil
+	}
+	return fmt.Errorf("%w: the branch head is %s, not %s: the plan reviewed there is not the plan now", ErrHeadMoved, head, want)
+}
+
+// ErrHeadMoved refuses a run whose head is not Options.ExpectHead.
+var ErrHeadMoved = fmt.Errorf("%w: expected head", differ.ErrRefused)
 
 // stopped is err, or the cause of ctx's end when it ended (a lost lease).
 func stopped(ctx context.Context, err error) error {
