@@ -160,8 +160,8 @@ func TestCLI_Version_ModuleAndRevision(t *testing.T) {
 	}
 }
 
-// TestHelp_LeaseTimesAreTheCodes: "lease --help" and infra/README.md state
-// the lease times the runs use (syncer.DefaultLeaseTTL, renewed every
+// TestHelp_LeaseTimesAreTheCodes: "lease --help" and docs/design.md (where
+// the docs state the lease, once) give the lease times the runs use (syncer.DefaultLeaseTTL, renewed every
 // third of it).
 func TestHelp_LeaseTimesAreTheCodes(t *testing.T) {
 	renew, expire := fmt.Sprintf("every %d minutes", syncer.DefaultLeaseTTL/3/time.Minute), fmt.Sprintf("%d minutes after the last renewal", syncer.DefaultLeaseTTL/time.Minute)
@@ -171,12 +171,12 @@ func TestHelp_LeaseTimesAreTheCodes(t *testing.T) {
 	if !strings.Contains(help, "renews it "+renew) || !strings.Contains(help, "expires by itself "+expire) {
 		t.Errorf("lease --help does not say %q and %q:\n%s%s", renew, expire, r.stdout, r.stderr)
 	}
-	readme, err := os.ReadFile("../../infra/README.md")
+	readme, err := os.ReadFile("../../docs/design.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Join(strings.Fields(string(readme)), " ")
 	if !strings.Contains(text, "renewed "+renew) || !strings.Contains(text, "expiring "+expire) {
-		t.Errorf("infra/README.md does not say the lease is renewed %q and expires %q", renew, expire)
+		t.Errorf("docs/design.md does not say the lease is renewed %q and expires %q", renew, expire)
 	}
 }
