@@ -2,6 +2,8 @@
 # clean checkout with nothing but Go and either `zip` or python3.
 
 GO      ?= go
+# the toolchain go.mod pins, fetched through the module proxy when needed
+export GOTOOLCHAIN ?= auto
 DIST    := dist
 LAMBDA  := $(DIST)/syncjob-lambda.zip
 
