@@ -11,6 +11,7 @@ import (
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/report"
 )
 
 // unreadable is a stdin that fails the test when it is read.
@@ -60,9 +61,9 @@ func TestList_TypicalHangulRowsFit120Columns_PathNotRepeated(t *testing.T) {
 		entries = append(entries, policy.Entry{PolicyName: name, Title: title, Path: "규정/제3편 학사/" + name + ".md", SHA: sha, LastUpdated: "2026-11-25T16:00:00Z"})
 	}
 	var b strings.Builder
-	printPolicies(&b, entries)
+	report.Policies(&b, entries)
 	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
-		if n := cells.StringWidth(line); n > 120 {
+		if n := report.Width(line); n > 120 {
 			t.Errorf("a row is %d cells wide, want at most 120:\n%s", n, line)
 		}
 		if strings.Count(line, "규정.md") > 0 || strings.Count(line, "학칙.md") > 0 {
