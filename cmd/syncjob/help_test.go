@@ -160,7 +160,8 @@ func TestCLI_Version_ModuleAndRevision(t *testing.T) {
 	}
 }
 
-// TestHelp_LeaseTimesAreTheCodes: "lease --help" and infra/README.md state
+// TestHelp_LeaseTimesAreTheCodes: "lease --help" and docs/design.md (the
+// one page that describes the lease; infra/README.md points there) state
 // the lease times the runs use (syncer.DefaultLeaseTTL, renewed every
 // third of it).
 func TestHelp_LeaseTimesAreTheCodes(t *testing.T) {
@@ -171,12 +172,12 @@ func TestHelp_LeaseTimesAreTheCodes(t *testing.T) {
 	if !strings.Contains(help, "renews it "+renew) || !strings.Contains(help, "expires by itself "+expire) {
 		t.Errorf("lease --help does not say %q and %q:\n%s%s", renew, expire, r.stdout, r.stderr)
 	}
-	readme, err := os.ReadFile("../../infra/README.md")
+	readme, err := os.ReadFile("../../docs/design.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Join(strings.Fields(string(readme)), " ")
 	if !strings.Contains(text, "renewed "+renew) || !strings.Contains(text, "expiring "+expire) {
-		t.Errorf("infra/README.md does not say the lease is renewed %q and expires %q", renew, expire)
+		t.Errorf("docs/design.md does not say the lease is renewed %q and expires %q", renew, expire)
 	}
 }
