@@ -78,6 +78,7 @@ func TestCLI_Help_ListsEverySettingWithDefault(t *testing.T) {
 // token; it is a configuration error that names the setting and the form
 // expected, and never shows the credentials.
 func TestCLI_CredentialsInAPIURL_Exit2NamesTheSettingNotTheSecret(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ env, value, form, token string }{
 		{"GITHUB_API_URL", "https://octo:hunter2secret@ghe.example/api/v3/", "https://ghe.example/api/v3/", "GITHUB_TOKEN"},
 		{"GITHUB_API_URL", "https://ghp_tokenAsUser0123456789@api.github.com/", "https://api.github.com/", "GITHUB_TOKEN"},
@@ -106,6 +107,7 @@ func TestCLI_CredentialsInAPIURL_Exit2NamesTheSettingNotTheSecret(t *testing.T) 
 // a mistake that could not be masked wherever it appears; it is refused
 // naming the setting, not the value.
 func TestCLI_ShortToken_Exit2WithoutShowingIt(t *testing.T) {
+	t.Parallel()
 	for _, env := range []string{"GITHUB_TOKEN", "CLOUDFLARE_API_TOKEN"} {
 		t.Run(env, func(t *testing.T) {
 			w := newCloudflareWorld(t)

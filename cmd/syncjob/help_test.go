@@ -165,6 +165,7 @@ func TestCLI_Version_ModuleAndRevision(t *testing.T) {
 // the lease times the runs use (syncer.DefaultLeaseTTL, renewed every
 // third of it).
 func TestHelp_LeaseTimesAreTheCodes(t *testing.T) {
+	t.Parallel()
 	renew, expire := fmt.Sprintf("every %d minutes", syncer.DefaultLeaseTTL/3/time.Minute), fmt.Sprintf("%d minutes after the last renewal", syncer.DefaultLeaseTTL/time.Minute)
 	w := newWorld(t)
 	r := w.run("lease", "--help")

@@ -59,6 +59,7 @@ func goldenReports() string {
 }
 
 func TestReports_Golden(t *testing.T) {
+	t.Parallel()
 	got := goldenReports()
 	const path = "testdata/reports.golden"
 	if *update {
@@ -81,6 +82,7 @@ func TestReports_Golden(t *testing.T) {
 }
 
 func TestSync_Quiet_OneLineNoLogs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.stderrTerminal = true
@@ -97,6 +99,7 @@ func TestSync_Quiet_OneLineNoLogs(t *testing.T) {
 }
 
 func TestSync_Failure_PrintedOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
@@ -123,6 +126,7 @@ func TestSync_Failure_PrintedOnce(t *testing.T) {
 }
 
 func TestSync_JSON_EmptyListsNotNull(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(exitOK)

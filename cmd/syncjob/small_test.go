@@ -23,6 +23,7 @@ func (u unreadable) Read([]byte) (int, error) {
 }
 
 func TestCLI_WebhookVerify_MalformedSignature_FailsBeforeReadingStdin(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.env["GITHUB_WEBHOOK_SECRET"] = testWebhookSecret
 	w.stdin = unreadable{t}
@@ -35,6 +36,7 @@ func TestCLI_WebhookVerify_MalformedSignature_FailsBeforeReadingStdin(t *testing
 }
 
 func TestSync_RateLimitedWithoutToken_SuggestsGitHubToken(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.PrimaryRateLimit(403, time.Now().Add(time.Hour)))
@@ -50,6 +52,7 @@ func TestSync_RateLimitedWithoutToken_SuggestsGitHubToken(t *testing.T) {
 }
 
 func TestList_TypicalHangulRowsFit120Columns_PathNotRepeated(t *testing.T) {
+	t.Parallel()
 	const sha = "0123456789abcdef0123456789abcdef01234567"
 	var entries []policy.Entry
 	for name, title := range map[string]string{ // as in the real repository
@@ -73,6 +76,7 @@ func TestList_TypicalHangulRowsFit120Columns_PathNotRepeated(t *testing.T) {
 }
 
 func TestStatus_Help_SaysWhatStatusDoesNow(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("status", "--help")
 	// since settings stopped relabelling the registry, they show beside it
@@ -82,6 +86,7 @@ func TestStatus_Help_SaysWhatStatusDoesNow(t *testing.T) {
 }
 
 func TestSync_FirstRunFails_LeavesNoRegistryFile(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
@@ -102,6 +107,7 @@ func TestSync_FirstRunFails_LeavesNoRegistryFile(t *testing.T) {
 }
 
 func TestSync_GitHubUnreachable_FailsAtOnce_ErrorOnce_NoRegistryFile(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.env["GITHUB_API_URL"] = "http://127.0.0.1:1/" // nothing listens: connection refused
 	r := w.sync(exitFailed)

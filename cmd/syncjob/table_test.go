@@ -176,6 +176,7 @@ func assertAligned(t *testing.T, lines []string) {
 }
 
 func TestPrintable_InvisibleAndSteeringCharactersShownAsEscapes(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"학칙 (개정)":                                 "학칙 (개정)",
 		"invoice\u202Efdp.exe":                    `invoice\u202efdp.exe`,
@@ -195,6 +196,7 @@ func TestPrintable_InvisibleAndSteeringCharactersShownAsEscapes(t *testing.T) {
 // override, a line separator and zero-width characters, in a file whose
 // name holds one too, prints escaped in every table and exact in JSON.
 func TestSync_HostileTitleAndName_TablesEscapeJSONExact(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	const name, title = "규정\u202Ecod", "학칙\u2028개정\u200B \u2066x\u2069"
