@@ -14,6 +14,7 @@ import (
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/report"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -38,7 +39,7 @@ Usage:
   syncjob status [--json] [--check] [--runs N] [settings]
   syncjob queue list [--json] [settings]
   syncjob deadletter list [--json] | retry NAME | retry --all | drop NAME [--yes]
-  syncjob lease show [--json] | release [--yes]
+  syncjob lease show [--json] | release --id ID [--yes]
   syncjob webhook verify [--secret-env VAR] [--signature SIG | --headers FILE] < BODY
   syncjob version
 
@@ -93,7 +94,7 @@ type program struct {
 	// errTerminal is set when stderr is a terminal; line then keeps the
 	// progress line there, and stderr writes through it.
 	errTerminal bool
-	line        *statusLine
+	line        *report.StatusLine
 	deps
 }
 
@@ -103,14 +104,14 @@ func runWith(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 		d.now = time.Now
 	}
 	if d.isTerminal == nil {
-		d.isTerminal = isTerminal
+		d.isTerminal = report.IsTerminal
 	}
 	if d.buildInfo == nil {
 		d.buildInfo = debug.ReadBuildInfo
 	}
 	p := &program{getenv: getenv, stdout: stdout, stderr: stderr, deps: d}
 	if p.errTerminal = d.isTerminal(stderr); p.errTerminal {
-		p.line = &statusLine{w: stderr}
+		p.line = report.NewStatusLine(stderr)
 		p.stderr = p.line
 	}
 	switch {
@@ -236,4 +237,10 @@ func exitCode(err error) int {
 	default:
 		return exitFailed
 	}
+}
+
+// colours returns the report.Palette for w: on when w is a terminal and NO_COLOR is
+// not set.
+func (p *program) colours(w io.Writer) report.Palette {
+	return report.Palette{On: p.isTerminal(w) && p.getenv("NO_COLOR") == ""}
 }

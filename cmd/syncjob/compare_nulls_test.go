@@ -11,6 +11,7 @@ import (
 // the other changes of the commit, and a policy file replaced by a symlink
 // is deleted, both with exit 0.
 func TestSync_ModeOnlyChangeAndSymlink_Incremental(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/knue/syncjob/internal/config"
 )
 
 func TestCLI_MissingRepo_Exit2NamesTheField(t *testing.T) {
@@ -53,15 +55,15 @@ func TestCLI_Help_ListsEverySettingWithDefault(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d", r.code)
 	}
-	for _, s := range settings() {
-		if s.group&syncHelp.groups == 0 {
+	for _, s := range config.Settings() {
+		if s.Group&syncHelp.groups == 0 {
 			continue // another command's setting (STATUS_MAX_AGE): TestCLI_Help_ListsOnlyTheSettingsACommandReads
 		}
-		if !strings.Contains(r.stderr, "-"+s.flag) || !strings.Contains(r.stderr, s.env) {
-			t.Errorf("help lacks --%s / %s", s.flag, s.env)
+		if !strings.Contains(r.stderr, "-"+s.Flag) || !strings.Contains(r.stderr, s.Env) {
+			t.Errorf("help lacks --%s / %s", s.Flag, s.Env)
 		}
-		if s.def != "" && !strings.Contains(r.stderr, "default "+s.def) {
-			t.Errorf("help lacks the default of %s (%s)", s.env, s.def)
+		if s.Def != "" && !strings.Contains(r.stderr, "default "+s.Def) {
+			t.Errorf("help lacks the default of %s (%s)", s.Env, s.Def)
 		}
 	}
 	for _, f := range []string{"-full", "-dry-run", "-json"} {
@@ -76,6 +78,7 @@ func TestCLI_Help_ListsEverySettingWithDefault(t *testing.T) {
 // token; it is a configuration error that names the setting and the form
 // expected, and never shows the credentials.
 func TestCLI_CredentialsInAPIURL_Exit2NamesTheSettingNotTheSecret(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ env, value, form, token string }{
 		{"GITHUB_API_URL", "https://octo:hunter2secret@ghe.example/api/v3/", "https://ghe.example/api/v3/", "GITHUB_TOKEN"},
 		{"GITHUB_API_URL", "https://ghp_tokenAsUser0123456789@api.github.com/", "https://api.github.com/", "GITHUB_TOKEN"},
@@ -104,6 +107,7 @@ func TestCLI_CredentialsInAPIURL_Exit2NamesTheSettingNotTheSecret(t *testing.T) 
 // a mistake that could not be masked wherever it appears; it is refused
 // naming the setting, not the value.
 func TestCLI_ShortToken_Exit2WithoutShowingIt(t *testing.T) {
+	t.Parallel()
 	for _, env := range []string{"GITHUB_TOKEN", "CLOUDFLARE_API_TOKEN"} {
 		t.Run(env, func(t *testing.T) {
 			w := newCloudflareWorld(t)

@@ -10,6 +10,7 @@ import (
 // command on a damaged registry file ends in an error naming the file and
 // what to do, never a crash; an empty file does not become a new registry.
 func TestRegistryFile_TruncatedOrEmpty_ClearErrorNamingTheWayOut(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/report"
 )
 
 const deadLetterUsage = `Usage: syncjob deadletter list [--json] | retry NAME | retry --all | drop NAME [--yes]
@@ -35,7 +36,7 @@ var deadLetterListHelp = help{
 	name:   "deadletter list",
 	usage:  "deadletter list [--json] [settings]",
 	about:  "Prints the dead letters: the writes given up after 3 failures. Reads the registry only.",
-	groups: groupRegistry | groupLogging,
+	groups: config.Registry | config.Logging,
 }
 
 func (c *deadLetterListCommand) Run(ctx context.Context, args []string) error {
@@ -44,18 +45,8 @@ func (c *deadLetterListCommand) Run(ctx context.Context, args []string) error {
 		if d == nil {
 			return nil, err
 		}
-		return sortedValues(d), err
-	}, printDeadLetters)
-}
-
-func printDeadLetters(w io.Writer, letters []policy.DeadLetter) {
-	t := &table{}
-	t.add("POLICY", "OPERATION", "SHA", "TRIES", "DEAD SINCE", "REASON")
-	for _, e := range letters {
-		t.add(e.PolicyName, e.Operation, short(e.SHA), fmt.Sprint(e.RetryCount), e.DeadAt, e.Reason)
-	}
-	t.write(w, "", palette{})
-	fmt.Fprintln(w, count(len(letters), "dead letter", "dead letters"))
+		return report.SortedValues(d), err
+	}, report.DeadLetters)
 }
 
 // deadLetterRetryCommand is "syncjob deadletter retry NAME|--all".
@@ -66,13 +57,13 @@ var deadLetterRetryHelp = help{
 	usage: "deadletter retry NAME | --all [settings]",
 	about: `Puts a dead letter (or, with --all, every one) back in the queue, its failures
 forgotten: the next sync writes its version.`,
-	groups: groupRegistry | groupLogging,
+	groups: config.Registry | config.Logging,
 	args:   1,
 }
 
 func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("deadletter retry")
-	all := boolVar(fs, "all", "retry every dead letter")
+	all := config.BoolVar(fs, "all", "retry every dead letter")
 	cfg, name, err := c.p.parseName(fs, deadLetterRetryHelp, args)
 	if err != nil {
 		return err
@@ -86,18 +77,18 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 	}
 	defer closeReg()
 	if err := c.p.notDuringASync(ctx, reg, "deadletter retry"); err != nil {
-		return cfg.redact(err)
+		return cfg.Redact(err)
 	}
 	if *all {
-		return cfg.redact(c.retryAll(ctx, reg))
+		return cfg.Redact(c.retryAll(ctx, reg))
 	}
 	if _, err := deadLetter(ctx, reg, name); err != nil {
-		return cfg.redact(fmt.Errorf("deadletter retry: %w", err))
+		return cfg.Redact(fmt.Errorf("deadletter retry: %w", err))
 	}
 	if err := reg.RetryDeadLetter(ctx, name, c.p.now()); err != nil {
-		return cfg.redact(fmt.Errorf("deadletter retry %s: %w", name, err))
+		return cfg.Redact(fmt.Errorf("deadletter retry %s: %w", name, err))
 	}
-	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", printable(name))
+	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", report.Printable(name))
 	return nil
 }
 
@@ -117,9 +108,9 @@ func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Reg
 		}
 		retried = append(retried, name)
 	}
-	fmt.Fprintf(c.p.stdout, "%s back in the queue; the next sync retries them", count(len(retried), "dead letter", "dead letters"))
+	fmt.Fprintf(c.p.stdout, "%s back in the queue; the next sync retries them", report.Count(len(retried), "dead letter", "dead letters"))
 	if len(retried) > 0 {
-		fmt.Fprintf(c.p.stdout, ": %s", printable(strings.Join(retried, ", ")))
+		fmt.Fprintf(c.p.stdout, ": %s", report.Printable(strings.Join(retried, ", ")))
 	}
 	fmt.Fprintln(c.p.stdout)
 	var bad *registry.DecodeError

@@ -7,7 +7,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/report"
 )
 
 // deadLetterDropCommand is "syncjob deadletter drop NAME": forget a dead
@@ -21,13 +23,13 @@ var deadLetterDropHelp = help{
 (elsewhere --yes is needed). It no longer holds a version back: the registry
 keeps the policy as it is until the next run, which plans NAME from the head
 again (and writes the head's version, counting failures from zero).`,
-	groups: groupRegistry | groupLogging,
+	groups: config.Registry | config.Logging,
 	args:   1,
 }
 
 func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("deadletter drop")
-	yes := boolVar(fs, "yes", "drop without asking (needed when stdin is not a terminal)")
+	yes := config.BoolVar(fs, "yes", "drop without asking (needed when stdin is not a terminal)")
 	cfg, name, err := c.p.parseName(fs, deadLetterDropHelp, args)
 	if err != nil {
 		return err
@@ -44,9 +46,9 @@ func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 	}
 	defer closeReg()
 	if err := c.p.notDuringASync(ctx, reg, "deadletter drop"); err != nil {
-		return cfg.redact(err)
+		return cfg.Redact(err)
 	}
-	return cfg.redact(c.drop(ctx, reg, name, *yes))
+	return cfg.Redact(c.drop(ctx, reg, name, *yes))
 }
 
 func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry, name string, confirmed bool) error {
@@ -60,7 +62,7 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 	}
 	if !confirmed {
 		question := fmt.Sprintf("drop the dead letter of %s (%s of %s, %d tries: %s)?\n%s.",
-			name, d.Operation, orDash(short(d.SHA)), d.RetryCount, d.Reason, stays)
+			name, d.Operation, report.OrDash(report.Short(d.SHA)), d.RetryCount, d.Reason, stays)
 		if !c.p.confirm(question) {
 			fmt.Fprintln(c.p.stderr, "kept")
 			return &exitError{code: exitFailed}
@@ -69,7 +71,7 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 	if err := reg.DropDeadLetter(ctx, name); err != nil {
 		return fmt.Errorf("deadletter drop %s: %w", name, err)
 	}
-	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", printable(name), stays)
+	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", report.Printable(name), stays)
 	return nil
 }
 
@@ -84,7 +86,7 @@ func whatStays(ctx context.Context, reg *registry.Registry, name string) (string
 	if !present {
 		return fmt.Sprintf("%s is not in the registry and stays out %s", name, until), nil
 	}
-	return fmt.Sprintf("the registry keeps %s at its current version (%s, %s) %s", name, orDash(short(e.SHA)), orDash(e.Path), until), nil
+	return fmt.Sprintf("the registry keeps %s at its current version (%s, %s) %s", name, report.OrDash(report.Short(e.SHA)), report.OrDash(e.Path), until), nil
 }
 
 // canAsk reports whether a question can be put to a person on stdin.

@@ -25,6 +25,7 @@ func thirty(t *testing.T) *world {
 }
 
 func TestDeleteLimit_DefaultRefusesMoreThan10And20Percent(t *testing.T) {
+	t.Parallel()
 	w := thirty(t)
 	r := w.sync(exitRefused)
 	if want := "refused: mass-delete guard: the plan loses 11 of 30 policies (more than MAX_DELETE=10 and MAX_DELETE_PERCENT=20%); run with --allow-mass-delete=11 if that is meant; no policy written"; firstLine(r.stdout) != want {
@@ -36,6 +37,7 @@ func TestDeleteLimit_DefaultRefusesMoreThan10And20Percent(t *testing.T) {
 }
 
 func TestDeleteLimit_CountAndPercentSettings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  map[string]string
 		code int
@@ -43,9 +45,8 @@ func TestDeleteLimit_CountAndPercentSettings(t *testing.T) {
 		{map[string]string{"MAX_DELETE": "11"}, exitOK},           // 11 is not more than 11
 		{map[string]string{"MAX_DELETE_PERCENT": "40%"}, exitOK},  // 36% is not more than 40%
 		{map[string]string{"MAX_DELETE_PERCENT": " 37 "}, exitOK}, // without % too
-		{map[string]string{"MAX_DELETE": "10", "MAX_DELETE_PERCENT": "36"}, exitRefused},
 	} {
-		w := thirty(t)
+		w := thirty(t) // a run let through deletes: a world each
 		for k, v := range tc.env {
 			w.env[k] = v
 		}
@@ -54,13 +55,21 @@ func TestDeleteLimit_CountAndPercentSettings(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d\n%s%s", tc.env, r.code, tc.code, r.stdout, r.stderr)
 		}
 	}
+	// A refused run writes nothing: the refusals share one world.
 	w := thirty(t)
+	w.env["MAX_DELETE"], w.env["MAX_DELETE_PERCENT"] = "10", "36"
+	if r := w.run("sync"); r.code != exitRefused {
+		t.Errorf("MAX_DELETE=10 MAX_DELETE_PERCENT=36: exit %d, want %d\n%s%s", r.code, exitRefused, r.stdout, r.stderr)
+	}
+	delete(w.env, "MAX_DELETE")
+	delete(w.env, "MAX_DELETE_PERCENT")
 	if r := w.run("sync", "--max-delete", "3", "--max-delete-percent", "5"); r.code != exitRefused || !strings.Contains(r.stdout, "more than MAX_DELETE=3 and MAX_DELETE_PERCENT=5%") {
 		t.Errorf("flags: exit %d\n%s", r.code, r.stdout)
 	}
 }
 
 func TestDeleteLimit_BadForms_Exit2(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ env, value, want string }{
 		{"MAX_DELETE", "ten", `config: MAX_DELETE: "ten" is not a whole number`},
 		{"MAX_DELETE", "-1", "config: MAX_DELETE: -1 is negative"},
@@ -78,6 +87,7 @@ func TestDeleteLimit_BadForms_Exit2(t *testing.T) {
 }
 
 func TestDeleteLimit_AllowMassDeleteN_OnlyThePlanReviewed(t *testing.T) {
+	t.Parallel()
 	w := thirty(t)
 	r := w.sync(exitRefused, "--allow-mass-delete=12")
 	if want := "refused: mass-delete guard: the plan deletes 11 policies, not the 12 that --allow-mass-delete=12 lets through: it is not the plan that was reviewed; no policy written"; firstLine(r.stdout) != want {
@@ -101,6 +111,7 @@ func TestDeleteLimit_AllowMassDeleteN_OnlyThePlanReviewed(t *testing.T) {
 }
 
 func TestDeleteLimit_ExpectHead_RefusesAnotherHead(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	first := seed(w)
 	w.repo.Write("규정/신규.md", "# 신규\n")
@@ -120,6 +131,7 @@ func TestDeleteLimit_ExpectHead_RefusesAnotherHead(t *testing.T) {
 }
 
 func TestDeleteLimit_DetailedExitCode_DryRunPending(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(exitPending, "--dry-run", "--detailed-exitcode")

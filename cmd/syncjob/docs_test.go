@@ -10,16 +10,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/lambda"
 )
 
 const (
 	readmePath     = "../../README.md"
-	settingsBegin  = "<!-- settings: generated from cmd/syncjob/config.go by go generate ./cmd/syncjob; do not edit -->\n"
+	settingsBegin  = "<!-- settings: generated from internal/config/config.go by go generate ./cmd/syncjob; do not edit -->\n"
 	settingsFinish = "<!-- end of settings -->\n"
 )
 
-// settingsMarkdown is README's settings table: every setting of settings()
+// settingsMarkdown is README's settings table: every setting of config.Settings()
 // with its flag and default, then the Lambda functions' own.
 func settingsMarkdown() string {
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
@@ -31,12 +32,12 @@ func settingsMarkdown() string {
 	}
 	var b strings.Builder
 	b.WriteString("| env | flag | default | meaning |\n|---|---|---|---|\n")
-	for _, s := range settings() {
-		def := code(s.def)
-		if s.required {
+	for _, s := range config.Settings() {
+		def := code(s.Def)
+		if s.Required {
 			def = "(required by sync)"
 		}
-		fmt.Fprintf(&b, "| `%s` | `--%s` | %s | %s (%s) |\n", s.env, s.flag, cell(def), cell(s.help), cell(s.kind))
+		fmt.Fprintf(&b, "| `%s` | `--%s` | %s | %s (%s) |\n", s.Env, s.Flag, cell(def), cell(s.Help), cell(s.Kind))
 	}
 	for _, s := range lambda.Settings() {
 		fmt.Fprintf(&b, "| `%s` | | | %s |\n", s.Env, cell(s.Help))

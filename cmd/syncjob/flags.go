@@ -7,6 +7,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/knue/syncjob/internal/config"
 )
 
 // help is what "syncjob CMD --help" says of a command, and which settings
@@ -15,7 +17,7 @@ type help struct {
 	name   string // "deadletter retry"
 	usage  string // after "Usage: syncjob ", e.g. "deadletter retry NAME | --all"
 	about  string
-	groups group
+	groups config.Group
 	args   int // how many arguments besides flags it takes
 }
 
@@ -32,19 +34,19 @@ func (p *program) flagSet(name string) *flag.FlagSet {
 // bound already), parses args and returns the configuration and the
 // arguments left. --help prints h and returns flag.ErrHelp; a wrong flag
 // or argument is one line of usage error.
-func (p *program) parse(fs *flag.FlagSet, h help, args []string) (Config, []string, error) {
+func (p *program) parse(fs *flag.FlagSet, h help, args []string) (config.Config, []string, error) {
 	var own []string
 	fs.VisitAll(func(f *flag.Flag) { own = append(own, f.Name) })
-	load := bindConfig(fs, p.getenv, h.groups)
+	load := config.Bind(fs, p.getenv, h.groups)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printHelp(p.stderr, h, fs, own)
-			return Config{}, nil, err
+			return config.Config{}, nil, err
 		}
-		return Config{}, nil, usageError(h.name, flagProblem(fs, err))
+		return config.Config{}, nil, usageError(h.name, flagProblem(fs, err))
 	}
 	if fs.NArg() > h.args {
-		return Config{}, nil, usageError(h.name, extraArgs(h, fs.Args()))
+		return config.Config{}, nil, usageError(h.name, extraArgs(h, fs.Args()))
 	}
 	cfg, err := load()
 	return cfg, fs.Args(), err
@@ -54,7 +56,7 @@ func (p *program) parse(fs *flag.FlagSet, h help, args []string) (Config, []stri
 // or after them. A NAME of several words is a usage error that suggests
 // quotes: a shell splits an unquoted name with spaces, and acting on its
 // first word alone would touch another policy.
-func (p *program) parseName(fs *flag.FlagSet, h help, args []string) (Config, string, error) {
+func (p *program) parseName(fs *flag.FlagSet, h help, args []string) (config.Config, string, error) {
 	var words []string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		words, args = args[:1], args[1:]
@@ -112,8 +114,8 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 		if f := fs.Lookup(m[2]); f != nil {
 			switch kind, _ := flag.UnquoteUsage(f); kind {
 			case "":
-				want = "yes/no value: " + boolForms
-				if _, ok := f.Value.(*massDeleteFlag); ok {
+				want = "yes/no value: " + config.BoolForms
+				if _, ok := f.Value.(*config.MassDeleteFlag); ok {
 					want = "count of policies or a yes/no value"
 				}
 			case "int", "uint":
@@ -131,41 +133,5 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 // it reads, each with the kind of value it takes.
 func printHelp(w io.Writer, h help, fs *flag.FlagSet, own []string) {
 	fmt.Fprintf(w, "Usage: syncjob %s\n\n%s\n", h.usage, h.about)
-	isOwn := map[string]bool{}
-	for _, name := range own {
-		isOwn[name] = true
-	}
-	if len(own) > 0 {
-		fmt.Fprintln(w, "\nFlags:")
-		for _, name := range own {
-			printFlag(w, fs.Lookup(name))
-		}
-	}
-	var bound []*flag.Flag
-	for _, s := range settings() {
-		if f := fs.Lookup(s.flag); f != nil && !isOwn[s.flag] {
-			bound = append(bound, f)
-		}
-	}
-	if len(bound) > 0 {
-		fmt.Fprintln(w, "\nSettings (each a flag and an environment variable; the flag wins):")
-		for _, f := range bound {
-			printFlag(w, f)
-		}
-	}
-}
-
-func printFlag(w io.Writer, f *flag.Flag) {
-	kind, usage := flag.UnquoteUsage(f)
-	if sf, ok := f.Value.(*stringFlag); ok {
-		kind = sf.kind
-	}
-	line := "  -" + f.Name
-	if kind != "" {
-		line += " " + kind
-	}
-	if _, ok := f.Value.(*stringFlag); !ok && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-		usage += " (default " + f.DefValue + ")"
-	}
-	fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+	config.PrintFlags(w, fs, own)
 }

@@ -160,10 +160,12 @@ func TestCLI_Version_ModuleAndRevision(t *testing.T) {
 	}
 }
 
-// TestHelp_LeaseTimesAreTheCodes: "lease --help" and docs/design.md (where
-// the docs state the lease, once) give the lease times the runs use (syncer.DefaultLeaseTTL, renewed every
+// TestHelp_LeaseTimesAreTheCodes: "lease --help" and docs/design.md (the
+// one page that describes the lease; infra/README.md points there) state
+// the lease times the runs use (syncer.DefaultLeaseTTL, renewed every
 // third of it).
 func TestHelp_LeaseTimesAreTheCodes(t *testing.T) {
+	t.Parallel()
 	renew, expire := fmt.Sprintf("every %d minutes", syncer.DefaultLeaseTTL/3/time.Minute), fmt.Sprintf("%d minutes after the last renewal", syncer.DefaultLeaseTTL/time.Minute)
 	w := newWorld(t)
 	r := w.run("lease", "--help")

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 
@@ -205,8 +206,8 @@ func TestInfra_TemplateAgreesWithTheCode(t *testing.T) {
 
 	t.Run("environment names are settings", func(t *testing.T) {
 		known := map[string]bool{}
-		for _, s := range settings() {
-			known[s.env] = true
+		for _, s := range config.Settings() {
+			known[s.Env] = true
 		}
 		for _, s := range lambda.SecretRefs() {
 			known[s.Ref] = true

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
 
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/report"
+	"github.com/knue/syncjob/internal/syncer"
 )
 
-// leaseUsage states the lease's times as the code uses them (leaseTTL,
+// leaseUsage states the lease's times as the code uses them (syncer.DefaultLeaseTTL,
 // renewed every third of it).
 var leaseUsage = fmt.Sprintf(`Usage: syncjob lease show [--json] | release --id ID [--yes]
 
@@ -30,18 +31,7 @@ Subcommands:
             (asks first; --yes when not on a terminal)
 
 Run "syncjob lease SUBCOMMAND --help" for its flags and settings.
-`, minutes(leaseTTL/3), minutes(leaseTTL))
-
-// minutes says d in words: "2 minutes", "90 seconds".
-func minutes(d time.Duration) string {
-	switch {
-	case d == time.Minute:
-		return "minute"
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%d minutes", d/time.Minute)
-	}
-	return fmt.Sprintf("%d seconds", d/time.Second)
-}
+`, report.Minutes(syncer.DefaultLeaseTTL/3), report.Minutes(syncer.DefaultLeaseTTL))
 
 // leaseShowCommand is "syncjob lease show".
 type leaseShowCommand struct{ p *program }
@@ -50,12 +40,12 @@ var leaseShowHelp = help{
 	name:   "lease show",
 	usage:  "lease show [--json] [settings]",
 	about:  "Prints the single-writer lease, and which process writes the embedded file. Reads the registry only.",
-	groups: groupRegistry | groupLogging,
+	groups: config.Registry | config.Logging,
 }
 
 func (c *leaseShowCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("lease show")
-	asJSON := boolVar(fs, "json", "print JSON")
+	asJSON := config.BoolVar(fs, "json", "print JSON")
 	cfg, _, err := c.p.parse(fs, leaseShowHelp, args)
 	if err != nil {
 		return err
@@ -67,22 +57,22 @@ func (c *leaseShowCommand) Run(ctx context.Context, args []string) error {
 	defer closeReg()
 	l, err := reg.Lease(ctx)
 	if err != nil {
-		return cfg.redact(fmt.Errorf("lease show: %w", err))
+		return cfg.Redact(fmt.Errorf("lease show: %w", err))
 	}
 	out := struct {
 		Lease   *registry.Lease      `json:"lease"`
 		Expired bool                 `json:"expired,omitempty"`
 		Writer  *registry.BoltWriter `json:"writer,omitempty"`
 	}{Lease: l, Expired: l != nil && l.Expired(c.p.now())}
-	if !cfg.cloudflare() {
+	if !cfg.Cloudflare() {
 		out.Writer, _ = registry.BoltHolder(cfg.RegistryPath)
 	}
 	if *asJSON {
-		printJSON(c.p.stdout, out)
+		report.PrintJSON(c.p.stdout, out)
 		return nil
 	}
-	fmt.Fprintf(c.p.stdout, "lease   %s\n", printable(leaseText(out.Lease, out.Expired)))
-	if !cfg.cloudflare() {
+	fmt.Fprintf(c.p.stdout, "lease   %s\n", report.Printable(report.LeaseText(out.Lease, out.Expired)))
+	if !cfg.Cloudflare() {
 		writer := "none"
 		if out.Writer != nil {
 			writer = out.Writer.String() + " (a sync is running)"
@@ -105,14 +95,14 @@ the lease and its id and exits 2; when the lease is not ID's (another run took
 it since) it releases nothing and exits 4. It stays marked as not released, so that next run still plans
 from the head tree. Ending the lease of a run that is still going lets a second
 writer in beside it.`,
-	groups: groupRegistry | groupLogging,
+	groups: config.Registry | config.Logging,
 }
 
 func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("lease release")
-	yes := boolVar(fs, "yes", "release without asking (needed when stdin is not a terminal)")
+	yes := config.BoolVar(fs, "yes", "release without asking (needed when stdin is not a terminal)")
 	var id string
-	fs.Var(&stringFlag{p: &id, kind: "ID"}, "id", "the id of the lease to release, as lease show prints it: a lease held by another is kept")
+	fs.Var(&config.StringFlag{P: &id, Kind: "ID"}, "id", "the id of the lease to release, as lease show prints it: a lease held by another is kept")
 	cfg, _, err := c.p.parse(fs, leaseReleaseHelp, args)
 	if err != nil {
 		return err
@@ -127,7 +117,7 @@ func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 	defer closeReg()
 	l, err := reg.Lease(ctx)
 	if err != nil {
-		return cfg.redact(fmt.Errorf("lease release: %w", err))
+		return cfg.Redact(fmt.Errorf("lease release: %w", err))
 	}
 	if l == nil || l.Released() {
 		fmt.Fprintln(c.p.stdout, "no lease to release")
@@ -147,7 +137,7 @@ func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	if err := reg.BreakLease(ctx, *l, c.p.now()); err != nil {
-		return cfg.redact(fmt.Errorf("lease release: %w", err))
+		return cfg.Redact(fmt.Errorf("lease release: %w", err))
 	}
 	fmt.Fprintf(c.p.stdout, "released the lease of %s; the next run plans from the head tree, since that run did not finish\n", l.Owner)
 	return nil
@@ -160,18 +150,10 @@ func (c *leaseReleaseCommand) checkID(l registry.Lease, id string) error {
 	expired := l.Expired(c.p.now())
 	switch {
 	case id == "":
-		fmt.Fprintf(c.p.stdout, "lease   %s\n", printable(leaseText(&l, expired)))
-		return usageError("lease release", "give the id of the lease to release: syncjob lease release --id "+shellQuote(l.Owner))
+		fmt.Fprintf(c.p.stdout, "lease   %s\n", report.Printable(report.LeaseText(&l, expired)))
+		return usageError("lease release", "give the id of the lease to release: syncjob lease release --id "+report.ShellQuote(l.Owner))
 	case id != l.Owner:
-		return &exitError{exitRefused, fmt.Errorf("lease release: the lease is held by %s, not %s: nothing released (syncjob lease show)", printable(l.Owner), printable(id))}
+		return &exitError{exitRefused, fmt.Errorf("lease release: the lease is held by %s, not %s: nothing released (syncjob lease show)", report.Printable(l.Owner), report.Printable(id))}
 	}
 	return nil
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

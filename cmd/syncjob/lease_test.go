@@ -56,6 +56,7 @@ func TestLease_ShowAndRelease_AsksFirst(t *testing.T) {
 }
 
 func TestLease_Release_RequiresTheLeaseID(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	seed(w)
 	w.sync(0)
@@ -81,6 +82,7 @@ func TestLease_Release_RequiresTheLeaseID(t *testing.T) {
 }
 
 func TestSync_LeaseHeld_NamesHolderAndTheCommandThatClearsIt(t *testing.T) {
+	t.Parallel()
 	w := newCloudflareWorld(t)
 	seed(w)
 	w.sync(0)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/report"
 )
 
 // listing runs a command that prints one kind of registry value: it parses
@@ -16,7 +18,7 @@ import (
 func listing[T any](ctx context.Context, p *program, h help, args []string,
 	read func(context.Context, *registry.Registry) ([]T, error), table func(io.Writer, []T)) error {
 	fs := p.flagSet(h.name)
-	asJSON := boolVar(fs, "json", "print JSON")
+	asJSON := config.BoolVar(fs, "json", "print JSON")
 	cfg, _, err := p.parse(fs, h, args)
 	if err != nil {
 		return err
@@ -28,16 +30,16 @@ func listing[T any](ctx context.Context, p *program, h help, args []string,
 	defer closeReg()
 	values, err := read(ctx, reg)
 	if err != nil && values == nil {
-		return cfg.redact(fmt.Errorf("%s: %w", h.name, err))
+		return cfg.Redact(fmt.Errorf("%s: %w", h.name, err))
 	}
 	if *asJSON {
-		printJSON(p.stdout, values)
+		report.PrintJSON(p.stdout, values)
 	} else {
 		table(p.stdout, values)
 	}
 	if err != nil {
 		// what could be read is shown; say what could not
-		fmt.Fprintf(p.stderr, "syncjob: %s: %v\n", h.name, cfg.redact(err))
+		fmt.Fprintf(p.stderr, "syncjob: %s: %v\n", h.name, cfg.Redact(err))
 	}
 	return nil
 }

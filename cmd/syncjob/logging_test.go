@@ -8,15 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/report"
 )
 
 // logRunFinished logs a line shaped as the syncer's summary line, with a
 // duration both as today's count of milliseconds and as a time.Duration.
 func logRunFinished(format string) string {
 	var b bytes.Buffer
-	logger := newLogger(Config{LogFormat: format, LogLevel: "info"}, &b, false)
+	logger := report.NewLogger(config.Config{LogFormat: format, LogLevel: "info"}, &b, false)
 	logger.Info("run finished",
 		logkey.Requests, map[string]int64{"registry": 5, "github": 4},
 		logkey.Duration, int64(1234),
@@ -49,7 +51,7 @@ func TestLog_Text_ReadByAPerson(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	newLogger(Config{LogFormat: "text", LogLevel: "info"}, &b, false).Error("run finished", logkey.Error, "HTTP 502")
+	report.NewLogger(config.Config{LogFormat: "text", LogLevel: "info"}, &b, false).Error("run finished", logkey.Error, "HTTP 502")
 	if !strings.Contains(b.String(), `error="HTTP 502"`) {
 		t.Errorf("an error is left out:\n%s", b.String())
 	}
@@ -85,9 +87,9 @@ func TestLog_JSON_DurationsInMilliseconds_KeysKept(t *testing.T) {
 func TestLog_ProgressLineClearedBeforeALogLine(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	line := &statusLine{w: &b}
-	logger := newLogger(Config{LogFormat: "auto", LogLevel: "info"}, line, true)
-	progress := line.progress()
+	line := report.NewStatusLine(&b)
+	logger := report.NewLogger(config.Config{LogFormat: "auto", LogLevel: "info"}, line, true)
+	progress := line.Progress()
 	progress(1, 3)
 	logger.Warn("retrying request")
 	progress(2, 3)

@@ -9,6 +9,7 @@ import (
 // whose name makes a key over Cloudflare's 512 bytes is skipped and
 // reported in an incremental run too; the other files of its commit land.
 func TestSync_NameOverTheKeyLimit_SkippedBeforeAnyRequest_Incremental(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
 		w.sync(0)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/knue/syncjob/internal/lambda"
+	"github.com/knue/syncjob/internal/report"
 )
 
 func main() {
@@ -18,7 +19,7 @@ func main() {
 		lambda.Start(lambdaJob(deps{})) // the Lambda runtime loop; never returns
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := runWith(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, deps{stdin: os.Stdin, stdinTerminal: isTerminalFile(os.Stdin)})
+	code := runWith(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, deps{stdin: os.Stdin, stdinTerminal: report.IsTerminalFile(os.Stdin)})
 	stop()
 	os.Exit(code)
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/report"
 )
 
 const queueUsage = `Usage: syncjob queue list [--json] [settings]
@@ -28,7 +28,7 @@ var queueListHelp = help{
 	name:   "queue list",
 	usage:  "queue list [--json] [settings]",
 	about:  "Prints the queue entries by policy name. Reads the registry only: it works while a sync runs.",
-	groups: groupRegistry | groupLogging,
+	groups: config.Registry | config.Logging,
 }
 
 func (c *queueListCommand) Run(ctx context.Context, args []string) error {
@@ -37,20 +37,6 @@ func (c *queueListCommand) Run(ctx context.Context, args []string) error {
 		if q == nil {
 			return nil, err
 		}
-		return sortedValues(q), err
-	}, printQueue)
-}
-
-func printQueue(w io.Writer, entries []policy.QueueEntry) {
-	t := &table{}
-	t.add("POLICY", "OPERATION", "SHA", "RETRIES", "CREATED", "ERROR")
-	for _, e := range entries {
-		msg := ""
-		if e.ErrorMessage != nil {
-			msg = *e.ErrorMessage
-		}
-		t.add(e.PolicyName, e.Operation, short(e.SHA), fmt.Sprint(e.RetryCount), e.CreatedAt, msg)
-	}
-	t.write(w, "", palette{})
-	fmt.Fprintln(w, count(len(entries), "entry", "entries"))
+		return report.SortedValues(q), err
+	}, report.Queue)
 }

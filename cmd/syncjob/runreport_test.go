@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/report"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -28,7 +29,7 @@ func goldenReports() string {
 		name := fmt.Sprintf("규정 %02d", i)
 		long.Plan.Items = append(long.Plan.Items, policy.Item{Action: policy.ActAdd, PolicyName: name, Path: "규정/" + name + ".md"})
 	}
-	newRunReport(long, errors.New("github: download archive: rate limit exceeded; retry after 2026-11-25T17:00:00Z"), false, nil).write(&b, false, palette{})
+	report.NewRun(long, errors.New("github: download archive: rate limit exceeded; retry after 2026-11-25T17:00:00Z"), false, nil).Write(&b, false, report.Palette{})
 
 	b.WriteString("\n$ syncjob sync (a third failure: now a dead letter)\n")
 	third := syncer.Result{
@@ -41,7 +42,7 @@ func goldenReports() string {
 			HeldBack: []policy.Skip{{PolicyName: "학칙", Path: "규정/제1편/학칙.md", Reason: "dead letter (syncjob deadletter retry 학칙)"}},
 		},
 	}
-	newRunReport(third, fmt.Errorf("%w: 1: 학칙", syncer.ErrPartial), false, nil).write(&b, false, palette{})
+	report.NewRun(third, fmt.Errorf("%w: 1: 학칙", syncer.ErrPartial), false, nil).Write(&b, false, report.Palette{})
 
 	b.WriteString("\n$ syncjob sync (an older dead letter beside a new failure)\n")
 	older := third
@@ -49,15 +50,16 @@ func goldenReports() string {
 	older.Summary.Failures = append(older.Summary.Failures, policy.Failure{PolicyName: "대학원 학칙", Error: "read content: HTTP 500"})
 	older.Plan.HeldBack = append(older.Plan.HeldBack, policy.Skip{PolicyName: "교칙", Path: "규정/교칙.md", Reason: "dead letter (syncjob deadletter retry 교칙)"})
 	older.Summary.HeldBack = older.Plan.HeldBack
-	newRunReport(older, fmt.Errorf("%w: 2: 대학원 학칙, 학칙", syncer.ErrPartial), false, nil).write(&b, false, palette{})
+	report.NewRun(older, fmt.Errorf("%w: 2: 대학원 학칙, 학칙", syncer.ErrPartial), false, nil).Write(&b, false, report.Palette{})
 
 	b.WriteString("\n$ syncjob sync (head unchanged)\n")
 	same := syncer.Result{Summary: policy.RunSummary{CommitSHA: sha, Mode: "unchanged", Status: "success", Requests: map[string]int64{"github": 1, "registry": 1}}}
-	newRunReport(same, nil, false, nil).write(&b, false, palette{})
+	report.NewRun(same, nil, false, nil).Write(&b, false, report.Palette{})
 	return b.String()
 }
 
 func TestReports_Golden(t *testing.T) {
+	t.Parallel()
 	got := goldenReports()
 	const path = "testdata/reports.golden"
 	if *update {
@@ -80,6 +82,7 @@ func TestReports_Golden(t *testing.T) {
 }
 
 func TestSync_Quiet_OneLineNoLogs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.stderrTerminal = true
@@ -96,6 +99,7 @@ func TestSync_Quiet_OneLineNoLogs(t *testing.T) {
 }
 
 func TestSync_Failure_PrintedOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
@@ -122,6 +126,7 @@ func TestSync_Failure_PrintedOnce(t *testing.T) {
 }
 
 func TestSync_JSON_EmptyListsNotNull(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(exitOK)

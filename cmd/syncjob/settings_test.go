@@ -18,8 +18,10 @@ func emptied(t *testing.T) *world {
 }
 
 func TestSettings_AllowMassDelete_UsualSpellingsAccepted(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"1", "true", "TRUE", "yes", "Yes", " on ", "t", "Y"} {
 		t.Run(v, func(t *testing.T) {
+			t.Parallel() // each spelling deletes everything: a world each
 			w := emptied(t)
 			w.env["ALLOW_MASS_DELETE"] = v
 			w.sync(exitOK)
@@ -31,16 +33,23 @@ func TestSettings_AllowMassDelete_UsualSpellingsAccepted(t *testing.T) {
 }
 
 func TestSettings_AllowMassDelete_FalseSpellingsKeepTheGuard(t *testing.T) {
+	t.Parallel()
+	// A refused run writes no policy and keeps lastCommit, so one emptied
+	// world serves every spelling: each run faces the same plan.
+	w := emptied(t)
 	for _, v := range []string{"0", "false", "No", "OFF", "f", "n", ""} {
-		w := emptied(t)
 		w.env["ALLOW_MASS_DELETE"] = v
 		w.sync(exitRefused)
+		if n := len(w.state().policies); n != 3 {
+			t.Errorf("ALLOW_MASS_DELETE=%q: %d policies left, want the 3 the guard keeps", v, n)
+		}
 	}
 }
 
 func TestSettings_AllowMassDelete_OtherValues_Exit2NamingSettingAndForms(t *testing.T) {
+	t.Parallel()
+	w := emptied(t) // a value refused before the run opens anything: one world serves all
 	for _, v := range []string{"maybe", "enable", "2", "tru"} {
-		w := emptied(t)
 		w.env["ALLOW_MASS_DELETE"] = v
 		r := w.sync(exitUsage)
 		for _, want := range []string{"ALLOW_MASS_DELETE", `"` + v + `"`, "1, true, t, yes, y, on or 0, false, f, no, n, off"} {
@@ -55,6 +64,7 @@ func TestSettings_AllowMassDelete_OtherValues_Exit2NamingSettingAndForms(t *test
 }
 
 func TestSettings_BooleanFlags_UsualSpellings(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(exitOK)
@@ -71,6 +81,7 @@ func TestSettings_BooleanFlags_UsualSpellings(t *testing.T) {
 }
 
 func TestCLI_ExtraArguments_Exit2(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.sync(exitOK)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/report"
 )
 
 // unreadable is a stdin that fails the test when it is read.
@@ -22,6 +23,7 @@ func (u unreadable) Read([]byte) (int, error) {
 }
 
 func TestCLI_WebhookVerify_MalformedSignature_FailsBeforeReadingStdin(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.env["GITHUB_WEBHOOK_SECRET"] = testWebhookSecret
 	w.stdin = unreadable{t}
@@ -34,6 +36,7 @@ func TestCLI_WebhookVerify_MalformedSignature_FailsBeforeReadingStdin(t *testing
 }
 
 func TestSync_RateLimitedWithoutToken_SuggestsGitHubToken(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.PrimaryRateLimit(403, time.Now().Add(time.Hour)))
@@ -49,6 +52,7 @@ func TestSync_RateLimitedWithoutToken_SuggestsGitHubToken(t *testing.T) {
 }
 
 func TestList_TypicalHangulRowsFit120Columns_PathNotRepeated(t *testing.T) {
+	t.Parallel()
 	const sha = "0123456789abcdef0123456789abcdef01234567"
 	var entries []policy.Entry
 	for name, title := range map[string]string{ // as in the real repository
@@ -60,9 +64,9 @@ func TestList_TypicalHangulRowsFit120Columns_PathNotRepeated(t *testing.T) {
 		entries = append(entries, policy.Entry{PolicyName: name, Title: title, Path: "규정/제3편 학사/" + name + ".md", SHA: sha, LastUpdated: "2026-11-25T16:00:00Z"})
 	}
 	var b strings.Builder
-	printPolicies(&b, entries)
+	report.Policies(&b, entries)
 	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
-		if n := cells.StringWidth(line); n > 120 {
+		if n := report.Width(line); n > 120 {
 			t.Errorf("a row is %d cells wide, want at most 120:\n%s", n, line)
 		}
 		if strings.Count(line, "규정.md") > 0 || strings.Count(line, "학칙.md") > 0 {
@@ -72,6 +76,7 @@ func TestList_TypicalHangulRowsFit120Columns_PathNotRepeated(t *testing.T) {
 }
 
 func TestStatus_Help_SaysWhatStatusDoesNow(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("status", "--help")
 	// since settings stopped relabelling the registry, they show beside it
@@ -81,6 +86,7 @@ func TestStatus_Help_SaysWhatStatusDoesNow(t *testing.T) {
 }
 
 func TestSync_FirstRunFails_LeavesNoRegistryFile(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(502))
@@ -101,6 +107,7 @@ func TestSync_FirstRunFails_LeavesNoRegistryFile(t *testing.T) {
 }
 
 func TestSync_GitHubUnreachable_FailsAtOnce_ErrorOnce_NoRegistryFile(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.env["GITHUB_API_URL"] = "http://127.0.0.1:1/" // nothing listens: connection refused
 	r := w.sync(exitFailed)

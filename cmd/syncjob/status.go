@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/config"
+	"github.com/knue/syncjob/internal/report"
 )
 
 // statusCommand is "syncjob status": what the registry holds, what the job
@@ -31,13 +26,13 @@ them).
 --check is a health check: one line, and exit 0 when the last run succeeded,
 the last success is younger than STATUS_MAX_AGE and no dead letter holds a
 version back; else exit 1, saying why.`,
-	groups: groupRegistry | groupLogging | groupHealth | groupLabel,
+	groups: config.Registry | config.Logging | config.Health | config.Label,
 }
 
 func (c *statusCommand) Run(ctx context.Context, args []string) error {
 	fs := c.p.flagSet("status")
-	asJSON := boolVar(fs, "json", "print JSON")
-	check := boolVar(fs, "check", "print only whether the job is healthy, and exit 1 when it is not")
+	asJSON := config.BoolVar(fs, "json", "print JSON")
+	check := config.BoolVar(fs, "check", "print only whether the job is healthy, and exit 1 when it is not")
 	runs := fs.Int("runs", 10, "how many recent runs to show")
 	cfg, _, err := c.p.parse(fs, statusHelp, args)
 	if err == nil && *runs < 0 {
@@ -51,142 +46,22 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
-	rep, err := gatherStatus(ctx, reg, c.p.now(), *runs)
+	rep, err := report.ReadStatus(ctx, reg, c.p.now(), *runs)
 	if err != nil {
-		return cfg.redact(fmt.Errorf("status: %w", err))
+		return cfg.Redact(fmt.Errorf("status: %w", err))
 	}
-	rep.describe(cfg)
-	rep.Health = checkHealth(rep, c.p.now(), cfg.StatusMaxAge)
+	rep.Describe(cfg)
+	rep.Health = report.CheckHealth(rep, c.p.now(), cfg.StatusMaxAge)
 	switch {
 	case *asJSON:
-		printJSON(c.p.stdout, rep)
+		report.PrintJSON(c.p.stdout, rep)
 	case *check:
 		fmt.Fprintln(c.p.stdout, rep.Health)
 	default:
-		printStatus(c.p.stdout, rep)
+		report.PrintStatus(c.p.stdout, rep)
 	}
 	if *check && !rep.Health.Healthy {
 		return &exitError{code: exitFailed} // the report said why
 	}
 	return nil
-}
-
-// statusReport is what "syncjob status --json" prints.
-type statusReport struct {
-	Repo             string               `json:"repo,omitempty"`
-	Branch           string               `json:"branch,omitempty"`
-	SettingsRepo     string               `json:"settingsRepo,omitempty"`   // GITHUB_REPO, when it or
-	SettingsBranch   string               `json:"settingsBranch,omitempty"` // GITHUB_BRANCH differs from what the last run synced
-	Registry         string               `json:"registry"`
-	Writer           *registry.BoltWriter `json:"writer,omitempty"`
-	Lease            *registry.Lease      `json:"lease"`
-	LeaseExpired     bool                 `json:"leaseExpired,omitempty"`
-	LastRun          *policy.RunSummary   `json:"lastRun"`
-	LastCommit       string               `json:"lastCommit"`
-	LastSuccess      string               `json:"lastSuccess,omitempty"`
-	SinceLastSuccess string               `json:"sinceLastSuccess,omitempty"`
-	Policies         int                  `json:"policies"`
-	QueueDepth       int                  `json:"queueDepth"`
-	WaitingRetry     int                  `json:"waitingRetry"`
-	DeadLetters      []policy.DeadLetter  `json:"deadLetters"`
-	// UnreadableDeadLetters are dead letters whose value does not decode.
-	UnreadableDeadLetters []string            `json:"unreadableDeadLetters,omitempty"`
-	Runs                  []policy.RunSummary `json:"runs"`
-	Health                health              `json:"health"`
-
-	lastSuccess time.Time
-}
-
-// gatherStatus reads the report from the registry; runs is how many recent
-// runs it lists.
-func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs int) (statusReport, error) {
-	var rep statusReport
-	var err error
-	if rep.LastRun, err = reg.LastRun(ctx); err != nil {
-		return rep, err
-	}
-	if rep.LastCommit, err = reg.LastCommit(ctx); err != nil {
-		return rep, err
-	}
-	if rep.Lease, err = reg.Lease(ctx); err != nil {
-		return rep, err
-	}
-	rep.LeaseExpired = rep.Lease != nil && rep.Lease.Expired(now)
-	q, err := reg.Queue(ctx)
-	if err != nil && q == nil {
-		return rep, err
-	}
-	rep.QueueDepth = len(q)
-	for _, e := range q {
-		if e.ErrorMessage != nil {
-			rep.WaitingRetry++
-		}
-	}
-	if err := rep.gatherDeadLetters(ctx, reg); err != nil {
-		return rep, err
-	}
-	if rep.Policies, err = reg.CountPolicies(ctx); err != nil {
-		return rep, err
-	}
-	if err := rep.gatherLastSuccess(ctx, reg, now); err != nil {
-		return rep, err
-	}
-	if rep.Runs, err = reg.Runs(ctx, runs); err != nil && rep.Runs == nil {
-		return rep, err
-	}
-	return rep, nil
-}
-
-func (rep *statusReport) gatherDeadLetters(ctx context.Context, reg *registry.Registry) error {
-	dead, err := reg.DeadLetters(ctx)
-	if err != nil && dead == nil {
-		return err
-	}
-	rep.DeadLetters = sortedValues(dead)
-	var bad *registry.DecodeError
-	if errors.As(err, &bad) {
-		for _, key := range slices.Sorted(maps.Keys(bad.Problems)) {
-			rep.UnreadableDeadLetters = append(rep.UnreadableDeadLetters, strings.TrimPrefix(key, registry.DeadLetterPrefix))
-		}
-	}
-	return nil
-}
-
-// gatherLastSuccess finds the last success, which may be older than the
-// recent runs shown: the history's listing says, without reading every run.
-func (rep *statusReport) gatherLastSuccess(ctx context.Context, reg *registry.Registry, now time.Time) error {
-	index, err := reg.RunIndex(ctx)
-	if err != nil {
-		return err
-	}
-	for _, ref := range index {
-		if ref.Status == policy.RunSuccess {
-			rep.lastSuccess = ref.At
-			rep.LastSuccess = ref.At.Format(time.RFC3339)
-			rep.SinceLastSuccess = now.Sub(ref.At).Round(time.Minute).String()
-			return nil
-		}
-	}
-	return nil
-}
-
-// describe says which registry the report is of, who writes it, and which
-// repository and branch it is synced from: what the last run recorded, or
-// what the settings say when nothing was recorded. Settings that name
-// another repository or branch than the last run synced are reported beside
-// it (the next sync would read them).
-func (rep *statusReport) describe(cfg Config) {
-	rep.Repo, rep.Branch = cfg.Repo, cfg.Branch
-	if lr := rep.LastRun; lr != nil && lr.Repo != "" {
-		if cfg.Repo != "" && (!strings.EqualFold(cfg.Repo, lr.Repo) || cfg.Branch != lr.Branch) {
-			rep.SettingsRepo, rep.SettingsBranch = cfg.Repo, cfg.Branch
-		}
-		rep.Repo, rep.Branch = lr.Repo, lr.Branch
-	}
-	if cfg.cloudflare() {
-		rep.Registry = fmt.Sprintf("Cloudflare Workers KV, account %s, namespace %s", cfg.CFAccountID, cfg.CFNamespaceID)
-		return
-	}
-	rep.Registry = "file " + cfg.RegistryPath
-	rep.Writer, _ = registry.BoltHolder(cfg.RegistryPath) // who writes it is a courtesy: no error for it
 }

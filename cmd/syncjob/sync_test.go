@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/report"
 )
 
 // firstLine returns the first line of s.
@@ -40,7 +41,7 @@ func TestSync_Refused_SaysSoFirst_PlanNotApplied(t *testing.T) {
 			}
 		}
 		j := w.sync(exitRefused, "--json")
-		var out syncJSON
+		var out report.RunJSON
 		if err := json.Unmarshal([]byte(j.stdout), &out); err != nil {
 			t.Fatalf("--json: %v\n%s", err, j.stdout)
 		}

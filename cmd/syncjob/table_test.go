@@ -15,6 +15,7 @@ import (
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/report"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -35,7 +36,7 @@ func TestCells_ScreenWidth(t *testing.T) {
 		"e\u0301":            1,  // a combining accent
 		"tab\there\x1b[31m!": 24, // made printable first, each control shown as a 6-cell escape (\u0009)
 	} {
-		if got := cells.StringWidth(printable(s)); got != want {
+		if got := report.Width(report.Printable(s)); got != want {
 			t.Errorf("width of %q = %d, want %d", s, got, want)
 		}
 	}
@@ -82,28 +83,28 @@ func goldenTables() string {
 	}
 	var b bytes.Buffer
 	b.WriteString("$ syncjob list\n")
-	printPolicies(&b, entries)
+	report.Policies(&b, entries)
 	b.WriteString("\n$ syncjob queue list\n")
-	printQueue(&b, queue)
+	report.Queue(&b, queue)
 	b.WriteString("\n$ syncjob deadletter list\n")
-	printDeadLetters(&b, dead)
+	report.DeadLetters(&b, dead)
 	b.WriteString("\n$ syncjob status (recent runs)\n")
-	printRecentRuns(&b, runs)
+	report.PrintRecentRuns(&b, runs)
 	b.WriteString("\n$ syncjob sync\n")
-	newRunReport(res, nil, false, nil).write(&b, false, palette{})
+	report.NewRun(res, nil, false, nil).Write(&b, false, report.Palette{})
 	b.WriteString("\n$ syncjob sync --dry-run\n")
-	newRunReport(res, nil, true, nil).write(&b, false, palette{})
+	report.NewRun(res, nil, true, nil).Write(&b, false, report.Palette{})
 	b.WriteString("\n$ syncjob sync (refused)\n")
 	refused := fmt.Errorf("%w: the plan loses all 4 policies (a wrong branch or path?); run with --allow-mass-delete if that is meant", differ.ErrRefused)
-	newRunReport(res, refused, false, nil).write(&b, false, palette{})
+	report.NewRun(res, refused, false, nil).Write(&b, false, report.Palette{})
 	b.WriteString("\n$ syncjob sync (partial)\n")
 	partial := res
 	partial.Summary.Status, partial.Summary.ErrorCount = policy.RunPartial, 1
 	partial.Summary.Failures = []policy.Failure{{PolicyName: "학칙", Error: "HTTP 500: Server Error"}}
 	partial.Summary.PhasesMs = map[string]int64{"apply": 12}
-	newRunReport(partial, fmt.Errorf("%w: 1: 학칙", syncer.ErrPartial), false, nil).write(&b, false, palette{})
+	report.NewRun(partial, fmt.Errorf("%w: 1: 학칙", syncer.ErrPartial), false, nil).Write(&b, false, report.Palette{})
 	b.WriteString("\n$ syncjob sync (failed while writing)\n")
-	newRunReport(partial, errors.New("registry: cloudflare api rate limit; retry after 2026-11-25T16:05:00Z"), false, nil).write(&b, false, palette{})
+	report.NewRun(partial, errors.New("registry: cloudflare api rate limit; retry after 2026-11-25T16:05:00Z"), false, nil).Write(&b, false, report.Palette{})
 	return b.String()
 }
 
@@ -153,7 +154,7 @@ var cellPattern = regexp.MustCompile(`\S+(?: \S+)*`)
 func cellStarts(line string) []int {
 	var starts []int
 	for _, loc := range cellPattern.FindAllStringIndex(line, -1) {
-		starts = append(starts, cells.StringWidth(line[:loc[0]]))
+		starts = append(starts, report.Width(line[:loc[0]]))
 	}
 	return starts
 }
@@ -175,6 +176,7 @@ func assertAligned(t *testing.T, lines []string) {
 }
 
 func TestPrintable_InvisibleAndSteeringCharactersShownAsEscapes(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"학칙 (개정)":                                 "학칙 (개정)",
 		"invoice\u202Efdp.exe":                    `invoice\u202efdp.exe`,
@@ -184,8 +186,8 @@ func TestPrintable_InvisibleAndSteeringCharactersShownAsEscapes(t *testing.T) {
 		"nl\nesc\x1b[2Jdel\x7fc1\u0085":           `nl\u000aesc\u001b[2Jdel\u007fc1\u0085`,
 		"bad\xffutf8":                             "bad\uFFFDutf8",
 	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		if got := report.Printable(in); got != want {
+			t.Errorf("report.Printable(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -194,6 +196,7 @@ func TestPrintable_InvisibleAndSteeringCharactersShownAsEscapes(t *testing.T) {
 // override, a line separator and zero-width characters, in a file whose
 // name holds one too, prints escaped in every table and exact in JSON.
 func TestSync_HostileTitleAndName_TablesEscapeJSONExact(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	seed(w)
 	const name, title = "규정\u202Ecod", "학칙\u2028개정\u200B \u2066x\u2069"

@@ -12,21 +12,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/lambda"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
+	"github.com/knue/syncjob/internal/report"
 	"github.com/knue/syncjob/internal/syncer"
 )
-
-// leaseTTL is how long the single-writer lease holds without a renewal; a
-// run renews it every third of that while it lasts, so a crashed run keeps
-// others out for at most this long, and a long run keeps it (KV's ~60 s of
-// eventual consistency stays well inside the two renewals' margin).
-const leaseTTL = syncer.DefaultLeaseTTL
 
 // access is how a command uses the registry; on the embedded file it
 // decides the lock taken and whether a missing file is created.
@@ -48,8 +43,8 @@ const (
 
 // open returns the logger and the registry of a command; the caller closes
 // the registry with the function returned.
-func (p *program) open(cfg Config, a access) (*slog.Logger, *registry.Registry, func(), error) {
-	logger := newLogger(cfg, p.stderr, p.errTerminal)
+func (p *program) open(cfg config.Config, a access) (*slog.Logger, *registry.Registry, func(), error) {
+	logger := report.NewLogger(cfg, p.stderr, p.errTerminal)
 	reg, closeReg, err := openRegistry(cfg, p.deps, logger, a)
 	var ce *policy.ConfigError
 	switch {
@@ -57,7 +52,7 @@ func (p *program) open(cfg Config, a access) (*slog.Logger, *registry.Registry, 
 		return nil, nil, nil, err // a setting, named: exit 2
 	case err != nil:
 		logger.Error("registry unavailable", logkey.Error, err)
-		err = cfg.redact(err)
+		err = cfg.Redact(err)
 		if errors.Is(err, registry.ErrInUse) {
 			return nil, nil, nil, err // a run in progress: exit 1
 		}
@@ -68,10 +63,10 @@ func (p *program) open(cfg Config, a access) (*slog.Logger, *registry.Registry, 
 
 // openRegistry opens the configured registry: Cloudflare Workers KV when
 // its three settings are set, else the embedded file at REGISTRY_PATH.
-func openRegistry(cfg Config, d deps, logger *slog.Logger, a access) (*registry.Registry, func(), error) {
+func openRegistry(cfg config.Config, d deps, logger *slog.Logger, a access) (*registry.Registry, func(), error) {
 	var store registry.Store
 	var err error
-	if cfg.cloudflare() {
+	if cfg.Cloudflare() {
 		store, err = openCloudflare(cfg, d, logger)
 	} else {
 		store, err = openBolt(cfg.RegistryPath, d.now, logger, a)
@@ -82,7 +77,7 @@ func openRegistry(cfg Config, d deps, logger *slog.Logger, a access) (*registry.
 	return registry.New(store), func() { _ = store.Close() }, nil
 }
 
-func openCloudflare(cfg Config, d deps, logger *slog.Logger) (registry.Store, error) {
+func openCloudflare(cfg config.Config, d deps, logger *slog.Logger) (registry.Store, error) {
 	ccfg := cloudflare.Config{
 		AccountID: cfg.CFAccountID, NamespaceID: cfg.CFNamespaceID, APIToken: cfg.CFAPIToken,
 		BaseURL: cfg.CFAPIURL, Now: d.now,
@@ -119,7 +114,7 @@ func openBolt(path string, now func() time.Time, logger *slog.Logger, a access) 
 
 // newSyncer builds the GitHub source and the syncer of a run from cfg; the
 // CLI and the Lambda handler share it. progress may be nil.
-func newSyncer(cfg Config, d deps, reg *registry.Registry, logger *slog.Logger, progress func(done, total int)) (*syncer.Syncer, error) {
+func newSyncer(cfg config.Config, d deps, reg *registry.Registry, logger *slog.Logger, progress func(done, total int)) (*syncer.Syncer, error) {
 	owner, name, _ := strings.Cut(cfg.Repo, "/")
 	gcfg := github.Config{
 		Owner: owner, Repo: name, Branch: cfg.Branch,
@@ -150,7 +145,7 @@ func lambdaJob(d deps) lambda.Configure {
 	return func(getenv func(string) string, logs io.Writer) (lambda.Job, error) {
 		fs := flag.NewFlagSet("syncjob lambda", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		load := bindConfig(fs, getenv, groupSource|groupRegistry|groupRun|groupLogging)
+		load := config.Bind(fs, getenv, config.Source|config.Registry|config.Run|config.Logging)
 		if err := fs.Parse(nil); err != nil {
 			return lambda.Job{}, err
 		}
@@ -162,8 +157,8 @@ func lambdaJob(d deps) lambda.Configure {
 			return lambda.Job{}, err
 		}
 		return lambda.Job{
-			Repo: cfg.Repo, Branch: cfg.Branch, Secrets: cfg.secrets(),
-			Logger: newLogger(cfg, logs, false),
+			Repo: cfg.Repo, Branch: cfg.Branch, Secrets: cfg.Secrets(),
+			Logger: report.NewLogger(cfg, logs, false),
 			OpenRegistry: func(dry bool, logger *slog.Logger) (*registry.Registry, func(), error) {
 				a := syncAccess
 				if dry {
@@ -174,23 +169,7 @@ func lambdaJob(d deps) lambda.Configure {
 			NewSyncer: func(reg *registry.Registry, logger *slog.Logger) (*syncer.Syncer, error) {
 				return newSyncer(cfg, d, reg, logger, nil)
 			},
-			Options: cfg.syncOptions,
+			Options: cfg.SyncOptions,
 		}, nil
 	}
-}
-
-// syncOptions completes opt (mode, dry run, trigger) with the settings of c.
-func (c Config) syncOptions(opt syncer.Options) syncer.Options {
-	opt.MaxFileSize = c.MaxFileSize
-	opt.BatchSize = c.BatchSize
-	opt.Concurrency = c.Concurrency
-	opt.ReconcileInterval = c.ReconcileInterval
-	opt.DailyWriteBudget = c.DailyWriteBudget
-	opt.DeleteLimit = &differ.Limit{Count: c.MaxDelete, Percent: c.MaxDeletePercent}
-	// Workers KV can be written by anyone with the token: the advisory
-	// lease keeps a second writer out. On both backends the lease is also
-	// what tells the next run that this one did not finish (see
-	// docs/design.md "One run"), so every run takes it.
-	opt.LeaseTTL = leaseTTL
-	return opt
 }

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -20,28 +20,31 @@ var cells = func() *runewidth.Condition {
 	return c
 }()
 
-// table lays out rows of text in columns aligned by screen width. The last
+// Width is how many terminal cells s takes, as tables measure it.
+func Width(s string) int { return cells.StringWidth(s) }
+
+// Table lays out rows of text in columns aligned by screen width. The last
 // cell of a row is not padded.
-type table struct {
+type Table struct {
 	rows    [][]string
 	colours []string // per row, the colour of its first cell ("": none)
 }
 
-// add appends a row.
-func (t *table) add(row ...string) { t.addPainted("", row...) }
+// Add appends a row.
+func (t *Table) Add(row ...string) { t.AddPainted("", row...) }
 
-// addPainted appends a row whose first cell is painted colour (on a
+// AddPainted appends a row whose first cell is painted colour (on a
 // terminal that shows colours).
-func (t *table) addPainted(colour string, row ...string) {
+func (t *Table) AddPainted(colour string, row ...string) {
 	for i, c := range row {
-		row[i] = printable(c)
+		row[i] = Printable(c)
 	}
 	t.rows = append(t.rows, row)
 	t.colours = append(t.colours, colour)
 }
 
-// write prints the table, each row after indent.
-func (t *table) write(w io.Writer, indent string, pal palette) {
+// Write prints the table, each row after indent.
+func (t *Table) Write(w io.Writer, indent string, pal Palette) {
 	var widths []int
 	for _, row := range t.rows {
 		for i, c := range row {
@@ -79,7 +82,7 @@ func (t *table) write(w io.Writer, indent string, pal palette) {
 // the text after it, a line or paragraph separator, a zero-width character
 // — as a visible escape such as \u202e. JSON output is not made printable:
 // it stays exact.
-func printable(s string) string {
+func Printable(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if !strings.ContainsFunc(s, invisible) {
 		return s

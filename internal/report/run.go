@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"github.com/knue/syncjob/internal/syncer"
 )
 
-// runReport is what the CLI prints of a run: first what happened, in its
+// Run is what the CLI prints of a run: first what happened, in its
 // first word ("synced", "partial", "dry run", "refused:", "failed:"), then
 // the plan, labelled "planned, not applied" when it was not written.
-type runReport struct {
+type Run struct {
 	outcome string
 	applied bool // the apply began: some of the plan may have landed
 	err     error
@@ -32,9 +32,11 @@ const (
 	outcomeFailed  = "failed"
 )
 
-func newRunReport(res syncer.Result, runErr error, dry bool, secrets []string) runReport {
+// NewRun reports a run of res that ended with runErr; secrets are masked
+// in everything it prints.
+func NewRun(res syncer.Result, runErr error, dry bool, secrets []string) Run {
 	_, applying := res.Summary.PhasesMs["apply"]
-	r := runReport{
+	r := Run{
 		err:     runErr,
 		sum:     redact.Summary(res.Summary, secrets),
 		plan:    redact.Plan(res.Plan, secrets),
@@ -55,21 +57,32 @@ func newRunReport(res syncer.Result, runErr error, dry bool, secrets []string) r
 	return r
 }
 
-func (r runReport) json() syncJSON {
+// RunJSON is what "syncjob sync --json" prints. Applied tells whether the
+// plan was written (at least in part); the summary's counts are the run's.
+type RunJSON struct {
+	Outcome string            `json:"outcome"` // synced, partial, dry run, refused, failed
+	Applied bool              `json:"applied"`
+	Error   string            `json:"error,omitempty"`
+	Summary policy.RunSummary `json:"summary"`
+	Plan    policy.Plan       `json:"plan"`
+}
+
+// JSON is the report as "syncjob sync --json" prints it.
+func (r Run) JSON() RunJSON {
 	plan := r.plan
 	plan.Items = orEmpty(plan.Items)
 	plan.Skipped = orEmpty(plan.Skipped)
 	plan.Conflicts = orEmpty(plan.Conflicts)
-	out := syncJSON{Outcome: r.outcome, Applied: r.applied, Summary: r.sum, Plan: plan}
+	out := RunJSON{Outcome: r.outcome, Applied: r.applied, Summary: r.sum, Plan: plan}
 	if r.err != nil {
 		out.Error = r.err.Error()
 	}
 	return out
 }
 
-// write prints the report: the summary line, then (unless quiet) the plan
+// Write prints the report: the summary line, then (unless quiet) the plan
 // with its closing line.
-func (r runReport) write(w io.Writer, quiet bool, pal palette) {
+func (r Run) Write(w io.Writer, quiet bool, pal Palette) {
 	fmt.Fprintln(w, r.headline(pal))
 	if quiet || !r.hasRows() {
 		return
@@ -86,7 +99,7 @@ func (r runReport) write(w io.Writer, quiet bool, pal palette) {
 		more = len(t.rows) - failedRowsShown
 		t.rows, t.colours = t.rows[:failedRowsShown], t.colours[:failedRowsShown]
 	}
-	t.write(w, "  ", pal)
+	t.Write(w, "  ", pal)
 	if more > 0 {
 		fmt.Fprintf(w, "  … and %d more (syncjob sync --dry-run lists them all)\n", more)
 	}
@@ -99,7 +112,7 @@ const failedRowsShown = 20
 
 // headline is the first line: what the run did, never "synced" for a run
 // that wrote nothing.
-func (r runReport) headline(pal palette) string {
+func (r Run) headline(pal Palette) string {
 	s := r.sum
 	switch r.outcome {
 	case outcomeRefused:
@@ -111,7 +124,7 @@ func (r runReport) headline(pal palette) string {
 		}
 		return line
 	case outcomeDryRun:
-		return fmt.Sprintf("%s %s (%s mode), nothing written: %s (%s)", pal.paint(cyan, "dry run"), orDash(short(s.CommitSHA)), orDash(s.Mode),
+		return fmt.Sprintf("%s %s (%s mode), nothing written: %s (%s)", pal.paint(cyan, "dry run"), OrDash(Short(s.CommitSHA)), OrDash(s.Mode),
 			strings.TrimSuffix(strings.TrimPrefix(planLine(r.plan), "Plan: "), "."), requestCounts(s))
 	}
 	word := pal.paint(green, outcomeSynced)
@@ -136,7 +149,7 @@ func (r runReport) headline(pal palette) string {
 		failed += fmt.Sprintf(", %d waiting for the daily write budget", s.Waiting)
 	}
 	return fmt.Sprintf("%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %s (%s)",
-		word, short(s.CommitSHA), orDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), failed, requestCounts(s))
+		word, Short(s.CommitSHA), OrDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), failed, requestCounts(s))
 }
 
 // refusal is the guard's reason, without the words of the sentinel.
@@ -158,16 +171,16 @@ func requestCounts(s policy.RunSummary) string {
 	if n, ok := s.Requests["cloudflare"]; ok {
 		api, reqs = "cloudflare", n
 	}
-	return fmt.Sprintf("github %s, %s %d", count(int(s.Requests["github"]), "request", "requests"), api, reqs)
+	return fmt.Sprintf("github %s, %s %d", Count(int(s.Requests["github"]), "request", "requests"), api, reqs)
 }
 
-func (r runReport) hasRows() bool {
+func (r Run) hasRows() bool {
 	return len(r.plan.Items)+len(r.plan.Skipped)+len(r.plan.Conflicts)+len(r.sum.Failures)+len(r.heldBack()) > 0
 }
 
 // heldBack are the versions dead letters hold back: the plan's, or on a run
 // that planned nothing (an unchanged head), what the summary carries on.
-func (r runReport) heldBack() []policy.Skip {
+func (r Run) heldBack() []policy.Skip {
 	if len(r.plan.HeldBack) > 0 {
 		return r.plan.HeldBack
 	}
@@ -185,14 +198,14 @@ var symbols = map[policy.Action]struct{ sym, colour string }{
 
 const attention = "!" // failed, held back, skipped or in conflict
 
-// table is the plan, one line per change, then what needs a look.
-func (r runReport) table() *table {
+// Table is the plan, one line per change, then what needs a look.
+func (r Run) table() *Table {
 	failed := map[string]string{}
 	for _, f := range r.sum.Failures {
 		failed[f.PolicyName] = f.Error
 	}
 	dead := r.newlyDead()
-	t := &table{}
+	t := &Table{}
 	for _, it := range r.plan.Items {
 		path := it.Path
 		switch {
@@ -202,28 +215,28 @@ func (r runReport) table() *table {
 			path = it.OldPath + " → " + it.Path
 		}
 		if msg, ok := failed[it.PolicyName]; ok {
-			t.addPainted(magenta, attention, it.PolicyName, path, "failed: "+msg+dead[it.PolicyName].note())
+			t.AddPainted(magenta, attention, it.PolicyName, path, "failed: "+msg+dead[it.PolicyName].note())
 			delete(failed, it.PolicyName)
 			continue
 		}
 		s := symbols[it.Action]
-		t.addPainted(s.colour, s.sym, it.PolicyName, path, it.Title)
+		t.AddPainted(s.colour, s.sym, it.PolicyName, path, it.Title)
 	}
 	for _, f := range r.sum.Failures { // failures of items the plan no longer lists
 		if msg, ok := failed[f.PolicyName]; ok {
-			t.addPainted(magenta, attention, f.PolicyName, dead[f.PolicyName].Path, "failed: "+msg+dead[f.PolicyName].note())
+			t.AddPainted(magenta, attention, f.PolicyName, dead[f.PolicyName].Path, "failed: "+msg+dead[f.PolicyName].note())
 		}
 	}
 	for _, sk := range r.plan.Skipped {
-		t.addPainted(magenta, attention, sk.PolicyName, sk.Path, "skipped: "+sk.Reason)
+		t.AddPainted(magenta, attention, sk.PolicyName, sk.Path, "skipped: "+sk.Reason)
 	}
 	for _, hb := range r.heldBack() {
 		if _, ok := dead[hb.PolicyName]; !ok { // a failure that just became a dead letter has its row
-			t.addPainted(magenta, attention, hb.PolicyName, hb.Path, "held back: "+hb.Reason)
+			t.AddPainted(magenta, attention, hb.PolicyName, hb.Path, "held back: "+hb.Reason)
 		}
 	}
 	for _, c := range r.plan.Conflicts {
-		t.addPainted(magenta, attention, c.PolicyName, c.Winner, "wins over "+strings.Join(c.Losers, ", "))
+		t.AddPainted(magenta, attention, c.PolicyName, c.Winner, "wins over "+strings.Join(c.Losers, ", "))
 	}
 	return t
 }
@@ -245,7 +258,7 @@ func deadLetters(n int) string {
 // newlyDead are the failures of this run that a dead letter now holds back
 // (the third failure), by name: each is shown once, as a failure, with
 // what follows from it.
-func (r runReport) newlyDead() map[string]heldBack {
+func (r Run) newlyDead() map[string]heldBack {
 	failed := map[string]bool{}
 	for _, f := range r.sum.Failures {
 		failed[f.PolicyName] = true
@@ -277,3 +290,6 @@ func orEmpty[T any](s []T) []T {
 	}
 	return s
 }
+
+// Applied reports whether the apply began: some of the plan may have landed.
+func (r Run) Applied() bool { return r.applied }

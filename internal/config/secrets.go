@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"github.com/knue/syncjob/internal/redact"
@@ -8,9 +8,9 @@ import (
 // a server's error message may quote a token. The masking itself is
 // internal/redact's.
 
-// secrets returns the values that must never be printed: the tokens, and
+// Secrets returns the values that must never be printed: the tokens, and
 // credentials written into an API URL ("https://user:secret@host/").
-func (c Config) secrets() []string {
+func (c Config) Secrets() []string {
 	var out []string
 	for _, s := range []string{c.GitHubToken, c.CFAPIToken} {
 		if s != "" {
@@ -21,5 +21,5 @@ func (c Config) secrets() []string {
 	return append(out, redact.URLSecrets(c.CFAPIURL)...)
 }
 
-// redact returns err with every secret of c masked; nil stays nil.
-func (c Config) redact(err error) error { return redact.Error(err, c.secrets()...) }
+// Redact returns err with every secret of c masked; nil stays nil.
+func (c Config) Redact(err error) error { return redact.Error(err, c.Secrets()...) }

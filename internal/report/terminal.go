@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -9,26 +9,31 @@ import (
 	"golang.org/x/term"
 )
 
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && isTerminalFile(f)
+	return ok && IsTerminalFile(f)
 }
 
-func isTerminalFile(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+// IsTerminalFile reports whether f is a terminal.
+func IsTerminalFile(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // eraseLine returns the cursor to the start of the line and clears it.
 const eraseLine = "\r\x1b[K"
 
-// statusLine is stderr on a terminal, where a progress line may stand: any
+// StatusLine is stderr on a terminal, where a progress line may stand: any
 // other write (a log line, an error) first clears it, so that nothing is
 // glued onto it. The next progress update draws it again.
-type statusLine struct {
+type StatusLine struct {
 	mu    sync.Mutex
 	w     io.Writer
 	shown bool
 }
 
-func (s *statusLine) Write(p []byte) (int, error) {
+// NewStatusLine returns the status line over w (stderr).
+func NewStatusLine(w io.Writer) *StatusLine { return &StatusLine{w: w} }
+
+func (s *StatusLine) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shown {
@@ -41,15 +46,15 @@ func (s *statusLine) Write(p []byte) (int, error) {
 }
 
 // show replaces the progress line with text.
-func (s *statusLine) show(text string) {
+func (s *StatusLine) show(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, _ = io.WriteString(s.w, eraseLine+text)
 	s.shown = true
 }
 
-// clear removes the progress line.
-func (s *statusLine) clear() {
+// Clear removes the progress line.
+func (s *StatusLine) Clear() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shown {
@@ -58,21 +63,21 @@ func (s *statusLine) clear() {
 	}
 }
 
-// progress returns a callback that keeps one updating line of reading
+// Progress returns a callback that keeps one updating line of reading
 // progress, gone once every policy is read.
-func (s *statusLine) progress() func(done, total int) {
+func (s *StatusLine) Progress() func(done, total int) {
 	return func(done, total int) {
 		if done >= total {
-			s.clear()
+			s.Clear()
 			return
 		}
 		s.show(fmt.Sprintf("reading policies %d/%d", done, total))
 	}
 }
 
-// palette colours what syncjob prints on a terminal; its zero value (not a
+// Palette colours what syncjob prints on a terminal; its zero value (not a
 // terminal, or NO_COLOR set: https://no-color.org) paints nothing.
-type palette struct{ on bool }
+type Palette struct{ On bool }
 
 // ANSI colours of the plan's symbols.
 const (
@@ -83,15 +88,9 @@ const (
 	magenta = "35"
 )
 
-func (c palette) paint(colour, s string) string {
-	if !c.on || colour == "" || s == "" {
+func (c Palette) paint(colour, s string) string {
+	if !c.On || colour == "" || s == "" {
 		return s
 	}
 	return "\x1b[" + colour + "m" + s + "\x1b[0m"
-}
-
-// colours returns the palette for w: on when w is a terminal and NO_COLOR is
-// not set.
-func (p *program) colours(w io.Writer) palette {
-	return palette{on: p.isTerminal(w) && p.getenv("NO_COLOR") == ""}
 }

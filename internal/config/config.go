@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"flag"
@@ -13,7 +13,7 @@ import (
 	"github.com/knue/syncjob/internal/redact"
 )
 
-// Config is every setting of syncjob. Each one is an environment variable
+// Config is every Setting of syncjob. Each one is an environment variable
 // and a flag; the flag wins.
 type Config struct {
 	Repo              string
@@ -37,76 +37,77 @@ type Config struct {
 	StatusMaxAge      time.Duration
 }
 
-// group is a set of settings that commands read together: each command
+// Group is a set of settings that commands read together: each command
 // binds (and its --help lists) only the groups it reads.
-type group uint8
+type Group uint8
 
 const (
-	groupSource   group = 1 << iota // the GitHub repository
-	groupRegistry                   // where the registry is
-	groupRun                        // how a run writes
-	groupLogging
-	groupHealth // what status --check calls healthy
-	// groupLabel is the repository and branch alone, which status shows
+	Source   Group = 1 << iota // the GitHub repository
+	Registry                   // where the registry is
+	Run                        // how a run writes
+	Logging
+	Health // what status --check calls healthy
+	// Label is the repository and branch alone, which status shows
 	// (in place of those the last run recorded, when set).
-	groupLabel
+	Label
 )
 
-// setting describes one Config field for env, flags and --help.
-type setting struct {
-	env, flag, def, help string
-	kind                 string // what the value is, shown in --help: "owner/name", "duration", ...
-	group                group
-	required             bool                            // by the commands that read the source (sync)
+// Setting describes one Config field for env, flags and --help.
+type Setting struct {
+	Env, Flag, Def, Help string
+	Kind                 string // what the value is, shown in --help: "owner/name", "duration", ...
+	Group                Group
+	Required             bool                            // by the commands that read the source (sync)
 	set                  func(c *Config, v string) error // its error says what the value should be
 }
 
-func settings() []setting {
+// Settings is every setting, in the order --help and the README list them.
+func Settings() []Setting {
 	str := func(f func(*Config) *string) func(*Config, string) error {
 		return func(c *Config, v string) error { *f(c) = v; return nil }
 	}
-	return []setting{
-		{env: "GITHUB_REPO", flag: "repo", kind: "owner/name", group: groupSource | groupLabel, required: true, help: "GitHub repository", set: str(func(c *Config) *string { return &c.Repo })},
-		{env: "GITHUB_BRANCH", flag: "branch", kind: "name", group: groupSource | groupLabel, def: "main", help: "branch to sync", set: str(func(c *Config) *string { return &c.Branch })},
-		{env: "GITHUB_TOKEN", flag: "github-token", kind: "token", group: groupSource, help: "GitHub token (optional; raises the rate limit from 60 to 5,000 requests an hour)", set: str(func(c *Config) *string { return &c.GitHubToken })},
-		{env: "GITHUB_API_URL", flag: "github-api-url", kind: "URL", group: groupSource, def: "https://api.github.com/", help: "GitHub REST API base URL (GitHub Enterprise, tests)", set: str(func(c *Config) *string { return &c.GitHubAPIURL })},
-		{env: "REGISTRY_PATH", flag: "registry-path", kind: "path", group: groupRegistry, def: "./policy-registry.db", help: "embedded registry file (used when Cloudflare is not configured)", set: str(func(c *Config) *string { return &c.RegistryPath })},
-		{env: "CLOUDFLARE_ACCOUNT_ID", flag: "cloudflare-account-id", kind: "id", group: groupRegistry, help: "Cloudflare account id (with the namespace and token: use Workers KV)", set: str(func(c *Config) *string { return &c.CFAccountID })},
-		{env: "CLOUDFLARE_KV_NAMESPACE_ID", flag: "cloudflare-kv-namespace-id", kind: "id", group: groupRegistry, help: "Workers KV namespace id", set: str(func(c *Config) *string { return &c.CFNamespaceID })},
-		{env: "CLOUDFLARE_API_TOKEN", flag: "cloudflare-api-token", kind: "token", group: groupRegistry, help: "Cloudflare API token", set: str(func(c *Config) *string { return &c.CFAPIToken })},
-		{env: "CLOUDFLARE_API_URL", flag: "cloudflare-api-url", kind: "URL", group: groupRegistry, def: "https://api.cloudflare.com/client/v4", help: "Cloudflare API base URL", set: str(func(c *Config) *string { return &c.CFAPIURL })},
-		{env: "MAX_FILE_SIZE", flag: "max-file-size", kind: "bytes", group: groupRun, def: strconv.Itoa(policy.DefaultMaxFileSize), help: "larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
+	return []Setting{
+		{Env: "GITHUB_REPO", Flag: "repo", Kind: "owner/name", Group: Source | Label, Required: true, Help: "GitHub repository", set: str(func(c *Config) *string { return &c.Repo })},
+		{Env: "GITHUB_BRANCH", Flag: "branch", Kind: "name", Group: Source | Label, Def: "main", Help: "branch to sync", set: str(func(c *Config) *string { return &c.Branch })},
+		{Env: "GITHUB_TOKEN", Flag: "github-token", Kind: "token", Group: Source, Help: "GitHub token (optional; raises the rate limit from 60 to 5,000 requests an hour)", set: str(func(c *Config) *string { return &c.GitHubToken })},
+		{Env: "GITHUB_API_URL", Flag: "github-api-url", Kind: "URL", Group: Source, Def: "https://api.github.com/", Help: "GitHub REST API base URL (GitHub Enterprise, tests)", set: str(func(c *Config) *string { return &c.GitHubAPIURL })},
+		{Env: "REGISTRY_PATH", Flag: "registry-path", Kind: "path", Group: Registry, Def: "./policy-registry.db", Help: "embedded registry file (used when Cloudflare is not configured)", set: str(func(c *Config) *string { return &c.RegistryPath })},
+		{Env: "CLOUDFLARE_ACCOUNT_ID", Flag: "cloudflare-account-id", Kind: "id", Group: Registry, Help: "Cloudflare account id (with the namespace and token: use Workers KV)", set: str(func(c *Config) *string { return &c.CFAccountID })},
+		{Env: "CLOUDFLARE_KV_NAMESPACE_ID", Flag: "cloudflare-kv-namespace-id", Kind: "id", Group: Registry, Help: "Workers KV namespace id", set: str(func(c *Config) *string { return &c.CFNamespaceID })},
+		{Env: "CLOUDFLARE_API_TOKEN", Flag: "cloudflare-api-token", Kind: "token", Group: Registry, Help: "Cloudflare API token", set: str(func(c *Config) *string { return &c.CFAPIToken })},
+		{Env: "CLOUDFLARE_API_URL", Flag: "cloudflare-api-url", Kind: "URL", Group: Registry, Def: "https://api.cloudflare.com/client/v4", Help: "Cloudflare API base URL", set: str(func(c *Config) *string { return &c.CFAPIURL })},
+		{Env: "MAX_FILE_SIZE", Flag: "max-file-size", Kind: "bytes", Group: Run, Def: strconv.Itoa(policy.DefaultMaxFileSize), Help: "larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
 			return parseInt(v, &c.MaxFileSize)
 		}},
-		{env: "BATCH_SIZE", flag: "batch-size", kind: "int", group: groupRun, def: "50", help: "registry writes per batch, one bulk request each on Cloudflare (1-50)", set: func(c *Config, v string) error {
+		{Env: "BATCH_SIZE", Flag: "batch-size", Kind: "int", Group: Run, Def: "50", Help: "registry writes per batch, one bulk request each on Cloudflare (1-50)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.BatchSize)
 		}},
-		{env: "CONCURRENCY", flag: "concurrency", kind: "int", group: groupRun, def: "16", help: "batches written at once (1-32; 16 keeps a first sync within 1.3x of the fewest requests possible, docs/bench.md)", set: func(c *Config, v string) error {
+		{Env: "CONCURRENCY", Flag: "concurrency", Kind: "int", Group: Run, Def: "16", Help: "batches written at once (1-32; 16 keeps a first sync within 1.3x of the fewest requests possible, docs/bench.md)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.Concurrency)
 		}},
-		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", kind: "duration", group: groupRun, def: "24h", help: "a scheduled (or CLI) run is full when the last full run is older than this, less an hour's slack: the daily run reconciles", set: func(c *Config, v string) error {
+		{Env: "RECONCILE_INTERVAL", Flag: "reconcile-interval", Kind: "duration", Group: Run, Def: "24h", Help: "a scheduled (or CLI) run is full when the last full run is older than this, less an hour's slack: the daily run reconciles", set: func(c *Config, v string) error {
 			return parseDuration(v, &c.ReconcileInterval)
 		}},
-		{env: "DAILY_WRITE_BUDGET", flag: "daily-write-budget", kind: "int", group: groupRun, def: "0", help: "billable Cloudflare writes a UTC day may spend; a run applies what fits, in a stable order, and the next runs continue (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
+		{Env: "DAILY_WRITE_BUDGET", Flag: "daily-write-budget", Kind: "int", Group: Run, Def: "0", Help: "billable Cloudflare writes a UTC day may spend; a run applies what fits, in a stable order, and the next runs continue (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.DailyWriteBudget)
 		}},
-		{env: "MAX_DELETE", flag: "max-delete", kind: "count", group: groupRun, def: strconv.Itoa(differ.DefaultLimit.Count), help: "the mass-delete guard refuses a plan that loses more than this many policies and more than MAX_DELETE_PERCENT of the registry (content kept under another name is not lost)", set: func(c *Config, v string) error {
+		{Env: "MAX_DELETE", Flag: "max-delete", Kind: "count", Group: Run, Def: strconv.Itoa(differ.DefaultLimit.Count), Help: "the mass-delete guard refuses a plan that loses more than this many policies and more than MAX_DELETE_PERCENT of the registry (content kept under another name is not lost)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.MaxDelete)
 		}},
-		{env: "MAX_DELETE_PERCENT", flag: "max-delete-percent", kind: "percent", group: groupRun, def: strconv.Itoa(differ.DefaultLimit.Percent), help: "see MAX_DELETE: the share of the registry, 0-100, with or without %", set: func(c *Config, v string) error {
+		{Env: "MAX_DELETE_PERCENT", Flag: "max-delete-percent", Kind: "percent", Group: Run, Def: strconv.Itoa(differ.DefaultLimit.Percent), Help: "see MAX_DELETE: the share of the registry, 0-100, with or without %", set: func(c *Config, v string) error {
 			return parseInt(strings.TrimSuffix(v, "%"), &c.MaxDeletePercent)
 		}},
-		{env: "LOG_FORMAT", flag: "log-format", kind: "auto|json|text", group: groupLogging, def: "auto", help: "auto: text on a terminal, JSON otherwise", set: str(func(c *Config) *string { return &c.LogFormat })},
-		{env: "LOG_LEVEL", flag: "log-level", kind: "debug|info|warn|error", group: groupLogging, def: "info", help: "the least severe lines logged", set: str(func(c *Config) *string { return &c.LogLevel })},
-		{env: "STATUS_MAX_AGE", flag: "max-age", kind: "duration", group: groupHealth, def: defaultMaxAge, help: "status --check: the last success must be younger than this (the daily schedule and 2 hours' slack, as the NoSuccess alarm)", set: func(c *Config, v string) error {
+		{Env: "LOG_FORMAT", Flag: "log-format", Kind: "auto|json|text", Group: Logging, Def: "auto", Help: "auto: text on a terminal, JSON otherwise", set: str(func(c *Config) *string { return &c.LogFormat })},
+		{Env: "LOG_LEVEL", Flag: "log-level", Kind: "debug|info|warn|error", Group: Logging, Def: "info", Help: "the least severe lines logged", set: str(func(c *Config) *string { return &c.LogLevel })},
+		{Env: "STATUS_MAX_AGE", Flag: "max-age", Kind: "duration", Group: Health, Def: DefaultMaxAge, Help: "status --check: the last success must be younger than this (the daily schedule and 2 hours' slack, as the NoSuccess alarm)", set: func(c *Config, v string) error {
 			return parseDuration(v, &c.StatusMaxAge)
 		}},
 	}
 }
 
-// defaultMaxAge is the health check's default: a daily run and 2 hours for
+// DefaultMaxAge is the health check's default: a daily run and 2 hours for
 // it to be late, run long or be retried.
-const defaultMaxAge = "26h"
+const DefaultMaxAge = "26h"
 
 func parseInt[T int | int64](v string, p *T) error {
 	n, err := strconv.ParseInt(v, 10, 64)
@@ -126,35 +127,35 @@ func parseDuration(v string, p *time.Duration) error {
 	return nil
 }
 
-// bindConfig registers the settings of groups as flags on fs, with env
+// Bind registers the settings of groups as flags on fs, with env
 // values as defaults; every other setting keeps its default, whatever the
 // environment says (a command does not read it). The returned function
 // completes the Config after fs.Parse.
-func bindConfig(fs *flag.FlagSet, env func(string) string, groups group) func() (Config, error) {
+func Bind(fs *flag.FlagSet, env func(string) string, groups Group) func() (Config, error) {
 	type bound struct {
-		s   setting
+		s   Setting
 		val *string
 	}
 	var all []bound
-	for _, s := range settings() {
-		v := s.def
-		if s.group&groups == 0 {
+	for _, s := range Settings() {
+		v := s.Def
+		if s.Group&groups == 0 {
 			all = append(all, bound{s, &v})
 			continue
 		}
-		if e := env(s.env); e != "" {
+		if e := env(s.Env); e != "" {
 			v = e
 		}
-		help := fmt.Sprintf("%s (env %s", s.help, s.env)
-		if s.def != "" {
-			help += ", default " + s.def
+		help := fmt.Sprintf("%s (env %s", s.Help, s.Env)
+		if s.Def != "" {
+			help += ", default " + s.Def
 		}
-		if s.required && groups&groupSource != 0 {
+		if s.Required && groups&Source != 0 {
 			help += ", required"
 		}
 		help += ")"
 		p := new(string)
-		fs.Var(&stringFlag{p: p, kind: s.kind}, s.flag, help)
+		fs.Var(&StringFlag{P: p, Kind: s.Kind}, s.Flag, help)
 		*p = v
 		all = append(all, bound{s, p})
 	}
@@ -162,28 +163,28 @@ func bindConfig(fs *flag.FlagSet, env func(string) string, groups group) func() 
 		var c Config
 		for _, b := range all {
 			if err := b.s.set(&c, strings.TrimSpace(*b.val)); err != nil {
-				return c, &policy.ConfigError{Setting: b.s.env, Problem: err.Error()}
+				return c, &policy.ConfigError{Setting: b.s.Env, Problem: err.Error()}
 			}
 		}
 		return c, c.Validate()
 	}
 }
 
-// stringFlag is a plain string flag whose help shows its kind, not its value.
-type stringFlag struct {
-	p    *string
-	kind string
+// StringFlag is a plain string flag whose help shows its kind, not its value.
+type StringFlag struct {
+	P    *string
+	Kind string // shown in --help in place of the value
 }
 
 // String is empty: the usage text states each default itself, and a
 // secret's value must never reach the help output.
-func (f *stringFlag) String() string     { return "" }
-func (f *stringFlag) Set(v string) error { *f.p = v; return nil }
+func (f *StringFlag) String() string     { return "" }
+func (f *StringFlag) Set(v string) error { *f.P = v; return nil }
 
-// maxBatchSize bounds a batch: a run applies at most 50 operations a
+// MaxBatchSize bounds a batch: a run applies at most 50 operations a
 // request, so that one refused request costs little and the writes of a
 // large run spread over Cloudflare's rate window.
-const maxBatchSize = 50
+const MaxBatchSize = 50
 
 // ValidateSource checks the GitHub settings, which only sync needs.
 func (c Config) ValidateSource() error {
@@ -201,7 +202,7 @@ func (c Config) ValidateSource() error {
 	return checkURL("GITHUB_API_URL", "GITHUB_TOKEN", c.GitHubAPIURL)
 }
 
-// Validate checks every setting but the GitHub ones and names the first one that is wrong.
+// Validate checks every Setting but the GitHub ones and names the first one that is wrong.
 func (c Config) Validate() error {
 	cf := map[string]string{"CLOUDFLARE_ACCOUNT_ID": c.CFAccountID, "CLOUDFLARE_KV_NAMESPACE_ID": c.CFNamespaceID, "CLOUDFLARE_API_TOKEN": c.CFAPIToken}
 	var set, unset []string
@@ -228,8 +229,8 @@ func (c Config) Validate() error {
 		return &policy.ConfigError{Setting: "REGISTRY_PATH", Problem: "must not be empty"}
 	case c.MaxFileSize < 1:
 		return &policy.ConfigError{Setting: "MAX_FILE_SIZE", Problem: "must be at least 1 byte"}
-	case c.BatchSize < 1 || c.BatchSize > maxBatchSize:
-		return &policy.ConfigError{Setting: "BATCH_SIZE", Problem: fmt.Sprintf("%d is outside 1-%d", c.BatchSize, maxBatchSize)}
+	case c.BatchSize < 1 || c.BatchSize > MaxBatchSize:
+		return &policy.ConfigError{Setting: "BATCH_SIZE", Problem: fmt.Sprintf("%d is outside 1-%d", c.BatchSize, MaxBatchSize)}
 	case c.Concurrency < 1 || c.Concurrency > 32:
 		return &policy.ConfigError{Setting: "CONCURRENCY", Problem: fmt.Sprintf("%d is outside 1-32", c.Concurrency)}
 	case c.DailyWriteBudget < 0:
@@ -264,7 +265,7 @@ func checkToken(name, v string) error {
 	return nil
 }
 
-// checkURL checks the API base URL of setting name. Credentials written
+// checkURL checks the API base URL of Setting name. Credentials written
 // into it (https://user:secret@host/) are refused without being shown: a
 // client would send them as Basic auth instead of the token (tokenSetting),
 // and a server echoing them would put them into output and records.
@@ -282,7 +283,7 @@ func checkURL(name, tokenSetting, v string) error {
 	return nil
 }
 
-// cloudflare reports whether the registry is Cloudflare Workers KV.
-func (c Config) cloudflare() bool {
+// Cloudflare reports whether the registry is Cloudflare Workers KV.
+func (c Config) Cloudflare() bool {
 	return c.CFAccountID != "" && c.CFNamespaceID != "" && c.CFAPIToken != ""
 }

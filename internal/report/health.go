@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -8,20 +8,20 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 )
 
-// health is the verdict of "syncjob status --check".
-type health struct {
+// Health is the verdict of "syncjob status --check".
+type Health struct {
 	Healthy  bool     `json:"healthy"`
 	Problems []string `json:"problems,omitempty"`
 	Summary  string   `json:"summary"`
 }
 
 // String is the check's one line: "healthy: ..." or "unhealthy: ...".
-func (h health) String() string { return h.Summary }
+func (h Health) String() string { return h.Summary }
 
-// checkHealth is healthy when the last run succeeded, the last success is
+// CheckHealth is healthy when the last run succeeded, the last success is
 // younger than maxAge (a daily schedule plus slack; STATUS_MAX_AGE), and no
 // dead letter holds a version back (it waits for a person).
-func checkHealth(rep statusReport, now time.Time, maxAge time.Duration) health {
+func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 	var problems []string
 	switch lr := rep.LastRun; {
 	case lr == nil:
@@ -36,7 +36,7 @@ func checkHealth(rep statusReport, now time.Time, maxAge time.Duration) health {
 	switch {
 	case rep.LastSuccess == "":
 		problems = append(problems, "no successful run in the run history")
-	case now.Sub(rep.lastSuccess) > maxAge:
+	case now.Sub(rep.LastSuccessAt) > maxAge:
 		problems = append(problems, fmt.Sprintf("the last success (%s) is %s old, more than %s (STATUS_MAX_AGE)", rep.LastSuccess, rep.SinceLastSuccess, maxAge))
 	}
 	if n := len(rep.DeadLetters) + len(rep.UnreadableDeadLetters); n > 0 {
@@ -45,10 +45,10 @@ func checkHealth(rep statusReport, now time.Time, maxAge time.Duration) health {
 			names = append(names, d.PolicyName)
 		}
 		names = append(names, rep.UnreadableDeadLetters...)
-		problems = append(problems, fmt.Sprintf("%s hold back versions: %s (syncjob deadletter list)", count(n, "dead letter", "dead letters"), strings.Join(names, ", ")))
+		problems = append(problems, fmt.Sprintf("%s hold back versions: %s (syncjob deadletter list)", Count(n, "dead letter", "dead letters"), strings.Join(names, ", ")))
 	}
 	if len(problems) > 0 {
-		return health{Problems: problems, Summary: "unhealthy: " + strings.Join(problems, "; ")}
+		return Health{Problems: problems, Summary: "unhealthy: " + strings.Join(problems, "; ")}
 	}
-	return health{Healthy: true, Summary: fmt.Sprintf("healthy: the last run succeeded, the last success was %s ago, nothing is held back", rep.SinceLastSuccess)}
+	return Health{Healthy: true, Summary: fmt.Sprintf("healthy: the last run succeeded, the last success was %s ago, nothing is held back", rep.SinceLastSuccess)}
 }

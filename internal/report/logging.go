@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knue/syncjob/internal/config"
+
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/redact"
 )
 
-// newLogger builds the process logger: JSON unless on a terminal (or as
+// NewLogger builds the process logger: JSON unless on a terminal (or as
 // configured), with every secret value replaced wherever it appears.
 //
 // JSON is for machines, and keeps the field names the log queries use: a
@@ -21,10 +23,10 @@ import (
 // milliseconds. Text is for people: a duration reads "duration=1.2s"
 // (counts of milliseconds logged as "durationMs" too), requests per API
 // read "github=4 registry=5", and an empty error is left out.
-func newLogger(cfg Config, w io.Writer, terminal bool) *slog.Logger {
+func NewLogger(cfg config.Config, w io.Writer, terminal bool) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	secrets := cfg.secrets()
+	secrets := cfg.Secrets()
 	text := cfg.LogFormat == "text" || (cfg.LogFormat == "auto" && terminal)
 	opts := &slog.HandlerOptions{
 		Level: level,

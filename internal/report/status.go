@@ -1,0 +1,127 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// Status is what "syncjob status --json" prints.
+type Status struct {
+	Repo             string               `json:"repo,omitempty"`
+	Branch           string               `json:"branch,omitempty"`
+	SettingsRepo     string               `json:"settingsRepo,omitempty"`   // GITHUB_REPO, when it or
+	SettingsBranch   string               `json:"settingsBranch,omitempty"` // GITHUB_BRANCH differs from what the last run synced
+	Registry         string               `json:"registry"`
+	Writer           *registry.BoltWriter `json:"writer,omitempty"`
+	Lease            *registry.Lease      `json:"lease"`
+	LeaseExpired     bool                 `json:"leaseExpired,omitempty"`
+	LastRun          *policy.RunSummary   `json:"lastRun"`
+	LastCommit       string               `json:"lastCommit"`
+	LastSuccess      string               `json:"lastSuccess,omitempty"`
+	SinceLastSuccess string               `json:"sinceLastSuccess,omitempty"`
+	Policies         int                  `json:"policies"`
+	QueueDepth       int                  `json:"queueDepth"`
+	WaitingRetry     int                  `json:"waitingRetry"`
+	DeadLetters      []policy.DeadLetter  `json:"deadLetters"`
+	// UnreadableDeadLetters are dead letters whose value does not decode.
+	UnreadableDeadLetters []string            `json:"unreadableDeadLetters,omitempty"`
+	Runs                  []policy.RunSummary `json:"runs"`
+	Health                Health              `json:"health"`
+
+	LastSuccessAt time.Time `json:"-"` // LastSuccess, to compute with
+}
+
+// PrintStatus prints the report for a person.
+func PrintStatus(w io.Writer, rep Status) {
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-15s%s\n", label, Printable(fmt.Sprintf(format, args...)))
+	}
+	if rep.Repo != "" {
+		line("repository", "%s, branch %s", rep.Repo, rep.Branch)
+	}
+	if rep.SettingsRepo != "" {
+		line("settings", "GITHUB_REPO and GITHUB_BRANCH name %s, branch %s: not what the last run synced; the next sync reads them", rep.SettingsRepo, rep.SettingsBranch)
+	}
+	line("registry", "%s, %s", rep.Registry, Count(rep.Policies, "policy", "policies"))
+	if rep.Writer != nil {
+		line("writer", "%s (a sync is running)", rep.Writer)
+	}
+	line("lease", "%s", LeaseText(rep.Lease, rep.LeaseExpired))
+	printLastRun(line, rep.LastRun)
+	line("last commit", "%s", OrDash(rep.LastCommit))
+	if rep.LastSuccess == "" {
+		line("last success", "none in the run history")
+	} else {
+		line("last success", "%s (%s ago)", rep.LastSuccess, rep.SinceLastSuccess)
+	}
+	line("queue", "%s, %d waiting for retry", Count(rep.QueueDepth, "entry", "entries"), rep.WaitingRetry)
+	line("dead letters", "%d", len(rep.DeadLetters)+len(rep.UnreadableDeadLetters))
+	for _, d := range rep.DeadLetters {
+		fmt.Fprintf(w, "  %s  (%s of %s, %d tries, since %s): %s\n", Printable(d.PolicyName), d.Operation, Short(d.SHA), d.RetryCount, d.DeadAt, Printable(d.Reason))
+	}
+	for _, name := range rep.UnreadableDeadLetters {
+		fmt.Fprintf(w, "  %s  (unreadable: syncjob deadletter drop %s --yes)\n", Printable(name), Printable(name))
+	}
+	line("health", "%s", rep.Health)
+	PrintRecentRuns(w, rep.Runs)
+}
+
+// LeaseText says who holds the lease l, and until when.
+func LeaseText(l *registry.Lease, expired bool) string {
+	switch {
+	case l == nil:
+		return "none"
+	case l.Released():
+		return fmt.Sprintf("free (released by %s at %s)", l.Owner, l.ReleasedAt)
+	case expired:
+		return fmt.Sprintf("expired, left by %s (taken %s, until %s): that run did not finish; the next run takes the lease over and plans from the head tree", l.Owner, l.AcquiredAt, l.ExpiresAt)
+	default:
+		return fmt.Sprintf("held by %s since %s, until %s", l.Owner, l.AcquiredAt, l.ExpiresAt)
+	}
+}
+
+func printLastRun(line func(label, format string, args ...any), lr *policy.RunSummary) {
+	if lr == nil {
+		line("last run", "none recorded")
+		return
+	}
+	line("last run", "%s  %s  (%s mode, trigger %s, run %s, %s)", lr.Timestamp, strings.ToUpper(lr.Status), OrDash(lr.Mode), OrDash(lr.Trigger), lr.RunID, humanDuration(time.Duration(lr.DurationMs)*time.Millisecond))
+	line("commits", "%s -> %s", OrDash(Short(lr.PreviousCommitSHA)), OrDash(Short(lr.CommitSHA)))
+	line("counts", "%d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %d conflicts, %d failed",
+		lr.Added, lr.Updated, lr.Moved, lr.Deleted, lr.Unchanged, len(lr.Skipped), len(lr.Conflicts), lr.ErrorCount)
+	if lr.Error != "" {
+		line("error", "%s", lr.Error)
+	}
+	for _, f := range lr.Failures {
+		line("failed", "%s: %s", f.PolicyName, f.Error)
+	}
+	if p := lr.Planned; p != nil {
+		line("planned", "%d to add, %d to change, %d to move, %d to delete (not all applied)", p.Added, p.Updated, p.Moved, p.Deleted)
+	}
+	if lr.Waiting > 0 {
+		line("waiting", "%d changes wait for the daily write budget (DAILY_WRITE_BUDGET); %d policies written so far; the next run continues", lr.Waiting, lr.Policies)
+	}
+	for _, sk := range lr.HeldBack {
+		line("held back", "%s (%s)", sk.PolicyName, sk.Path)
+	}
+}
+
+// PrintRecentRuns prints the recent runs, newest first, one a line.
+func PrintRecentRuns(w io.Writer, runs []policy.RunSummary) {
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "recent runs")
+	t := &Table{}
+	t.Add("TIME", "STATUS", "MODE", "TRIGGER", "ADDED", "UPDATED", "DELETED", "FAILED", "COMMIT", "DURATION")
+	for _, r := range runs {
+		t.Add(r.Timestamp, r.Status, OrDash(r.Mode), OrDash(r.Trigger), fmt.Sprint(r.Added), fmt.Sprint(r.Updated+r.Moved),
+			fmt.Sprint(r.Deleted), fmt.Sprint(r.ErrorCount), OrDash(Short(r.CommitSHA)), humanDuration(time.Duration(r.DurationMs)*time.Millisecond))
+	}
+	t.Write(w, "  ", Palette{})
+}
