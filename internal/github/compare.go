@@ -31,7 +31,10 @@ func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changes
 	case err != nil:
 		return policy.Changeset{}, err
 	}
-	cs := policy.Changeset{Base: base, Head: head}
+	cs := policy.Changeset{Base: base, Head: head, TotalCommits: comp.GetTotalCommits()}
+	for _, c := range comp.Commits {
+		cs.Commits = append(cs.Commits, c.GetSHA())
+	}
 	switch st := comp.GetStatus(); st {
 	case "identical":
 		return cs, nil

@@ -72,6 +72,14 @@ type Change struct {
 type Changeset struct {
 	Base, Head string
 	Changes    []Change
+	// Commits are the commits of the range as the compare lists them,
+	// oldest first, and TotalCommits how many the range has (the list may
+	// be cut).
+	Commits      []string
+	TotalCommits int
+	// Interim are policy paths a commit of the range changed that Changes
+	// does not list (changed and changed back): the head tree decides them.
+	Interim []string
 }
 
 // Entry is the value of policy:{policyName}.

@@ -14,7 +14,7 @@ import (
 
 // Run performs one sync, in these steps: read the state (state.go), choose
 // the mode (differ.ChooseMode), take the lease (lease.go), read what the
-// plan needs (read.go), plan (plan.go, through internal/differ), read titles
+// plan needs (read.go; on a registry whose reads lag, stale.go), plan (plan.go, through internal/differ), read titles
 // (titles.go), guard (differ.Guard), fit the daily write budget
 // (budget.go), apply (apply.go), record failures for retry (failures.go)
 // and record the run (record.go). Every step takes and returns values; what
@@ -43,8 +43,8 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	}
 	ctx, stop := r.keepLease(ctx, rep.lease)
 	defer func() { err = stopped(ctx, err); stop() }() // runs before the record
-	in, err := r.read(ctx, rep.state, mode, reason)
-	if err != nil {
+	var in readForPlan
+	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason); err != nil {
 		return
 	}
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full

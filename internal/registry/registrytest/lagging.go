@@ -178,3 +178,7 @@ func (l *Lagging) Usage() registry.Usage { return l.inner.Usage() }
 
 // Close implements registry.Store.
 func (l *Lagging) Close() error { return l.inner.Close() }
+
+// EventuallyConsistent says that reads of l may lag its writes (see
+// registry.Registry.EventuallyConsistent).
+func (l *Lagging) EventuallyConsistent() bool { return true }
