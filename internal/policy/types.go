@@ -315,6 +315,11 @@ type RunSummary struct {
 	// HeldBack are the versions the head wants that a dead letter holds
 	// back: while there are any, runs are partial.
 	HeldBack []Skip `json:"heldBack,omitempty"`
+	// QueueOrphans counts the queue entries announcing a policy that does
+	// not exist that the last full run could not remove (carried by the
+	// runs after it, which do not list the queue): status --check is
+	// unhealthy while any is left.
+	QueueOrphans int `json:"queueOrphans,omitempty"`
 	// Dirty says the registry may differ from the head in ways no queue
 	// entry records (the run failed after it began writing, or started
 	// from such a registry and did not repair it): the next run plans from

@@ -36,6 +36,9 @@ type registryState struct {
 	partial bool
 	size    int
 	dead    map[string]policy.DeadLetter
+	// queued are the queue entries' shas by name, read by a full run to
+	// repair the queue (differ.RepairQueue); nil otherwise.
+	queued map[string]string
 }
 
 // read reads what the plan needs: in a full run, the head tree and every
@@ -67,7 +70,10 @@ func (r *run) read(ctx context.Context, st state, mode, reason string, distrust 
 			return in, err
 		}
 	}
-	in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs)
+	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs); err != nil || in.cs != nil {
+		return in, err
+	}
+	in.reg.queued, err = r.Registry.QueueVersions(ctx) // a full run repairs the queue
 	return in, err
 }
 

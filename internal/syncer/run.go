@@ -77,6 +77,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 		return
 	}
 	rep.failures = sortFailures(append(t.failures, failed...))
+	rep.orphans = orphansLeft(in, p.work.Orphans, rep.failures)
 	applied := withoutFailed(plan, rep.failures)
 	rep.applied = &applied
 	// the items as planned: one that could not be read is no longer in plan
@@ -102,6 +103,7 @@ type report struct {
 	failures []policy.Failure
 	applied  *policy.Plan
 	retried  *retried // nil when the run stopped before recording failures
+	orphans  *int     // orphan queue entries a full run left (orphans.go); nil: not known
 }
 
 // finish records the run (record.go) and says what Run returns.
