@@ -18,6 +18,9 @@ var (
 	// ErrCompareUntrusted: the compare of two commits cannot be used for an
 	// incremental run (base unknown, diverged or behind, too many files).
 	ErrCompareUntrusted = errors.New("compare cannot be trusted")
+	// ErrHeadBehind: the head is behind the base (the base contains it: a
+	// rewind, or another branch); it wraps ErrCompareUntrusted too.
+	ErrHeadBehind = errors.New("head behind base")
 	// ErrTooLarge: a key, value or metadata breaks a registry limit.
 	ErrTooLarge = errors.New("over limit")
 )

@@ -53,6 +53,8 @@ func (r *run) read(ctx context.Context, st state, mode, reason string, distrust 
 	if mode == differ.ModeIncremental {
 		c, err := r.compare(ctx, st)
 		switch {
+		case errors.Is(err, policy.ErrHeadBehind) && !r.opt.AllowRewind:
+			return in, r.rewound(st)
 		case errors.Is(err, policy.ErrCompareUntrusted):
 			in.mode, in.reason = differ.ModeFull, err.Error()
 		case err != nil:
@@ -60,6 +62,9 @@ func (r *run) read(ctx context.Context, st state, mode, reason string, distrust 
 		default:
 			in.cs = &c
 		}
+	}
+	if err := r.checkRewind(ctx, st, in.cs); err != nil {
+		return in, err
 	}
 	var err error
 	if distrust {

@@ -32,6 +32,9 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if err = expectHead(r.opt.ExpectHead, rep.state.head); err != nil {
 		return
 	}
+	if err = r.checkTarget(rep.state); err != nil {
+		return
+	}
 	mode, reason := r.chooseMode(rep.state)
 	if mode == differ.ModeUnchanged {
 		rep.mode = mode

@@ -99,6 +99,10 @@ type Options struct {
 	// names the runs of that window wrote waits it out; 0 →
 	// DefaultConsistencyWindow. Strongly consistent registries never wait.
 	ConsistencyWindow time.Duration
+	// AllowRewind lets through a head behind the synced commit and a
+	// repository or branch other than the one the registry was synced
+	// from (rewind.go); without it such a run is refused.
+	AllowRewind bool
 }
 
 func (o Options) withDefaults() Options {
