@@ -34,7 +34,7 @@ const usage = `syncjob keeps a policy registry equal to the markdown policies of
 
 Usage:
   syncjob sync [--full] [--dry-run [--detailed-exitcode]] [--json] [--quiet]
-               [--allow-mass-delete[=N]] [--expect-head SHA] [settings]
+               [--allow-mass-delete[=N]] [--allow-rewind] [--expect-head SHA] [settings]
   syncjob list [--json] [settings]
   syncjob status [--json] [--check] [--runs N] [settings]
   syncjob queue list [--json] [settings]

@@ -23,7 +23,7 @@ type syncCommand struct{ p *program }
 
 var syncHelp = help{
 	name:  "sync",
-	usage: "sync [--full] [--dry-run [--detailed-exitcode]] [--json] [--quiet] [--allow-mass-delete[=N]] [--expect-head SHA] [settings]",
+	usage: "sync [--full] [--dry-run [--detailed-exitcode]] [--json] [--quiet] [--allow-mass-delete[=N]] [--allow-rewind] [--expect-head SHA] [settings]",
 	about: `Reads the branch head and brings the registry up to date. Prints what the run did
 first ("synced", "partial", or "refused:" / "failed:" when it wrote nothing or
 failed), then one line per change: + add, ~ change, → move, - delete, ! failed,
@@ -33,13 +33,19 @@ says so.
 To apply the plan a dry run showed and nothing else, pin it: --expect-head SHA
 refuses (exit 4, nothing written) when the branch has moved since, and
 --allow-mass-delete=N lets a mass delete through only when it deletes exactly
-N policies. --dry-run --detailed-exitcode exits 5 when the plan has changes.`,
+N policies. --dry-run --detailed-exitcode exits 5 when the plan has changes.
+
+A branch head behind the synced commit, or a repository or branch other than
+the one the registry was synced from, is refused (exit 4, nothing written):
+--allow-rewind (or ALLOW_REWIND=yes) syncs it anyway. A force-pushed head is
+not refused: it is a full run.`,
 	groups: config.Source | config.Registry | config.Run | config.Logging,
 }
 
 // syncFlags are the flags of "syncjob sync" besides the settings.
 type syncFlags struct {
 	full, dryRun, asJSON, quiet, detailed bool
+	allowRewind                           bool
 	allow                                 config.MassDeleteFlag
 	expectHead                            string
 }
@@ -55,6 +61,10 @@ policies (the one reviewed; any other is refused), alone (or env
 ALLOW_MASS_DELETE=yes) any plan`)
 	envAny, envErr := config.EnvBool(c.p.getenv, "ALLOW_MASS_DELETE")
 	f.allow.Any = envAny
+	rewindEnv, rewindErr := config.EnvBool(c.p.getenv, "ALLOW_REWIND")
+	f.allowRewind = rewindEnv
+	fs.Var(config.BoolFlag{P: &f.allowRewind}, "allow-rewind", `sync a branch head behind the synced commit, or another repository or branch
+than the registry was synced from (env ALLOW_REWIND=yes); refused otherwise`)
 	fs.Var(config.BoolFlag{P: &f.dryRun}, "dry-run", "print the plan and write nothing (the registry file is not created either)")
 	fs.Var(&config.StringFlag{P: &f.expectHead, Kind: "sha"}, "expect-head", "refuse (exit 4, nothing written) unless the branch head is this commit: the one a reviewed plan was made at")
 	fs.Var(config.BoolFlag{P: &f.detailed}, "detailed-exitcode", fmt.Sprintf("with --dry-run: exit %d when the plan has changes, 0 when it has none", exitPending))
@@ -66,6 +76,8 @@ ALLOW_MASS_DELETE=yes) any plan`)
 		return cfg, f, err
 	case envErr != nil && !config.IsSet(fs, "allow-mass-delete"):
 		return cfg, f, envErr // the flag wins over a bad environment value
+	case rewindErr != nil && !config.IsSet(fs, "allow-rewind"):
+		return cfg, f, rewindErr
 	case f.expectHead != "" && !shaPrefix.MatchString(f.expectHead):
 		return cfg, f, usageError("sync", fmt.Sprintf("-expect-head: %q is not a commit sha (7 to 40 hex digits)", f.expectHead))
 	case f.detailed && !f.dryRun:
@@ -132,7 +144,7 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 // run runs s once with the options of f.
 func (c *syncCommand) run(ctx context.Context, p *program, cfg config.Config, f syncFlags, s *syncer.Syncer) (syncer.Result, error) {
 	opt := syncer.Options{Full: f.full, DryRun: f.dryRun, Trigger: "cli",
-		AllowMassDelete: f.allow.Any, AllowDeletes: f.allow.N, ExpectHead: f.expectHead}
+		AllowMassDelete: f.allow.Any, AllowDeletes: f.allow.N, ExpectHead: f.expectHead, AllowRewind: f.allowRewind}
 	res, runErr := s.Run(ctx, cfg.SyncOptions(opt))
 	if p.line != nil {
 		p.line.Clear()

@@ -58,10 +58,15 @@ func FromTree(files []policy.File, opt Options) (desired map[string]policy.Desir
 }
 
 // NeedsTree reports whether deletes for the changeset must be decided from the
-// head tree: it removes a policy path, renames one away, or changes its type
+// head tree: it has an interim policy path, removes a policy path, renames one away, or changes its type
 // (status "changed", e.g. a file that became a symlink and is no longer a
 // policy). Without such changes every path the registry knows is still at head.
 func NeedsTree(cs policy.Changeset) bool {
+	for _, p := range cs.Interim {
+		if policy.IsPolicyPath(p) {
+			return true // only the head tree says what became of it
+		}
+	}
 	for _, ch := range cs.Changes {
 		switch ch.Status {
 		case policy.Removed, policy.Changed:
@@ -137,9 +142,9 @@ func FromChanges(cs policy.Changeset, known map[string]policy.Known, tree []poli
 
 // Touched returns every policy name a changeset touches: the name of each
 // policy path it adds, modifies, removes or renames (both the new and the
-// previous path of a rename). Never nil.
+// previous path of a rename), and of each interim path. Never nil.
 func Touched(cs policy.Changeset) map[string]bool {
-	touched := make(map[string]bool)
+	touched := TouchedNames(cs.Interim)
 	for _, ch := range cs.Changes {
 		if policy.IsPolicyPath(ch.Path) {
 			touched[policy.NameOf(ch.Path)] = true

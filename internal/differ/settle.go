@@ -18,6 +18,10 @@ type QueueWork struct {
 	// Drop are failed queue entries the head no longer needs written (its
 	// version of the policy is skipped).
 	Drop []string
+	// Orphans are the queue entries among Drop whose policy does not
+	// exist (RepairQueue): left behind, they announce a policy no worker
+	// can find.
+	Orphans []string
 }
 
 // SettleQueue fits the plan to the queue. pending are the failed writes of

@@ -16,8 +16,8 @@ const maxCompareFiles = 300
 
 // Compare returns the changes from base to head. Errors: policy.ErrCompareUntrusted
 // when the compare cannot drive an incremental run (base or head unknown: 404
-// or 422; status diverged or behind, i.e. a force-push; 300 files or more,
-// GitHub's cap), policy.ErrRateLimited, policy.ErrConfig. Identical commits
+// or 422; status diverged, i.e. a force-push; status behind, also wrapping
+// policy.ErrHeadBehind; 300 files or more, GitHub's cap), policy.ErrRateLimited, policy.ErrConfig. Identical commits
 // give an empty changeset.
 func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changeset, error) {
 	op := "compare " + base + "..." + head
@@ -31,13 +31,18 @@ func (s *Source) Compare(ctx context.Context, base, head string) (policy.Changes
 	case err != nil:
 		return policy.Changeset{}, err
 	}
-	cs := policy.Changeset{Base: base, Head: head}
+	cs := policy.Changeset{Base: base, Head: head, TotalCommits: comp.GetTotalCommits()}
+	for _, c := range comp.Commits {
+		cs.Commits = append(cs.Commits, c.GetSHA())
+	}
 	switch st := comp.GetStatus(); st {
 	case "identical":
 		return cs, nil
 	case "ahead":
-	case "diverged", "behind":
-		return policy.Changeset{}, untrusted("head is " + st + " base (history rewritten)")
+	case "behind":
+		return policy.Changeset{}, s.masked(fmt.Errorf("github: %s: %w: %w", op, policy.ErrCompareUntrusted, policy.ErrHeadBehind))
+	case "diverged":
+		return policy.Changeset{}, untrusted("head is diverged from base (history rewritten)")
 	default:
 		return policy.Changeset{}, untrusted(fmt.Sprintf("unknown status %q", st))
 	}

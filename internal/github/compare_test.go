@@ -46,7 +46,7 @@ func TestCompare_AddModifyDelete(t *testing.T) {
 	head := f.repo.Commit("head")
 
 	got := mustCompare(t, f, base, head)
-	want := policy.Changeset{Base: base, Head: head, Changes: []policy.Change{
+	want := policy.Changeset{Base: base, Head: head, Commits: []string{head}, TotalCommits: 1, Changes: []policy.Change{
 		{Status: policy.Modified, Path: "edit.md", SHA: f.repo.BlobSHA(head, "edit.md")},
 		{Status: policy.Removed, Path: "gone.md"},
 		{Status: policy.Added, Path: "새 규정 (신설).md", SHA: f.repo.BlobSHA(head, "새 규정 (신설).md")},
@@ -70,7 +70,7 @@ func TestCompare_Renames(t *testing.T) {
 	head := f.repo.Commit("renames")
 
 	got := mustCompare(t, f, base, head)
-	want := policy.Changeset{Base: base, Head: head, Changes: []policy.Change{
+	want := policy.Changeset{Base: base, Head: head, Commits: []string{head}, TotalCommits: 1, Changes: []policy.Change{
 		{Status: policy.Renamed, Path: "새 폴더/moved/a.md", PreviousPath: "old folder/a.md", SHA: f.repo.BlobSHA(head, "새 폴더/moved/a.md")},
 		{Status: policy.Renamed, Path: "새 폴더/moved/b.md", PreviousPath: "old folder/b.md", SHA: f.repo.BlobSHA(head, "새 폴더/moved/b.md")},
 		{Status: policy.Renamed, Path: "규정/새 이름.md", PreviousPath: "규정/같은 내용.md", SHA: f.repo.BlobSHA(base, "규정/같은 내용.md")},
@@ -97,12 +97,12 @@ func TestCompare_MergeCommit(t *testing.T) {
 	f.repo.Checkout("feature")
 	f.repo.Write("feature.md", "feature")
 	f.repo.Write("a.md", "a2")
-	f.repo.Commit("feature work")
+	feature := f.repo.Commit("feature work")
 	f.repo.Checkout("main")
 	head := f.repo.Merge("feature")
 
 	got := mustCompare(t, f, base, head)
-	want := policy.Changeset{Base: base, Head: head, Changes: []policy.Change{
+	want := policy.Changeset{Base: base, Head: head, Commits: []string{feature, head}, TotalCommits: 2, Changes: []policy.Change{
 		{Status: policy.Modified, Path: "a.md", SHA: f.repo.BlobSHA(head, "a.md")},
 		{Status: policy.Added, Path: "feature.md", SHA: f.repo.BlobSHA(head, "feature.md")},
 	}}
@@ -218,7 +218,7 @@ func TestCompare_ModeOnlyChange_ShaFromHeadTree(t *testing.T) {
 	head := f.repo.Commit("chmod +x")
 
 	got := mustCompare(t, f, base, head)
-	want := policy.Changeset{Base: base, Head: head, Changes: []policy.Change{
+	want := policy.Changeset{Base: base, Head: head, Commits: []string{head}, TotalCommits: 1, Changes: []policy.Change{
 		{Status: policy.Modified, Path: "tool.sh"},
 		{Status: policy.Modified, Path: "규정/run.md", SHA: f.repo.BlobSHA(base, "규정/run.md")},
 	}}
@@ -250,7 +250,7 @@ func TestCompare_FileBecameSymlinkOrSubmodule_Removed(t *testing.T) {
 	head := f.repo.Commit("a file again")
 
 	got := mustCompare(t, f, base, mid)
-	want := policy.Changeset{Base: base, Head: mid, Changes: []policy.Change{
+	want := policy.Changeset{Base: base, Head: mid, Commits: []string{mid}, TotalCommits: 1, Changes: []policy.Change{
 		{Status: policy.Removed, Path: "link.md"},
 		{Status: policy.Removed, Path: "sub.md"},
 	}}
@@ -258,7 +258,7 @@ func TestCompare_FileBecameSymlinkOrSubmodule_Removed(t *testing.T) {
 		t.Errorf("Compare to symlink and submodule (-want +got):\n%s", diff)
 	}
 	got = mustCompare(t, f, mid, head)
-	want = policy.Changeset{Base: mid, Head: head, Changes: []policy.Change{
+	want = policy.Changeset{Base: mid, Head: head, Commits: []string{head}, TotalCommits: 1, Changes: []policy.Change{
 		{Status: policy.Modified, Path: "link.md", SHA: f.repo.BlobSHA(head, "link.md")},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -18,6 +18,9 @@ var (
 	// ErrCompareUntrusted: the compare of two commits cannot be used for an
 	// incremental run (base unknown, diverged or behind, too many files).
 	ErrCompareUntrusted = errors.New("compare cannot be trusted")
+	// ErrHeadBehind: the head is behind the base (the base contains it: a
+	// rewind, or another branch); it wraps ErrCompareUntrusted too.
+	ErrHeadBehind = errors.New("head behind base")
 	// ErrTooLarge: a key, value or metadata breaks a registry limit.
 	ErrTooLarge = errors.New("over limit")
 )
@@ -72,6 +75,14 @@ type Change struct {
 type Changeset struct {
 	Base, Head string
 	Changes    []Change
+	// Commits are the commits of the range as the compare lists them,
+	// oldest first, and TotalCommits how many the range has (the list may
+	// be cut).
+	Commits      []string
+	TotalCommits int
+	// Interim are policy paths a commit of the range changed that Changes
+	// does not list (changed and changed back): the head tree decides them.
+	Interim []string
 }
 
 // Entry is the value of policy:{policyName}.
@@ -307,6 +318,11 @@ type RunSummary struct {
 	// HeldBack are the versions the head wants that a dead letter holds
 	// back: while there are any, runs are partial.
 	HeldBack []Skip `json:"heldBack,omitempty"`
+	// QueueOrphans counts the queue entries announcing a policy that does
+	// not exist that the last full run could not remove (carried by the
+	// runs after it, which do not list the queue): status --check is
+	// unhealthy while any is left.
+	QueueOrphans int `json:"queueOrphans,omitempty"`
 	// Dirty says the registry may differ from the head in ways no queue
 	// entry records (the run failed after it began writing, or started
 	// from such a registry and did not repair it): the next run plans from

@@ -364,3 +364,12 @@ func MustJSON(v any) []byte {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
+
+// EventuallyConsistent reports whether reads of the store may lag its
+// writes, as Workers KV's may by up to a minute from another location: a
+// store says so with a method EventuallyConsistent() bool. Bolt and memory
+// read what they wrote.
+func (r *Registry) EventuallyConsistent() bool {
+	ec, ok := r.store.(interface{ EventuallyConsistent() bool })
+	return ok && ec.EventuallyConsistent()
+}

@@ -39,6 +39,9 @@ func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 	case now.Sub(rep.LastSuccessAt) > maxAge:
 		problems = append(problems, fmt.Sprintf("the last success (%s) is %s old, more than %s (STATUS_MAX_AGE)", rep.LastSuccess, rep.SinceLastSuccess, maxAge))
 	}
+	if lr := rep.LastRun; lr != nil && lr.QueueOrphans > 0 {
+		problems = append(problems, fmt.Sprintf("%s announce policies that do not exist (the next full run removes them: syncjob sync --full)", Count(lr.QueueOrphans, "queue entry", "queue entries")))
+	}
 	if n := len(rep.DeadLetters) + len(rep.UnreadableDeadLetters); n > 0 {
 		var names []string
 		for _, d := range rep.DeadLetters {

@@ -32,7 +32,11 @@ func (r *run) plan(st state, in readForPlan) planned {
 	} else {
 		p.desired, p.plan = differ.PlanFull(in.tree, known, r.opt.differ())
 	}
+	p.plan = differ.Distrust(p.plan, p.desired, known, in.touched)
 	r.log.Info("mode chosen", logkey.Mode, in.mode, logkey.Reason, in.reason, logkey.Commit, st.head, logkey.Previous, st.last, logkey.Retries, len(st.revisit))
 	p.plan, p.work = differ.SettleQueue(p.plan, p.desired, in.reg.entries, st.pending, in.reg.dead, r.start)
+	if in.reg.queued != nil {
+		p.work = differ.RepairQueue(p.plan, p.work, in.reg.entries, st.pending, in.reg.queued, r.start)
+	}
 	return p
 }

@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -20,6 +21,10 @@ type readForPlan struct {
 	cs           *policy.Changeset // last...head in an incremental run; nil in a full one
 	tree         []policy.File     // the head tree; nil when the plan does not need it
 	reg          registryState
+	// touched are the names the plan writes from the head whatever the
+	// registry read says (stale.go); nil when the registry reads what was
+	// written.
+	touched map[string]bool
 }
 
 // registryState is what the registry holds, read under the lease.
@@ -31,6 +36,9 @@ type registryState struct {
 	partial bool
 	size    int
 	dead    map[string]policy.DeadLetter
+	// queued are the queue entries' shas by name, read by a full run to
+	// repair the queue (differ.RepairQueue); nil otherwise.
+	queued map[string]string
 }
 
 // read reads what the plan needs: in a full run, the head tree and every
@@ -38,12 +46,15 @@ type registryState struct {
 // the names it touches (differ.ReadScope: after a run that recorded what
 // the registry holds; else every entry), and the head tree when the compare
 // cannot say enough (differ.TreeNeeded). The tree and the registry are read
-// at once. An untrusted compare makes the run full.
-func (r *run) read(ctx context.Context, st state, mode, reason string) (readForPlan, error) {
+// at once. An untrusted compare makes the run full. With distrust, it
+// first learns the names touched since the last commit (stale.go).
+func (r *run) read(ctx context.Context, st state, mode, reason string, distrust bool) (readForPlan, error) {
 	in := readForPlan{mode: mode, reason: reason}
 	if mode == differ.ModeIncremental {
 		c, err := r.compare(ctx, st)
 		switch {
+		case errors.Is(err, policy.ErrHeadBehind) && !r.opt.AllowRewind:
+			return in, r.rewound(st)
 		case errors.Is(err, policy.ErrCompareUntrusted):
 			in.mode, in.reason = differ.ModeFull, err.Error()
 		case err != nil:
@@ -52,8 +63,22 @@ func (r *run) read(ctx context.Context, st state, mode, reason string) (readForP
 			in.cs = &c
 		}
 	}
+	if err := r.checkRewind(ctx, st, in.cs); err != nil {
+		return in, err
+	}
 	var err error
-	in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs)
+	if distrust {
+		if in.mode != mode {
+			return in, fmt.Errorf("%w: %s", errRangeUnknown, in.reason)
+		}
+		if in.touched, err = r.touchedSince(ctx, st, in.cs); err != nil {
+			return in, err
+		}
+	}
+	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs); err != nil || in.cs != nil {
+		return in, err
+	}
+	in.reg.queued, err = r.Registry.QueueVersions(ctx) // a full run repairs the queue
 	return in, err
 }
 

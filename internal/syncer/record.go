@@ -92,6 +92,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	}
 	sum.ErrorCount = len(sum.Failures)
 	sum.Waiting = rep.waiting
+	sum.QueueOrphans = queueOrphans(rep)
 	sum.Pending = owed(rep, err)
 	sum.Policies, sum.LegacyV1 = registryAfter(rep)
 	setStatus(&sum, rep, err)

@@ -14,7 +14,7 @@ import (
 
 // Run performs one sync, in these steps: read the state (state.go), choose
 // the mode (differ.ChooseMode), take the lease (lease.go), read what the
-// plan needs (read.go), plan (plan.go, through internal/differ), read titles
+// plan needs (read.go; on a registry whose reads lag, stale.go), plan (plan.go, through internal/differ), read titles
 // (titles.go), guard (differ.Guard), fit the daily write budget
 // (budget.go), apply (apply.go), record failures for retry (failures.go)
 // and record the run (record.go). Every step takes and returns values; what
@@ -32,6 +32,9 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if err = expectHead(r.opt.ExpectHead, rep.state.head); err != nil {
 		return
 	}
+	if err = r.checkTarget(rep.state); err != nil {
+		return
+	}
 	mode, reason := r.chooseMode(rep.state)
 	if mode == differ.ModeUnchanged {
 		rep.mode = mode
@@ -43,8 +46,8 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	}
 	ctx, stop := r.keepLease(ctx, rep.lease)
 	defer func() { err = stopped(ctx, err); stop() }() // runs before the record
-	in, err := r.read(ctx, rep.state, mode, reason)
-	if err != nil {
+	var in readForPlan
+	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason); err != nil {
 		return
 	}
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
@@ -77,6 +80,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 		return
 	}
 	rep.failures = sortFailures(append(t.failures, failed...))
+	rep.orphans = orphansLeft(in, p.work.Orphans, rep.failures)
 	applied := withoutFailed(plan, rep.failures)
 	rep.applied = &applied
 	// the items as planned: one that could not be read is no longer in plan
@@ -102,6 +106,7 @@ type report struct {
 	failures []policy.Failure
 	applied  *policy.Plan
 	retried  *retried // nil when the run stopped before recording failures
+	orphans  *int     // orphan queue entries a full run left (orphans.go); nil: not known
 }
 
 // finish records the run (record.go) and says what Run returns.

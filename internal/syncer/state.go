@@ -20,7 +20,8 @@ type state struct {
 	lease      *registry.Lease    // the lease as found; nil when none
 	// unclean says why the registry may differ from last's tree in ways
 	// no queue entry records (differ.Unclean); "" after a clean run.
-	unclean string
+	unclean    string
+	leftBehind bool // the last run left its lease behind (differ.Unclean)
 	// pending are the failed writes of earlier runs that the sync still
 	// owes; revisit the names the plan must look at again, those among
 	// them (see pendingRetries).
@@ -61,6 +62,7 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	// and this one will be refused when it tries to take it.
 	live := st.lease != nil && st.lease.Holds(r.start) && st.lease.Owner != r.owner()
 	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released() && !live)
+	st.leftBehind = leftBehind
 	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
 	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
 	return st, err

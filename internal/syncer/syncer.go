@@ -25,6 +25,10 @@ type Source interface {
 	// Compare returns base...head; errors wrap policy.ErrCompareUntrusted when a
 	// full run is needed instead.
 	Compare(ctx context.Context, base, head string) (policy.Changeset, error)
+	// CommitPaths returns every path the commit changes (both paths of a
+	// rename); errors wrap policy.ErrCompareUntrusted when GitHub may have
+	// cut the list.
+	CommitPaths(ctx context.Context, sha string) ([]string, error)
 	// Relation says how head stands to base: "identical", "ahead" (head
 	// contains base), "behind", "diverged", or "unknown" (GitHub does not
 	// know one of them).
@@ -90,6 +94,15 @@ type Options struct {
 	// writes takes it; a negative TTL takes none (tests of other things).
 	LeaseTTL   time.Duration
 	LeaseOwner string // who holds it: the run id by default; a Lambda request id survives Lambda's retries
+	// ConsistencyWindow is how long a read of an eventually consistent
+	// registry may lag a write (stale.go): a run that cannot tell which
+	// names the runs of that window wrote waits it out; 0 →
+	// DefaultConsistencyWindow. Strongly consistent registries never wait.
+	ConsistencyWindow time.Duration
+	// AllowRewind lets through a head behind the synced commit and a
+	// repository or branch other than the one the registry was synced
+	// from (rewind.go); without it such a run is refused.
+	AllowRewind bool
 }
 
 func (o Options) withDefaults() Options {
@@ -110,6 +123,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LeaseTTL == 0 {
 		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.ConsistencyWindow <= 0 {
+		o.ConsistencyWindow = DefaultConsistencyWindow
 	}
 	return o
 }

@@ -13,7 +13,9 @@
 //
 // Served (endpoint kind in parentheses, as counted by Server.Requests):
 //
-//	GET /repos/{o}/{r}/commits/{ref}           ("commit-sha" with Accept application/vnd.github.v3.sha, else "commit")
+//	GET /repos/{o}/{r}/commits/{ref}           ("commit-sha" with Accept application/vnd.github.v3.sha, else "commit":
+//	                                           with the files changed from the first parent, 300 a page
+//	                                           (Link rel="next"), 3,000 in all, shaped as compare's)
 //	GET /repos/{o}/{r}/branches/{branch}       ("branch")
 //	GET /repos/{o}/{r}/git/trees/{sha}         ("tree"; ?recursive=1; Server.TruncateTreesOver)
 //	GET /repos/{o}/{r}/compare/{base}...{head} ("compare"; files from the merge base, at most 300;

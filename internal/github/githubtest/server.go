@@ -318,7 +318,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, rt route) {
 	case KindCommitSHA:
 		s.serveCommitSHA(w, r, rt.arg)
 	case KindCommit:
-		s.serveCommit(w, rt.arg)
+		s.serveCommit(w, r, rt.arg)
 	case KindBranch:
 		s.serveBranch(w, rt.arg)
 	case KindTree:
@@ -460,7 +460,7 @@ func (s *Server) commit(sha string) (commitJSON, error) {
 	return list[0], nil
 }
 
-func (s *Server) serveCommit(w http.ResponseWriter, ref string) {
+func (s *Server) serveCommit(w http.ResponseWriter, r *http.Request, ref string) {
 	sha, ok := s.repo.resolve(ref, "commit")
 	if !ok {
 		writeError(w, http.StatusUnprocessableEntity, "No commit found for SHA: "+ref)
@@ -471,7 +471,56 @@ func (s *Server) serveCommit(w http.ResponseWriter, ref string) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(w, c)
+	parent := emptyTree // a root commit shows every file added
+	if len(c.Parents) > 0 {
+		parent = c.Parents[0].SHA
+	}
+	files, err := s.allDiffFiles(parent, sha)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	page, perPage := pageOf(r, MaxCommitFilesPerPage)
+	files = files[:min(len(files), MaxCommitFiles)]
+	from := min((page-1)*perPage, len(files))
+	if from+perPage < len(files) {
+		next := *r.URL
+		q := next.Query()
+		q.Set("page", strconv.Itoa(page+1))
+		next.RawQuery = q.Encode()
+		w.Header().Set("Link", fmt.Sprintf("<%s%s>; rel=\"next\"", strings.TrimSuffix(s.URL(), "/"), next.RequestURI()))
+	}
+	writeJSON(w, commitWithFiles{commitJSON: c, Files: files[from:min(from+perPage, len(files))]})
+}
+
+// emptyTree is git's empty tree, the parent a root commit is diffed against.
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+// MaxCommitFilesPerPage and MaxCommitFiles are how many files GitHub lists
+// for one commit: 300 a page, 3,000 in all.
+const (
+	MaxCommitFilesPerPage = 300
+	MaxCommitFiles        = 3000
+)
+
+// commitWithFiles is a commit as GET commits/{ref} answers: with the files
+// it changes from its first parent, a page of them.
+type commitWithFiles struct {
+	commitJSON
+	Files []compareFileJSON `json:"files"`
+}
+
+// pageOf reads the page and per_page query parameters (per_page at most
+// limit, its default).
+func pageOf(r *http.Request, limit int) (page, perPage int) {
+	page, perPage = 1, limit
+	if v, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && v > 0 {
+		page = v
+	}
+	if v, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && v > 0 {
+		perPage = min(v, limit)
+	}
+	return page, perPage
 }
 
 func (s *Server) serveBranch(w http.ResponseWriter, branch string) {
@@ -653,6 +702,13 @@ func (s *Server) commitPage(r *http.Request, base, head string) ([]commitJSON, e
 // diffFiles lists what changed from base to head as GitHub's compare files,
 // with rename detection, at most MaxCompareFiles.
 func (s *Server) diffFiles(base, head string) ([]compareFileJSON, error) {
+	files, err := s.allDiffFiles(base, head)
+	return files[:min(len(files), MaxCompareFiles)], err
+}
+
+// allDiffFiles lists every file that changed from base to head, as GitHub
+// shows them, with rename detection.
+func (s *Server) allDiffFiles(base, head string) ([]compareFileJSON, error) {
 	out, err := s.repo.git(nil, "diff", "--raw", "--numstat", "-z", "-M", "--no-abbrev", "--no-ext-diff", base, head, "--")
 	if err != nil {
 		return nil, err
@@ -679,7 +735,7 @@ func (s *Server) diffFiles(base, head string) ([]compareFileJSON, error) {
 	if err := countLines(files, toks[i:]); err != nil {
 		return nil, err
 	}
-	return files[:min(len(files), MaxCompareFiles)], nil
+	return files, nil
 }
 
 // compareFile is one raw diff record (modes, shas, status letter) of path as

@@ -181,6 +181,10 @@ func (c Config) withDefaults() Config {
 // API names the service in request counts and summaries.
 const API = "cloudflare"
 
+// EventuallyConsistent says that Workers KV's reads may lag its writes: a
+// write can take 60 s or more to be seen from another location.
+func (s *Store) EventuallyConsistent() bool { return true }
+
 // Usage implements registry.Store: every HTTP request, retries included;
 // the billable writes (each pair a bulk write applied: Cloudflare bills each
 // pair as one write) and deletes (each key a bulk delete removed: billed on

@@ -1,0 +1,47 @@
+package differ
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// RepairQueue adds to work what makes the queue match the registry after a
+// full run: a queue entry for a policy that does not exist (an announcement
+// whose delete's queue removal failed: a refused key, a kill between
+// batches) is removed, and one whose sha is not its policy's is rewritten
+// for the policy's version (a worker compares shas: a fresh announcement is
+// harmless). Names the plan writes, failed writes the sync owes (pending:
+// SettleQueue's) and skipped names are left alone. queued are the queue
+// entries' shas by name; entries the policies the registry holds.
+func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Entry, pending map[string]policy.QueueEntry, queued map[string]string, now time.Time) QueueWork {
+	leave := map[string]bool{}
+	for _, it := range plan.Items {
+		leave[it.PolicyName] = true
+	}
+	for _, sk := range slices.Concat(plan.Skipped, plan.HeldBack) {
+		leave[sk.PolicyName] = true
+	}
+	for _, name := range work.Drop {
+		leave[name] = true
+	}
+	for _, q := range work.Requeue {
+		leave[q.PolicyName] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(queued)) {
+		if _, owed := pending[name]; owed || leave[name] {
+			continue
+		}
+		e, ok := entries[name]
+		switch {
+		case !ok:
+			work.Drop = append(work.Drop, name)
+			work.Orphans = append(work.Orphans, name)
+		case e.SHA != queued[name]:
+			work.Requeue = append(work.Requeue, policy.QueueEntry{PolicyName: name, SHA: e.SHA, Operation: policy.OpUpdate, CreatedAt: now.UTC().Format(policy.TimeLayout)})
+		}
+	}
+	return work
+}

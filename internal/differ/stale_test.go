@@ -1,0 +1,63 @@
+package differ_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// Distrust writes every touched name from the head whatever the registry
+// read said: the same version again, an add, a delete; a name the plan
+// already writes or skips is left as planned.
+func TestDistrust_TouchedNamesWrittenFromHead(t *testing.T) {
+	desired := map[string]policy.Desired{
+		"same": {PolicyName: "same", Path: "same.md", SHA: "s1"},
+		"new":  {PolicyName: "new", Path: "new.md", SHA: "n1"},
+		"edit": {PolicyName: "edit", Path: "edit.md", SHA: "e2"},
+	}
+	known := map[string]policy.Known{
+		"same": {PolicyName: "same", Path: "same.md", SHA: "s1"},
+		"edit": {PolicyName: "edit", Path: "edit.md", SHA: "e1"},
+		"gone": {PolicyName: "gone", Path: "gone.md", SHA: "g1"},
+	}
+	plan := differ.Plan(desired, known, map[string]bool{"edit": true, "same": true}, []policy.Skip{{PolicyName: "skip"}}, nil)
+	touched := map[string]bool{"same": true, "new": true, "edit": true, "ghost": true, "gone": true, "skip": true}
+	got := differ.Distrust(plan, desired, known, touched)
+	want := []policy.Item{
+		{Action: policy.ActUpdate, PolicyName: "edit", Path: "edit.md", SHA: "e2", OldPath: "edit.md", OldSHA: "e1"},
+		{Action: policy.ActAdd, PolicyName: "new", Path: "new.md", SHA: "n1"},
+		{Action: policy.ActUpdate, PolicyName: "same", Path: "same.md", SHA: "s1", OldPath: "same.md", OldSHA: "s1"},
+		{Action: policy.ActDelete, PolicyName: "ghost"},
+		{Action: policy.ActDelete, PolicyName: "gone", OldPath: "gone.md", OldSHA: "g1"},
+	}
+	if diff := cmp.Diff(want, got.Items); diff != "" {
+		t.Errorf("items (-want +got):\n%s", diff)
+	}
+	if got.Unchanged != 0 {
+		t.Errorf("unchanged = %d, want 0: the same version is written again", got.Unchanged)
+	}
+}
+
+// RepairQueue removes the queue entries of policies that do not exist and
+// rewrites those whose sha is not their policy's; planned, owed and
+// skipped names are left alone.
+func TestRepairQueue_OrphansRemovedStaleRewritten(t *testing.T) {
+	now := time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
+	entries := map[string]policy.Entry{"ok": {SHA: "o1"}, "stale": {SHA: "s2"}, "owed": {SHA: "w2"}}
+	queued := map[string]string{"ok": "o1", "stale": "s1", "orphan": "x1", "owed": "w1", "planned": "p1", "skip": "k1"}
+	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "planned", SHA: "p2"}}, Skipped: []policy.Skip{{PolicyName: "skip"}}}
+	pending := map[string]policy.QueueEntry{"owed": {PolicyName: "owed", SHA: "w1"}}
+	got := differ.RepairQueue(plan, differ.QueueWork{}, entries, pending, queued, now)
+	want := differ.QueueWork{
+		Drop:    []string{"orphan"},
+		Orphans: []string{"orphan"},
+		Requeue: []policy.QueueEntry{{PolicyName: "stale", SHA: "s2", Operation: policy.OpUpdate, CreatedAt: "2026-11-25T16:00:00Z"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("work (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,54 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// ErrRewind refuses a run whose head is behind the synced commit, or whose
+// repository or branch is not the one the registry was synced from: a
+// GITHUB_BRANCH pointing at a stale branch would otherwise replace the
+// registry with that branch's policies. Options.AllowRewind lets it through.
+var ErrRewind = fmt.Errorf("%w: rewind or retarget", differ.ErrRefused)
+
+// checkTarget refuses, before the lease, a run of another repository or
+// branch than the run that synced the lastCommit read (a run at another
+// commit, e.g. one refused, says nothing of it).
+func (r *run) checkTarget(st state) error {
+	prev := st.prev
+	if r.opt.AllowRewind || prev == nil || prev.Repo == "" || prev.CommitSHA != st.last {
+		return nil
+	}
+	if strings.EqualFold(prev.Repo, r.Repo) && prev.Branch == r.Branch {
+		return nil
+	}
+	return fmt.Errorf("%w: the registry was synced from %s branch %s, not %s branch %s (--allow-rewind or ALLOW_REWIND=yes to sync it from here)",
+		ErrRewind, prev.Repo, prev.Branch, r.Repo, r.Branch)
+}
+
+// checkRewind refuses a full run whose head is behind the synced commit
+// (one request; an incremental run learns it from its compare). A diverged
+// head (a force-push) is not refused: it is a full run.
+func (r *run) checkRewind(ctx context.Context, st state, cs *policy.Changeset) error {
+	if cs != nil || r.opt.AllowRewind || st.last == "" || st.last == st.head {
+		return nil
+	}
+	rel, err := r.Source.Relation(ctx, st.last, st.head)
+	if err != nil {
+		return err
+	}
+	if rel == "behind" {
+		return r.rewound(st)
+	}
+	return nil
+}
+
+// rewound is the refusal of a head behind the synced commit.
+func (r *run) rewound(st state) error {
+	return fmt.Errorf("%w: the branch head %s is behind the synced commit %s: syncing it would undo what the registry holds (--allow-rewind or ALLOW_REWIND=yes to sync it anyway)",
+		ErrRewind, st.head, st.last)
+}

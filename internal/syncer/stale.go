@@ -1,0 +1,132 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/retry"
+)
+
+// DefaultConsistencyWindow is how long a read of an eventually consistent
+// registry (Workers KV) may lag a write made elsewhere: a run that cannot
+// tell which names the runs of that window wrote waits it out.
+const DefaultConsistencyWindow = 60 * time.Second
+
+// maxTouchedCommits is how many commits since the synced one a run reads
+// one by one to learn the names they touched; past it, it waits out the
+// consistency window instead.
+const maxTouchedCommits = 100
+
+// errRangeUnknown: the names the commits since the synced one touched
+// cannot be known (too many commits, the synced one unknown to GitHub or
+// not an ancestor of the head, a commit too large to list).
+var errRangeUnknown = errors.New("names touched since the synced commit unknown")
+
+// readSettled is the read step (read.go) on a registry whose reads may lag
+// its writes (docs/design.md, "Stale reads"). The lastCommit read may be
+// older than the last run's, and an entry read may predate that run's
+// write; the names such a run may have written are those a commit after
+// the lastCommit read touched. readSettled learns them (in.touched: the
+// plan writes them from the head whatever the registry said); when it
+// cannot, it waits out the consistency window, under the lease, and reads
+// the state again, when every earlier write is visible. A strongly
+// consistent registry (bolt, memory) reads once, with no extra request; so
+// does a first sync (nothing synced before).
+func (r *run) readSettled(ctx context.Context, st state, mode, reason string) (state, readForPlan, error) {
+	if !r.Registry.EventuallyConsistent() || st.last == "" {
+		in, err := r.read(ctx, st, mode, reason, false)
+		return st, in, err
+	}
+	in, err := r.read(ctx, st, mode, reason, true)
+	if !errors.Is(err, errRangeUnknown) {
+		return st, in, err
+	}
+	r.log.Info("waiting out the consistency window", logkey.Reason, err.Error(), logkey.Wait, r.opt.ConsistencyWindow)
+	sleep := r.Sleep
+	if sleep == nil {
+		sleep = retry.Sleep
+	}
+	if err := sleep(ctx, r.opt.ConsistencyWindow); err != nil {
+		return st, in, err
+	}
+	if st, err = r.refreshState(ctx, st); err != nil {
+		return st, in, err
+	}
+	in, err = r.read(ctx, st, mode, reason, false)
+	return st, in, err
+}
+
+// refreshState reads again what the state step read of the registry, the
+// head and the lease aside (the lease is this run's now).
+func (r *run) refreshState(ctx context.Context, st state) (state, error) {
+	ss, err := r.Registry.SyncState(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.last, st.prev = ss.LastCommit, ss.LastRun
+	st.unclean = differ.Unclean(st.prev, st.last, st.leftBehind)
+	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
+	return st, err
+}
+
+// touchedSince returns the names the commits last..head touched: those of
+// cs, the compare, when it is given; else (a full run) from a compare made
+// here. Untrusted, the compare leaves them unknown (errRangeUnknown).
+func (r *run) touchedSince(ctx context.Context, st state, cs *policy.Changeset) (map[string]bool, error) {
+	if cs == nil {
+		if st.last == st.head {
+			return map[string]bool{}, nil
+		}
+		c, err := r.Source.Compare(ctx, st.last, st.head)
+		if errors.Is(err, policy.ErrCompareUntrusted) {
+			return nil, fmt.Errorf("%w: %w", errRangeUnknown, err)
+		} else if err != nil {
+			return nil, err
+		}
+		cs = &c
+	}
+	if err := r.interim(ctx, cs); err != nil {
+		return nil, err
+	}
+	return differ.Touched(*cs), nil
+}
+
+// interim sets cs.Interim: the policy paths a commit of the range changed
+// that the compare, which shows only where the range ends, does not list
+// (a file changed and changed back). A range of one commit has none and
+// costs no request; a longer one, a request per commit (and per 300 files
+// of one), at most maxTouchedCommits of them.
+func (r *run) interim(ctx context.Context, cs *policy.Changeset) error {
+	if cs.TotalCommits <= 1 {
+		return nil
+	}
+	if cs.TotalCommits > maxTouchedCommits || len(cs.Commits) < cs.TotalCommits {
+		return fmt.Errorf("%w: %d commits since %s (at most %d are read one by one)", errRangeUnknown, cs.TotalCommits, cs.Base, maxTouchedCommits)
+	}
+	listed := map[string]bool{}
+	for _, ch := range cs.Changes {
+		listed[ch.Path], listed[ch.PreviousPath] = true, true
+	}
+	for _, sha := range cs.Commits {
+		paths, err := r.Source.CommitPaths(ctx, sha)
+		if errors.Is(err, policy.ErrCompareUntrusted) {
+			return fmt.Errorf("%w: %w", errRangeUnknown, err)
+		} else if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			if policy.IsPolicyPath(p) && !listed[p] {
+				listed[p] = true
+				cs.Interim = append(cs.Interim, p)
+			}
+		}
+	}
+	slices.Sort(cs.Interim)
+	return nil
+}

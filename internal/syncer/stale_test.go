@@ -1,0 +1,265 @@
+package syncer_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/github"
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/registrytest"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// staleRig is a syncer over a registry whose reads lag its writes by a
+// minute, as Workers KV's may from another location.
+type staleRig struct {
+	t     *testing.T
+	repo  *githubtest.Repo
+	clock *registrytest.Clock
+	lag   *registrytest.Lagging
+	truth *registry.Registry // the inner store, read without lag
+	gh    *githubtest.Server
+	s     *syncer.Syncer
+	opt   syncer.Options  // of every run
+	waits []time.Duration // what the syncer slept
+}
+
+func newStaleRig(t *testing.T) *staleRig {
+	t.Helper()
+	repo := githubtest.NewRepo(t)
+	gh := githubtest.NewServer(t, "knue", "policies", repo)
+	clock := registrytest.NewClock(time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC))
+	mem := registry.NewMemory(clock.Now)
+	lag := registrytest.NewLagging(mem, clock.Now, time.Minute)
+	src, err := github.New(github.Config{
+		Owner: "knue", Repo: "policies", Branch: "main", BaseURL: gh.URL(),
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	r := &staleRig{t: t, repo: repo, clock: clock, lag: lag, truth: registry.New(mem), gh: gh, opt: syncer.Options{LeaseTTL: 3 * time.Minute}}
+	r.s = &syncer.Syncer{
+		Source: src, Registry: registry.New(lag), Repo: "knue/policies", Branch: "main", Now: clock.Now,
+		NewRunID: func() string { n++; return fmt.Sprintf("run%03d", n) },
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			r.waits = append(r.waits, d)
+			clock.Advance(d)
+			return ctx.Err()
+		},
+	}
+	return r
+}
+
+// run runs once and moves the clock on by gap.
+func (r *staleRig) run(gap time.Duration) (syncer.Result, error) {
+	r.t.Helper()
+	res, err := r.s.Run(context.Background(), r.opt)
+	r.clock.Advance(gap)
+	return res, err
+}
+
+// headMismatch compares the registry as it really is (no lag) with head.
+func (r *staleRig) headMismatch(head string) string {
+	r.t.Helper()
+	want := map[string]string{}
+	for path := range r.repo.Files(head) {
+		if policy.IsPolicyPath(path) {
+			want[policy.NameOf(path)] = r.repo.BlobSHA(head, path)
+		}
+	}
+	got := map[string]string{}
+	all, _, err := r.truth.Policies(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for name, e := range all {
+		got[name] = e.SHA
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Sprintf("registry %v, head %v", got, want)
+	}
+	return ""
+}
+
+// A run that follows another by seconds reads the lastCommit from before
+// it. When the second commit reverts the first, the compare from that
+// stale base shows nothing: the run must still not report success while
+// the registry differs from the head.
+func TestStaleReads_RunSecondsAfterAnother_RevertIsNotMissed(t *testing.T) {
+	cases := map[string]struct {
+		first, second func(r *staleRig)
+	}{
+		"deleted then restored": {
+			first:  func(r *staleRig) { r.repo.Remove("a/가.md") },
+			second: func(r *staleRig) { r.repo.Write("a/가.md", "# 가\n") },
+		},
+		"title changed then reverted": {
+			first:  func(r *staleRig) { r.repo.Write("a/나.md", "# 나 개정\n") },
+			second: func(r *staleRig) { r.repo.Write("a/나.md", "# 나\n") },
+		},
+		"added then removed": {
+			first:  func(r *staleRig) { r.repo.Write("c/유령.md", "# 유령\n") },
+			second: func(r *staleRig) { r.repo.Remove("c/유령.md") },
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := newStaleRig(t)
+			r.repo.Write("a/가.md", "# 가\n")
+			r.repo.Write("a/나.md", "# 나\n")
+			r.repo.Write("b/다.md", "# 다\n")
+			r.repo.Commit("seed")
+			if _, err := r.run(2 * time.Hour); err != nil {
+				t.Fatalf("first sync: %v", err)
+			}
+			c.first(r)
+			r.repo.Commit("first")
+			if _, err := r.run(5 * time.Second); err != nil {
+				t.Fatalf("run after the first commit: %v", err)
+			}
+			c.second(r)
+			head := r.repo.Commit("second")
+			res, err := r.run(5 * time.Second)
+			if diff := r.headMismatch(head); diff != "" && err == nil && res.Summary.Status == policy.RunSuccess {
+				t.Fatalf("run 5 s after another reported success with a stale view: %s", diff)
+			}
+			// and the next run, a minute on, converges whatever the last one said
+			r.clock.Advance(2 * time.Minute)
+			if _, err := r.run(time.Hour); err != nil {
+				t.Fatalf("run after the window: %v", err)
+			}
+			if diff := r.headMismatch(head); diff != "" {
+				t.Fatalf("not converged after the window: %s", diff)
+			}
+		})
+	}
+}
+
+// seedStale syncs a seed commit and then a first change, and returns the
+// rig 5 s after that run (its writes not yet visible).
+func seedStale(t *testing.T, r *staleRig) {
+	t.Helper()
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	r.repo.Remove("a/가.md")
+	r.repo.Commit("delete 가")
+	if _, err := r.run(5 * time.Second); err != nil {
+		t.Fatalf("run after the delete: %v", err)
+	}
+}
+
+// A full run seconds after another lists the registry as it was before
+// that run: the names the commits since the stale lastCommit touched are
+// written from the head all the same.
+func TestStaleReads_FullRunSecondsAfterAnother_RevertIsNotMissed(t *testing.T) {
+	r := newStaleRig(t)
+	seedStale(t, r)
+	r.repo.Write("a/가.md", "# 가\n")
+	head := r.repo.Commit("restore 가")
+	r.opt.Full = true
+	res, err := r.run(5 * time.Second)
+	if err != nil || res.Summary.Status != policy.RunSuccess {
+		t.Fatalf("full run: %v (status %s)", err, res.Summary.Status)
+	}
+	if diff := r.headMismatch(head); diff != "" {
+		t.Fatalf("full run reported success with a stale view: %s", diff)
+	}
+	if len(r.waits) != 0 {
+		t.Errorf("waited %v: the two commits since the stale base are read, no wait needed", r.waits)
+	}
+	if n := r.gh.Requests()[githubtest.KindCommit]; n != 2 {
+		t.Errorf("commit requests = %d, want 2 (one per commit since the stale base)", n)
+	}
+}
+
+// When the commits since the stale lastCommit are too many to read one by
+// one, the run waits out the consistency window under the lease and reads
+// the state again: every earlier write is visible then.
+func TestStaleReads_RangeOverTheCap_WaitsOutTheWindow(t *testing.T) {
+	r := newStaleRig(t)
+	r.opt.ConsistencyWindow = 61 * time.Second
+	seedStale(t, r)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("restore 가")
+	var head string
+	for i := range 100 {
+		head = r.repo.Commit(fmt.Sprintf("empty %d", i))
+	}
+	res, err := r.run(5 * time.Second)
+	if err != nil || res.Summary.Status != policy.RunSuccess {
+		t.Fatalf("run over the cap: %v (status %s)", err, res.Summary.Status)
+	}
+	if diff := r.headMismatch(head); diff != "" {
+		t.Fatalf("run over the cap reported success with a stale view: %s", diff)
+	}
+	if len(r.waits) != 1 || r.waits[0] != 61*time.Second {
+		t.Errorf("waits = %v, want one of the consistency window (61s)", r.waits)
+	}
+	if n := r.gh.Requests()[githubtest.KindCommit]; n != 0 {
+		t.Errorf("commit requests = %d, want 0: 101 commits are over the cap", n)
+	}
+}
+
+// A range of one commit: its compare names every name it touched, so the
+// run makes no request more than it would on a strongly consistent store.
+func TestStaleReads_OneCommitRange_NoExtraRequest(t *testing.T) {
+	r := newStaleRig(t)
+	seedStale(t, r)
+	before := r.gh.Requests()
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	head := r.repo.Commit("edit 나")
+	r.clock.Advance(2 * time.Minute) // the last run's writes are visible: its lastCommit is the base
+	if _, err := r.run(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if diff := r.headMismatch(head); diff != "" {
+		t.Fatal(diff)
+	}
+	after := r.gh.Requests()
+	if n := after[githubtest.KindCommit] - before[githubtest.KindCommit]; n != 0 {
+		t.Errorf("commit requests = %d, want 0 for a one-commit range", n)
+	}
+	if n := after[githubtest.KindCompare] - before[githubtest.KindCompare]; n != 1 {
+		t.Errorf("compare requests = %d, want 1", n)
+	}
+	if len(r.waits) != 0 {
+		t.Errorf("waited %v", r.waits)
+	}
+}
+
+// A strongly consistent registry (memory, bolt) skips all of it: a range
+// of several commits costs no commit request and no wait.
+func TestStaleReads_StronglyConsistentStore_NoExtraRequests(t *testing.T) {
+	r := newStaleRig(t)
+	r.s.Registry = r.truth // memory: reads what was written
+	seedStale(t, r)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("restore 가")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	head := r.repo.Commit("edit 나")
+	for _, full := range []bool{false, true} {
+		r.opt.Full = full
+		if _, err := r.run(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := r.headMismatch(head); diff != "" {
+		t.Fatal(diff)
+	}
+	if n := r.gh.Requests()[githubtest.KindCommit]; n != 0 {
+		t.Errorf("commit requests = %d, want 0 on a strongly consistent store", n)
+	}
+	if len(r.waits) != 0 {
+		t.Errorf("waited %v on a strongly consistent store", r.waits)
+	}
+}
