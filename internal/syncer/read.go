@@ -75,10 +75,11 @@ func (r *run) read(ctx context.Context, st state, mode, reason string, distrust 
 			return in, err
 		}
 	}
-	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs); err != nil || in.cs != nil {
+	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs); err != nil || in.cs != nil || st.last == "" {
 		return in, err
 	}
-	in.reg.queued, err = r.Registry.QueueVersions(ctx) // a full run repairs the queue
+	// a full run after a sync repairs the queue (a first sync: none left)
+	in.reg.queued, err = r.Registry.QueueVersions(ctx)
 	return in, err
 }
 

@@ -75,9 +75,13 @@ func (r *run) refreshState(ctx context.Context, st state) (state, error) {
 	return st, err
 }
 
-// touchedSince returns the names the commits last..head touched: those of
-// cs, the compare, when it is given; else (a full run) from a compare made
-// here. Untrusted, the compare leaves them unknown (errRangeUnknown).
+// touchedSince returns the names whose registry reads it must not trust:
+// those touched by a commit of last..head other than the head's own. A run
+// of the window synced one of those commits at most; a name only the head
+// commit touched reads as the base's run or a run at the head left it,
+// and the plan from either is right (docs/design.md, "Stale reads"). cs is
+// the compare, when given; else (a full run) it is made here. Untrusted,
+// the compare leaves them unknown (errRangeUnknown).
 func (r *run) touchedSince(ctx context.Context, st state, cs *policy.Changeset) (map[string]bool, error) {
 	if cs == nil {
 		if st.last == st.head {
@@ -91,36 +95,43 @@ func (r *run) touchedSince(ctx context.Context, st state, cs *policy.Changeset) 
 		}
 		cs = &c
 	}
-	if err := r.interim(ctx, cs); err != nil {
+	paths, err := r.interim(ctx, cs)
+	if err != nil {
 		return nil, err
 	}
-	return differ.Touched(*cs), nil
+	return differ.TouchedNames(paths), nil
 }
 
-// interim sets cs.Interim: the policy paths a commit of the range changed
-// that the compare, which shows only where the range ends, does not list
-// (a file changed and changed back). A range of one commit has none and
-// costs no request; a longer one, a request per commit (and per 300 files
-// of one), at most maxTouchedCommits of them.
-func (r *run) interim(ctx context.Context, cs *policy.Changeset) error {
+// interim returns the paths the commits of the range but the head's own
+// changed, and sets cs.Interim: those the compare, which shows only where
+// the range ends, does not list (a file changed and changed back; the
+// head's own changes are all in the compare). A range of one commit has
+// none and costs no request; a longer one, a request per commit (and per
+// 300 files of one), at most maxTouchedCommits of them.
+func (r *run) interim(ctx context.Context, cs *policy.Changeset) ([]string, error) {
 	if cs.TotalCommits <= 1 {
-		return nil
+		return nil, nil
 	}
 	if cs.TotalCommits > maxTouchedCommits || len(cs.Commits) < cs.TotalCommits {
-		return fmt.Errorf("%w: %d commits since %s (at most %d are read one by one)", errRangeUnknown, cs.TotalCommits, cs.Base, maxTouchedCommits)
+		return nil, fmt.Errorf("%w: %d commits since %s (at most %d are read one by one)", errRangeUnknown, cs.TotalCommits, cs.Base, maxTouchedCommits)
 	}
 	listed := map[string]bool{}
 	for _, ch := range cs.Changes {
 		listed[ch.Path], listed[ch.PreviousPath] = true, true
 	}
+	var all []string
 	for _, sha := range cs.Commits {
+		if sha == cs.Head {
+			continue
+		}
 		paths, err := r.Source.CommitPaths(ctx, sha)
 		if errors.Is(err, policy.ErrCompareUntrusted) {
-			return fmt.Errorf("%w: %w", errRangeUnknown, err)
+			return nil, fmt.Errorf("%w: %w", errRangeUnknown, err)
 		} else if err != nil {
-			return err
+			return nil, err
 		}
 		for _, p := range paths {
+			all = append(all, p)
 			if policy.IsPolicyPath(p) && !listed[p] {
 				listed[p] = true
 				cs.Interim = append(cs.Interim, p)
@@ -128,5 +139,5 @@ func (r *run) interim(ctx context.Context, cs *policy.Changeset) error {
 		}
 	}
 	slices.Sort(cs.Interim)
-	return nil
+	return all, nil
 }
