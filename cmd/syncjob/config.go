@@ -4,11 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
 )
@@ -35,6 +37,7 @@ type Config struct {
 	LogFormat         string
 	LogLevel          string
 	StatusMaxAge      time.Duration
+	Content           mirror.Config // CONTENT_*: the content mirror, off unless CONTENT_DIR or CONTENT_BUCKET is set
 }
 
 // group is a set of settings that commands read together: each command
@@ -50,6 +53,7 @@ const (
 	// groupLabel is the repository and branch alone, which status shows
 	// (in place of those the last run recorded, when set).
 	groupLabel
+	groupMirror // the content mirror (CONTENT_*)
 )
 
 // setting describes one Config field for env, flags and --help.
@@ -75,6 +79,13 @@ func settings() []setting {
 		{env: "CLOUDFLARE_KV_NAMESPACE_ID", flag: "cloudflare-kv-namespace-id", kind: "id", group: groupRegistry, help: "Workers KV namespace id", set: str(func(c *Config) *string { return &c.CFNamespaceID })},
 		{env: "CLOUDFLARE_API_TOKEN", flag: "cloudflare-api-token", kind: "token", group: groupRegistry, help: "Cloudflare API token", set: str(func(c *Config) *string { return &c.CFAPIToken })},
 		{env: "CLOUDFLARE_API_URL", flag: "cloudflare-api-url", kind: "URL", group: groupRegistry, def: "https://api.cloudflare.com/client/v4", help: "Cloudflare API base URL", set: str(func(c *Config) *string { return &c.CFAPIURL })},
+		{env: "CONTENT_DIR", flag: "content-dir", kind: "path", group: groupMirror, help: "content mirror in a local folder: {dir}/{prefix}{policyName}/policy.md", set: str(func(c *Config) *string { return &c.Content.Dir })},
+		{env: "CONTENT_BUCKET", flag: "content-bucket", kind: "name", group: groupMirror, help: "content mirror in this S3-compatible bucket (Cloudflare R2)", set: str(func(c *Config) *string { return &c.Content.Bucket })},
+		{env: "CONTENT_ENDPOINT", flag: "content-endpoint", kind: "URL", group: groupMirror, help: "the bucket's S3 endpoint, R2: https://ACCOUNT.r2.cloudflarestorage.com (empty: AWS S3)", set: str(func(c *Config) *string { return &c.Content.Endpoint })},
+		{env: "CONTENT_REGION", flag: "content-region", kind: "region", group: groupMirror, def: mirror.DefaultRegion, help: "the bucket's region (R2: auto)", set: str(func(c *Config) *string { return &c.Content.Region })},
+		{env: "CONTENT_ACCESS_KEY_ID", flag: "content-access-key-id", kind: "id", group: groupMirror, help: "S3 access key id of the bucket (with the secret, or neither for AWS's default credential chain)", set: str(func(c *Config) *string { return &c.Content.AccessKeyID })},
+		{env: "CONTENT_SECRET_ACCESS_KEY", flag: "content-secret-access-key", kind: "token", group: groupMirror, help: "S3 secret access key of the bucket", set: str(func(c *Config) *string { return &c.Content.SecretAccessKey })},
+		{env: "CONTENT_PREFIX", flag: "content-prefix", kind: "prefix", group: groupMirror, def: mirror.DefaultPrefix, help: "key prefix of the mirror's objects; nothing outside it is touched", set: str(func(c *Config) *string { return &c.Content.Prefix })},
 		{env: "MAX_FILE_SIZE", flag: "max-file-size", kind: "bytes", group: groupRun, def: strconv.Itoa(policy.DefaultMaxFileSize), help: "larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
 			return parseInt(v, &c.MaxFileSize)
 		}},
@@ -250,7 +261,38 @@ func (c Config) Validate() error {
 	default:
 		return &policy.ConfigError{Setting: "LOG_LEVEL", Problem: fmt.Sprintf("%q is not debug, info, warn or error", c.LogLevel)}
 	}
+	return c.validateContent()
+}
+
+// contentSetting finds the setting a mirror.Config.Validate error names.
+var contentSetting = regexp.MustCompile(`CONTENT_[A-Z_]+`)
+
+// validateContent checks the CONTENT_* settings with mirror.Config.Validate
+// and names the first setting it blames. The secret key is never shown.
+func (c Config) validateContent() error {
+	if err := c.mirrorConfig().Validate(); err != nil {
+		setting := contentSetting.FindString(err.Error())
+		if setting == "" {
+			setting = "CONTENT_DIR"
+		}
+		problem := strings.TrimPrefix(strings.TrimSuffix(err.Error(), ": "+policy.ErrConfig.Error()), "mirror: ")
+		return &policy.ConfigError{Setting: setting, Problem: redact.String(problem, c.Content.SecretAccessKey)}
+	}
+	if err := checkToken("CONTENT_SECRET_ACCESS_KEY", c.Content.SecretAccessKey); err != nil {
+		return err
+	}
 	return nil
+}
+
+// mirrorConfig is the mirror's configuration: the CONTENT_* settings, the
+// bucket-only ones (the region's default among them) dropped when no
+// bucket is set, so a folder mirror or none is not refused for them.
+func (c Config) mirrorConfig() mirror.Config {
+	m := c.Content
+	if m.Bucket == "" && m.Region == mirror.DefaultRegion {
+		m.Region = ""
+	}
+	return m
 }
 
 // checkToken refuses a token too short to be one (GitHub's and

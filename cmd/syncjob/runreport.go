@@ -71,6 +71,9 @@ func (r runReport) json() syncJSON {
 // with its closing line.
 func (r runReport) write(w io.Writer, quiet bool, pal palette) {
 	fmt.Fprintln(w, r.headline(pal))
+	if m := r.sum.Mirror; m != nil && !quiet {
+		fmt.Fprintln(w, mirrorLine(m, r.outcome == outcomeDryRun))
+	}
 	if quiet || !r.hasRows() {
 		return
 	}
@@ -158,7 +161,11 @@ func requestCounts(s policy.RunSummary) string {
 	if n, ok := s.Requests["cloudflare"]; ok {
 		api, reqs = "cloudflare", n
 	}
-	return fmt.Sprintf("github %s, %s %d", count(int(s.Requests["github"]), "request", "requests"), api, reqs)
+	out := fmt.Sprintf("github %s, %s %d", count(int(s.Requests["github"]), "request", "requests"), api, reqs)
+	if n, ok := s.Requests["mirror"]; ok {
+		out += fmt.Sprintf(", mirror %d", n)
+	}
+	return out
 }
 
 func (r runReport) hasRows() bool {

@@ -25,6 +25,9 @@ func printStatus(w io.Writer, rep statusReport) {
 	if rep.Writer != nil {
 		line("writer", "%s (a sync is running)", rep.Writer)
 	}
+	if rep.LastRun != nil && rep.LastRun.Mirror != nil {
+		line("content mirror", "%s", mirrorStatus(rep.LastRun.Mirror))
+	}
 	line("lease", "%s", leaseText(rep.Lease, rep.LeaseExpired))
 	printLastRun(line, rep.LastRun)
 	line("last commit", "%s", orDash(rep.LastCommit))

@@ -34,7 +34,7 @@ To apply the plan a dry run showed and nothing else, pin it: --expect-head SHA
 refuses (exit 4, nothing written) when the branch has moved since, and
 --allow-mass-delete=N lets a mass delete through only when it deletes exactly
 N policies. --dry-run --detailed-exitcode exits 5 when the plan has changes.`,
-	groups: groupSource | groupRegistry | groupRun | groupLogging,
+	groups: groupSource | groupRegistry | groupRun | groupLogging | groupMirror,
 }
 
 // syncFlags are the flags of "syncjob sync" besides the settings.

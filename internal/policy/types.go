@@ -288,11 +288,11 @@ type RunSummary struct {
 	// PhasesMs times the parts of the run: read (head and registry
 	// metadata), plan (registry state, compare or tree), fetch (contents),
 	// apply (writes) and record (the run's own metadata; in the log only).
-	PhasesMs    map[string]int64 `json:"phasesMs,omitempty"`
+	PhasesMs map[string]int64 `json:"phasesMs,omitempty"`
 	// Mirror is what the run did to the content mirror; nil when none is
 	// configured.
-	Mirror *MirrorSummary `json:"mirror,omitempty"`
-	LastFullRun string           `json:"lastFullRun,omitempty"`
+	Mirror      *MirrorSummary `json:"mirror,omitempty"`
+	LastFullRun string         `json:"lastFullRun,omitempty"`
 	// Planned counts what the run planned when that is not what it applied
 	// (a refused, failed or partial run); the counts above are what it
 	// applied (on a dry run, what it would apply).

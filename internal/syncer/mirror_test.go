@@ -111,7 +111,7 @@ func TestMirror_ExactOverHistory_RenamesMovesDeletes(t *testing.T) {
 				func() {},
 				func() { files["a/가.md"] = "# 가\n\n고침\n" },                                  // update
 				func() { files["c/new.md"] = files["c/old.md"]; delete(files, "c/old.md") }, // rename
-				func() { files["d/나.md"] = files["a/나.md"]; delete(files, "a/나.md") },     // move
+				func() { files["d/나.md"] = files["a/나.md"]; delete(files, "a/나.md") },       // move
 				func() { delete(files, "b/다.md") },                                          // delete
 			}
 			var committed map[string]string

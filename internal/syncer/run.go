@@ -107,7 +107,7 @@ type report struct {
 	// applied is the plan less them: nil when the run applied nothing.
 	failures []policy.Failure
 	applied  *policy.Plan
-	retried  *retried // nil when the run stopped before recording failures
+	retried  *retried   // nil when the run stopped before recording failures
 	mirror   *mirrorRun // the content mirror's part (mirror.go); nil without one
 }
 
