@@ -190,7 +190,7 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan po
 		m.keys[l.Key] = true
 	}
 	m.drift = mirror.Drift(m.prefix, mirrorWants(plan, reg, desired), listed)
-	m.drift.Upload = changedElsewhere(m.drift.Upload, plan)
+	m.drift.Upload = changedElsewhere(m.drift.Upload, plan, reg)
 	for _, key := range m.drift.Unsafe {
 		r.log.Warn("content mirror key left for an operator", logkey.Key, key)
 	}
@@ -203,15 +203,19 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan po
 }
 
 // mirrorWants is what the mirror should hold after the run: every policy
-// of the head (desired) but those the plan deletes, with what the
-// registry records of its upload. A policy the plan writes is uploaded by
+// of the head (desired) and of the registry but those the plan deletes,
+// with what the registry records of its upload. A policy the plan writes is uploaded by
 // the plan, so only its key matters here.
 func mirrorWants(plan policy.Plan, reg registryState, desired map[string]policy.Desired) map[string]mirror.Want {
 	want := make(map[string]mirror.Want, len(desired))
 	for name, d := range desired {
-		e, ok := reg.entries[name]
-		w := mirror.Want{SHA: d.SHA}
-		if ok && e.ContentETag != "" {
+		want[name] = mirror.Want{SHA: d.SHA}
+	}
+	// The registry's version of every entry the plan keeps (a head version
+	// that is skipped, held back or in the plan is not the mirror's yet).
+	for name, e := range reg.entries {
+		w := mirror.Want{SHA: e.SHA}
+		if e.ContentETag != "" {
 			w.UploadedSHA, w.ETag = e.SHA, e.ContentETag
 		}
 		want[name] = w
@@ -224,16 +228,17 @@ func mirrorWants(plan policy.Plan, reg registryState, desired map[string]policy.
 	return want
 }
 
-// changedElsewhere drops the repairs of policies the plan writes or that
-// have no readable version to upload: the plan uploads the former.
-func changedElsewhere(repairs []mirror.Repair, plan policy.Plan) []mirror.Repair {
+// changedElsewhere drops the repairs of policies the plan writes (it
+// uploads them) or the registry does not hold (nothing of them is
+// published, so the mirror owes nothing; their objects are kept).
+func changedElsewhere(repairs []mirror.Repair, plan policy.Plan, reg registryState) []mirror.Repair {
 	inPlan := make(map[string]bool, len(plan.Items))
 	for _, it := range plan.Items {
 		inPlan[it.PolicyName] = true
 	}
 	var out []mirror.Repair
 	for _, rp := range repairs {
-		if !inPlan[rp.PolicyName] {
+		if _, known := reg.entries[rp.PolicyName]; known && !inPlan[rp.PolicyName] {
 			out = append(out, rp)
 		}
 	}
@@ -245,11 +250,11 @@ func changedElsewhere(repairs []mirror.Repair, plan policy.Plan) []mirror.Repair
 // a plan uploaded after the guard; a full run's repairs), reading those
 // files again, and returns the policies whose upload failed: the run must
 // neither announce nor publish them.
-func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan policy.Plan, reg registryState, desired map[string]policy.Desired) map[string]string {
+func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan policy.Plan, reg registryState) map[string]string {
 	if m == nil {
 		return nil
 	}
-	docs := r.pendingDocs(m, plan, reg, desired)
+	docs := r.pendingDocs(m, plan, reg)
 	if len(docs) > 0 {
 		files := make([]policy.File, len(docs))
 		for i, d := range docs {
@@ -283,7 +288,7 @@ func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan 
 
 // pendingDocs are the objects the apply step still uploads: the plan's
 // puts the titles step did not upload, and a full run's repairs.
-func (r *run) pendingDocs(m *mirrorRun, plan policy.Plan, reg registryState, desired map[string]policy.Desired) []mirror.Doc {
+func (r *run) pendingDocs(m *mirrorRun, plan policy.Plan, reg registryState) []mirror.Doc {
 	now := r.start.Format(policy.TimeLayout)
 	var docs []mirror.Doc
 	for _, it := range plan.Items {
@@ -296,14 +301,10 @@ func (r *run) pendingDocs(m *mirrorRun, plan policy.Plan, reg registryState, des
 		}
 		docs = append(docs, mirror.Doc{PolicyName: it.PolicyName, SHA: it.SHA, Path: it.Path, LastUpdated: last})
 	}
-	for _, rp := range m.drift.Upload {
-		d, ok := desired[rp.PolicyName]
-		e, known := reg.entries[rp.PolicyName]
-		if !ok || !known || e.SHA != d.SHA { // not in the registry as the head has it: skipped, held back
-			continue
-		}
+	for _, rp := range m.drift.Upload { // the registry's version, read by its blob sha
+		e := reg.entries[rp.PolicyName]
 		r.log.Info("content mirror drift", logkey.Policy, rp.PolicyName, logkey.Reason, string(rp.Reason))
-		docs = append(docs, mirror.Doc{PolicyName: rp.PolicyName, SHA: d.SHA, Path: d.Path, LastUpdated: e.LastUpdated})
+		docs = append(docs, mirror.Doc{PolicyName: rp.PolicyName, SHA: e.SHA, Path: e.Path, LastUpdated: e.LastUpdated})
 	}
 	return docs
 }

@@ -317,3 +317,27 @@ func failedNames(fs []policy.Failure) []string {
 	}
 	return out
 }
+
+func TestMirror_SkippedFileKeepsItsObject_StillConverged(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "") // empty: skipped, its entry and object kept
+	r.repo.Commit("empty 가")
+	res, err := r.run(syncer.Options{Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(k string) []byte { b, _, _ := m.ReadRaw(t, k); return b }
+	if got := mustMirrored(t, m, read)["가"]; got.Content != "# 가\n" || got.SHA != r.policies()["가"].SHA {
+		t.Errorf("가's object %+v, want the registry's version kept", got)
+	}
+	if ms := res.Summary.Mirror; ms == nil || ms.Converged == "" || ms.Uploaded != 0 {
+		t.Errorf("mirror %+v: want converged, nothing uploaded", ms)
+	}
+	if res := r.mustRun(); res.Summary.Mode == "full" {
+		t.Errorf("the next run is full again: %s", res.Summary.ModeReason)
+	}
+}

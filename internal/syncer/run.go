@@ -76,7 +76,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	}
 	rep.wrote = true
 	r.phases.enter("mirror")
-	mirrorFailed := r.mirrorUpload(ctx, rep.mirror, rep.state.head, plan, in.reg, p.desired)
+	mirrorFailed := r.mirrorUpload(ctx, rep.mirror, rep.state.head, plan, in.reg)
 	r.phases.enter("apply")
 	failed, err := r.apply(ctx, plan, in.reg, t.mig, p.work, rep.mirror, mirrorFailed)
 	if err != nil {
