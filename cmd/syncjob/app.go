@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -77,7 +78,8 @@ type deps struct {
 
 // githubHTTP carries test-only knobs of the API adapters (GitHub, Cloudflare).
 type githubHTTP struct {
-	sleep func(ctx context.Context, d time.Duration) error
+	sleep  func(ctx context.Context, d time.Duration) error
+	mirror *http.Client // the content mirror's client (one that trusts a test S3 server)
 }
 
 // command is one command of syncjob ("sync", "list", ...). Run parses the

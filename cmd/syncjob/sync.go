@@ -39,7 +39,7 @@ A branch head behind the synced commit, or a repository or branch other than
 the one the registry was synced from, is refused (exit 4, nothing written):
 --allow-rewind (or ALLOW_REWIND=yes) syncs it anyway. A force-pushed head is
 not refused: it is a full run.`,
-	groups: config.Source | config.Registry | config.Run | config.Logging,
+	groups: config.Source | config.Registry | config.Run | config.Logging | config.Mirror,
 }
 
 // syncFlags are the flags of "syncjob sync" besides the settings.

@@ -16,6 +16,7 @@ import (
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/lambda"
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
@@ -131,11 +132,33 @@ func newSyncer(cfg config.Config, d deps, reg *registry.Registry, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	return &syncer.Syncer{
+	s := &syncer.Syncer{
 		Source: src, Registry: reg,
 		Repo: cfg.Repo, Branch: cfg.Branch,
 		Logger: logger, Now: d.now, Sleep: sleep,
-	}, nil
+	}
+	if s.Mirror, err = openMirror(cfg, d); err != nil {
+		return nil, err
+	}
+	s.MirrorPrefix = cfg.Content.KeyPrefix()
+	return s, nil
+}
+
+// openMirror builds the content mirror's target, nil when none is
+// configured. It makes no request.
+func openMirror(cfg config.Config, d deps) (mirror.Target, error) {
+	mcfg := cfg.MirrorConfig()
+	if !mcfg.Enabled() {
+		return nil, nil
+	}
+	if d.httpClient != nil {
+		mcfg.Sleep, mcfg.HTTPClient = d.httpClient.sleep, d.httpClient.mirror
+	}
+	t, err := mirror.New(context.Background(), mcfg)
+	if err != nil {
+		return nil, cfg.Redact(err)
+	}
+	return t, nil
 }
 
 // lambdaJob configures a Lambda invocation as the CLI configures a sync: the
@@ -145,7 +168,7 @@ func lambdaJob(d deps) lambda.Configure {
 	return func(getenv func(string) string, logs io.Writer) (lambda.Job, error) {
 		fs := flag.NewFlagSet("syncjob lambda", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		load := config.Bind(fs, getenv, config.Source|config.Registry|config.Run|config.Logging)
+		load := config.Bind(fs, getenv, config.Source|config.Registry|config.Run|config.Logging|config.Mirror)
 		if err := fs.Parse(nil); err != nil {
 			return lambda.Job{}, err
 		}

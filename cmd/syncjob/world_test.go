@@ -47,6 +47,8 @@ type world struct {
 	stdinTerminal bool
 	// stdoutTerminal and stderrTerminal pretend those are terminals.
 	stdoutTerminal, stderrTerminal bool
+	// mirrorClient is the content mirror's HTTP client (a test S3 server's)
+	mirrorClient *http.Client
 }
 
 // The registry backends a world can run on.
@@ -218,7 +220,7 @@ func (w *world) run(args ...string) result {
 			w.now = w.now.Add(d)
 			w.mu.Unlock()
 			return ctx.Err()
-		}},
+		}, mirror: w.mirrorClient},
 	}
 	code := runWith(context.Background(), args, func(k string) string { return w.env[k] }, &out, &errb, d)
 	w.mu.Lock()

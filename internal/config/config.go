@@ -4,11 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
 )
@@ -35,6 +37,7 @@ type Config struct {
 	LogFormat         string
 	LogLevel          string
 	StatusMaxAge      time.Duration
+	Content           mirror.Config // CONTENT_*: the content mirror, off unless CONTENT_DIR or CONTENT_BUCKET is set
 }
 
 // Group is a set of settings that commands read together: each command
@@ -50,6 +53,7 @@ const (
 	// Label is the repository and branch alone, which status shows
 	// (in place of those the last run recorded, when set).
 	Label
+	Mirror // the content mirror (CONTENT_*)
 )
 
 // Setting describes one Config field for env, flags and --help.
@@ -76,6 +80,13 @@ func Settings() []Setting {
 		{Env: "CLOUDFLARE_KV_NAMESPACE_ID", Flag: "cloudflare-kv-namespace-id", Kind: "id", Group: Registry, Help: "Workers KV namespace id", set: str(func(c *Config) *string { return &c.CFNamespaceID })},
 		{Env: "CLOUDFLARE_API_TOKEN", Flag: "cloudflare-api-token", Kind: "token", Group: Registry, Help: "Cloudflare API token", set: str(func(c *Config) *string { return &c.CFAPIToken })},
 		{Env: "CLOUDFLARE_API_URL", Flag: "cloudflare-api-url", Kind: "URL", Group: Registry, Def: "https://api.cloudflare.com/client/v4", Help: "Cloudflare API base URL", set: str(func(c *Config) *string { return &c.CFAPIURL })},
+		{Env: "CONTENT_DIR", Flag: "content-dir", Kind: "path", Group: Mirror, Help: "content mirror in a local folder: {dir}/{prefix}{policyName}/policy.md", set: str(func(c *Config) *string { return &c.Content.Dir })},
+		{Env: "CONTENT_BUCKET", Flag: "content-bucket", Kind: "name", Group: Mirror, Help: "content mirror in this S3-compatible bucket (Cloudflare R2)", set: str(func(c *Config) *string { return &c.Content.Bucket })},
+		{Env: "CONTENT_ENDPOINT", Flag: "content-endpoint", Kind: "URL", Group: Mirror, Help: "the bucket's S3 endpoint, R2: https://ACCOUNT.r2.cloudflarestorage.com (empty: AWS S3)", set: str(func(c *Config) *string { return &c.Content.Endpoint })},
+		{Env: "CONTENT_REGION", Flag: "content-region", Kind: "region", Group: Mirror, Def: mirror.DefaultRegion, Help: "the bucket's region (R2: auto)", set: str(func(c *Config) *string { return &c.Content.Region })},
+		{Env: "CONTENT_ACCESS_KEY_ID", Flag: "content-access-key-id", Kind: "id", Group: Mirror, Help: "S3 access key id of the bucket (with the secret, or neither for AWS's default credential chain)", set: str(func(c *Config) *string { return &c.Content.AccessKeyID })},
+		{Env: "CONTENT_SECRET_ACCESS_KEY", Flag: "content-secret-access-key", Kind: "token", Group: Mirror, Help: "S3 secret access key of the bucket", set: str(func(c *Config) *string { return &c.Content.SecretAccessKey })},
+		{Env: "CONTENT_PREFIX", Flag: "content-prefix", Kind: "prefix", Group: Mirror, Def: mirror.DefaultPrefix, Help: "key prefix of the mirror's objects; nothing outside it is touched", set: str(func(c *Config) *string { return &c.Content.Prefix })},
 		{Env: "MAX_FILE_SIZE", Flag: "max-file-size", Kind: "bytes", Group: Run, Def: strconv.Itoa(policy.DefaultMaxFileSize), Help: "larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
 			return parseInt(v, &c.MaxFileSize)
 		}},
@@ -251,7 +262,38 @@ func (c Config) Validate() error {
 	default:
 		return &policy.ConfigError{Setting: "LOG_LEVEL", Problem: fmt.Sprintf("%q is not debug, info, warn or error", c.LogLevel)}
 	}
+	return c.validateContent()
+}
+
+// contentSetting finds the setting a mirror.Config.Validate error names.
+var contentSetting = regexp.MustCompile(`CONTENT_[A-Z_]+`)
+
+// validateContent checks the CONTENT_* settings with mirror.Config.Validate
+// and names the first setting it blames. The secret key is never shown.
+func (c Config) validateContent() error {
+	if err := c.MirrorConfig().Validate(); err != nil {
+		setting := contentSetting.FindString(err.Error())
+		if setting == "" {
+			setting = "CONTENT_DIR"
+		}
+		problem := strings.TrimPrefix(strings.TrimSuffix(err.Error(), ": "+policy.ErrConfig.Error()), "mirror: ")
+		return &policy.ConfigError{Setting: setting, Problem: redact.String(problem, c.Content.SecretAccessKey)}
+	}
+	if err := checkToken("CONTENT_SECRET_ACCESS_KEY", c.Content.SecretAccessKey); err != nil {
+		return err
+	}
 	return nil
+}
+
+// MirrorConfig is the mirror's configuration: the CONTENT_* settings, the
+// bucket-only ones (the region's default among them) dropped when no
+// bucket is set, so a folder mirror or none is not refused for them.
+func (c Config) MirrorConfig() mirror.Config {
+	m := c.Content
+	if m.Bucket == "" && m.Region == mirror.DefaultRegion {
+		m.Region = ""
+	}
+	return m
 }
 
 // checkToken refuses a token too short to be one (GitHub's and

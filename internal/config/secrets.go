@@ -12,7 +12,7 @@ import (
 // credentials written into an API URL ("https://user:secret@host/").
 func (c Config) Secrets() []string {
 	var out []string
-	for _, s := range []string{c.GitHubToken, c.CFAPIToken} {
+	for _, s := range []string{c.GitHubToken, c.CFAPIToken, c.Content.SecretAccessKey} {
 		if s != "" {
 			out = append(out, s)
 		}

@@ -26,11 +26,24 @@ import (
 // whole read: policy.ErrRateLimited, policy.ErrConfig or the context's
 // error; the maps then hold what was read.
 func (s *Source) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
+	return s.TitlesWith(ctx, commit, files, maxSize, nil)
+}
+
+// TitlesWith is Titles that also hands each file it reads whole (at most
+// maxSize bytes) to each, as the file streams by: the content mirror
+// uploads from the same read that finds titles. data is valid only during
+// the call and calls are never concurrent, so the read holds no more than
+// the files in flight; each may block to bound the work it starts. each may
+// be nil.
+func (s *Source) TitlesWith(ctx context.Context, commit string, files []policy.File, maxSize int64, each func(path string, data []byte)) (map[string]policy.Content, map[string]error, error) {
 	out := make(map[string]policy.Content, len(files))
 	failed, err := s.read(ctx, commit, files, max(maxSize, 0), func(path string, size int64, data []byte) {
 		c := policy.Content{Size: size}
 		if data != nil {
 			c.Title = policy.Title(data, policy.NameOf(path))
+			if each != nil {
+				each(path, data)
+			}
 		}
 		out[path] = c
 	})

@@ -66,6 +66,14 @@ func RunMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 		},
 		Time: at,
 	}
+	if m := s.Mirror; m != nil {
+		line.Metrics = append(line.Metrics,
+			c("MirrorRequests", int(s.Requests["mirror"])),
+			c("MirrorUploaded", m.Uploaded),
+			c("MirrorDeleted", m.Deleted),
+			c("MirrorRepaired", m.Repaired),
+			emf.Metric{Name: "MirrorBytesUploaded", Unit: emf.Count, Value: float64(m.BytesUploaded)})
+	}
 	for _, phase := range slices.Sorted(maps.Keys(s.PhasesMs)) { // PhaseReadMs, PhasePlanMs, ...
 		name := "Phase" + strings.ToUpper(phase[:1]) + phase[1:] + "Ms"
 		line.Metrics = append(line.Metrics, emf.Metric{Name: name, Unit: emf.Milliseconds, Value: float64(s.PhasesMs[phase])})

@@ -31,6 +31,7 @@ func SecretRefs() []SecretRef {
 	return []SecretRef{
 		{Env: "GITHUB_TOKEN", Ref: "GITHUB_TOKEN_SECRET_ARN"},
 		{Env: "CLOUDFLARE_API_TOKEN", Ref: "CLOUDFLARE_API_TOKEN_SECRET_ARN"},
+		{Env: "CONTENT_SECRET_ACCESS_KEY", Ref: "CONTENT_SECRET_ACCESS_KEY_SECRET_ARN"},
 	}
 }
 

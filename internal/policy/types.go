@@ -99,6 +99,11 @@ type Entry struct {
 	PreviewURL  string `json:"previewUrl,omitempty"`
 	DownloadURL string `json:"downloadUrl,omitempty"`
 	LegacyUntil string `json:"legacyUntil,omitempty"`
+	// ContentETag is the ETag (hex MD5) of the content mirror's object of
+	// this version, as the mirror returned it when the run uploaded it;
+	// empty when no mirror holds it (none configured, or an entry from
+	// before the mirror). A full run compares it with the mirror's listing.
+	ContentETag string `json:"contentEtag,omitempty"`
 }
 
 // HasLegacy reports whether the entry carries legacy v1 fields.
@@ -294,8 +299,11 @@ type RunSummary struct {
 	// PhasesMs times the parts of the run: read (head and registry
 	// metadata), plan (registry state, compare or tree), fetch (contents),
 	// apply (writes) and record (the run's own metadata; in the log only).
-	PhasesMs    map[string]int64 `json:"phasesMs,omitempty"`
-	LastFullRun string           `json:"lastFullRun,omitempty"`
+	PhasesMs map[string]int64 `json:"phasesMs,omitempty"`
+	// Mirror is what the run did to the content mirror; nil when none is
+	// configured.
+	Mirror      *MirrorSummary `json:"mirror,omitempty"`
+	LastFullRun string         `json:"lastFullRun,omitempty"`
 	// Planned counts what the run planned when that is not what it applied
 	// (a refused, failed or partial run); the counts above are what it
 	// applied (on a dry run, what it would apply).
@@ -328,4 +336,25 @@ type RunSummary struct {
 	// from such a registry and did not repair it): the next run plans from
 	// the head tree, not from a compare.
 	Dirty bool `json:"dirty,omitempty"`
+}
+
+// MirrorSummary is what one run did to the content mirror (or, on a dry
+// run, would do).
+type MirrorSummary struct {
+	Target        string `json:"target"`             // the target's name (never a credential)
+	Uploaded      int    `json:"uploaded"`           // objects stored
+	Deleted       int    `json:"deleted"`            // objects removed
+	BytesUploaded int64  `json:"bytesUploaded"`      // bytes of the objects stored
+	Repaired      int    `json:"repaired,omitempty"` // of those, drift a full run repaired (uploads and deletes)
+	// Objects is how many objects the prefix held after a full run, which
+	// lists it; -1 when this run did not list it.
+	Objects int `json:"objects"`
+	// LastRepair is when a run last repaired drift (this one, or carried
+	// from the one before), ISO 8601 UTC; empty when none has.
+	LastRepair string `json:"lastRepair,omitempty"`
+	// Converged is when a full run last listed the mirror and left it
+	// equal to the head, carried from run to run; empty when none has, or
+	// when a run since left drift that no queue entry records: the next
+	// run is then full.
+	Converged string `json:"converged,omitempty"`
 }

@@ -84,6 +84,9 @@ func (r Run) JSON() RunJSON {
 // with its closing line.
 func (r Run) Write(w io.Writer, quiet bool, pal Palette) {
 	fmt.Fprintln(w, r.headline(pal))
+	if m := r.sum.Mirror; m != nil && !quiet {
+		fmt.Fprintln(w, mirrorLine(m, r.outcome == outcomeDryRun))
+	}
 	if quiet || !r.hasRows() {
 		return
 	}
@@ -171,7 +174,11 @@ func requestCounts(s policy.RunSummary) string {
 	if n, ok := s.Requests["cloudflare"]; ok {
 		api, reqs = "cloudflare", n
 	}
-	return fmt.Sprintf("github %s, %s %d", Count(int(s.Requests["github"]), "request", "requests"), api, reqs)
+	out := fmt.Sprintf("github %s, %s %d", Count(int(s.Requests["github"]), "request", "requests"), api, reqs)
+	if n, ok := s.Requests["mirror"]; ok {
+		out += fmt.Sprintf(", mirror %d", n)
+	}
+	return out
 }
 
 func (r Run) hasRows() bool {

@@ -51,6 +51,9 @@ func PrintStatus(w io.Writer, rep Status) {
 	if rep.Writer != nil {
 		line("writer", "%s (a sync is running)", rep.Writer)
 	}
+	if rep.LastRun != nil && rep.LastRun.Mirror != nil {
+		line("content mirror", "%s", mirrorStatus(rep.LastRun.Mirror))
+	}
 	line("lease", "%s", LeaseText(rep.Lease, rep.LeaseExpired))
 	printLastRun(line, rep.LastRun)
 	line("last commit", "%s", OrDash(rep.LastCommit))

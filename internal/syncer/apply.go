@@ -38,16 +38,19 @@ func ready(name string, w registry.Write) op {
 // never lands after its policy: value), then remove (deletes). One failed
 // item never stops the others; the failures are returned, one per policy.
 // When every write failed the run met an outage: ErrOutage.
-func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork) ([]policy.Failure, error) {
-	w := r.writes(plan, reg, mig, work)
+func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork, m *mirrorRun, mirrorFailed map[string]string) ([]policy.Failure, error) {
+	w := r.writes(plan, reg, mig, work, m)
 	var fails failures
-	r.writeAll(ctx, logkey.Puts, w.announce, &fails)
+	fails.addNamed(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
+	announce := slices.DeleteFunc(w.announce, func(o op) bool { return fails.has(o.name) })
+	r.writeAll(ctx, logkey.Puts, announce, &fails)
 	publish := slices.DeleteFunc(w.publish, func(o op) bool { return fails.has(o.name) })
 	r.writeAll(ctx, logkey.Puts, publish, &fails)
 	r.writeAll(ctx, logkey.Deletes, w.remove, &fails)
-	if n := len(w.announce) + len(publish) + len(w.remove); n > 0 && fails.keys == n && !fails.limit {
+	if n := len(announce) + len(publish) + len(w.remove); n > 0 && fails.keys == n && !fails.limit {
 		return nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, n, fails.first)
 	}
+	fails.addNamed(r.mirrorDelete(ctx, m, plan, fails.has)) // the objects last
 	out := fails.list()
 	for _, f := range out {
 		r.log.Error("item failed", logkey.Policy, f.PolicyName, logkey.Error, f.Error)
@@ -74,7 +77,7 @@ type planWrites struct{ announce, publish, remove []op }
 // entry of an add or an update; queue work), publications (each entry) and
 // removals (a deleted policy and its queue entry, a v1 key whose fields
 // moved on, dropped queue entries, dead letters another version supersedes).
-func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork) planWrites {
+func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork, m *mirrorRun) planWrites {
 	now := r.start.Format(policy.TimeLayout)
 	var w planWrites
 	for _, it := range plan.Items {
@@ -82,7 +85,7 @@ func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, 
 			w.remove = append(w.remove, ready(it.PolicyName, registry.DeletePolicy(it.PolicyName)), ready(it.PolicyName, registry.DeleteQueue(it.PolicyName)))
 			continue
 		}
-		entry := func() policy.Entry { return r.entryOf(it, reg, mig, now) }
+		entry := func() policy.Entry { return withContentETag(r.entryOf(it, reg, mig, now), it, m) }
 		w.publish = append(w.publish, op{it.PolicyName, registry.PolicyKey(it.PolicyName), func() registry.Write { return registry.PutPolicy(entry()) }})
 		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
 			w.announce = append(w.announce, op{it.PolicyName, registry.QueueKey(it.PolicyName), func() registry.Write {
@@ -91,6 +94,7 @@ func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, 
 			}})
 		}
 	}
+	w.publish = append(w.publish, repairedEntries(reg, m)...)
 	for _, q := range work.Requeue {
 		w.announce = append(w.announce, ready(q.PolicyName, registry.PutQueue(q)))
 	}
@@ -161,6 +165,24 @@ func (f *failures) add(batch []op, errs map[string]error) {
 		} else {
 			f.byName[o.name] = err.Error()
 		}
+	}
+}
+
+// addNamed adds failures by policy name that are not registry writes.
+func (f *failures) addNamed(byName map[string]string) {
+	if len(byName) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byName == nil {
+		f.byName = map[string]string{}
+	}
+	for name, msg := range byName {
+		if prev, seen := f.byName[name]; seen {
+			msg = prev + "; " + msg
+		}
+		f.byName[name] = msg
 	}
 }
 

@@ -100,6 +100,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	// compare cannot trust, leaves the next run to plan from the head tree.
 	sum.Dirty = sum.Status == policy.RunFailed && (rep.wrote || rep.state.unclean != "")
 	sum.Requests = r.usage(&sum)
+	sum.Mirror = r.mirrorSummary(rep.mirror, rep, rep.state.prev)
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	return sum
 }
@@ -223,10 +224,15 @@ func (r *run) usage(sum *policy.RunSummary) map[string]int64 {
 		sum.BillableWrites = u.Writes - r.baseUsage.Writes
 		sum.BillableDeletes = u.Deletes - r.baseUsage.Deletes
 	}
-	return map[string]int64{
+	req := map[string]int64{
 		"github": r.Source.Requests() - r.baseGitHub,
 		u.API:    u.Requests - r.baseUsage.Requests,
 	}
+	if r.Mirror != nil {
+		st := r.Mirror.Stats()
+		req["mirror"] = st.Puts + st.Deletes + st.Lists - r.baseMirror.Puts - r.baseMirror.Deletes - r.baseMirror.Lists
+	}
+	return req
 }
 
 // logSummary writes the run's one summary line.

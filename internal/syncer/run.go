@@ -8,6 +8,7 @@ import (
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
@@ -24,7 +25,7 @@ import (
 // aborted; in every case but a dry run the run is recorded.
 func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	r := s.newRun(opt.withDefaults())
-	var rep report
+	rep := report{mirror: r.newMirrorRun()}
 	defer func(ctx context.Context) { res, err = r.finish(ctx, rep, err) }(ctx) // every return records the run
 	if rep.state, err = r.readState(ctx); err != nil {
 		return
@@ -54,12 +55,15 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	p := r.plan(rep.state, in)
 	rep.plan = p.plan
 	r.phases.enter("fetch")
-	t, err := r.titles(ctx, rep.state, in, p)
+	t, err := r.titles(ctx, rep.state, in, p, rep.mirror)
 	if rep.plan = t.plan; err != nil {
 		return
 	}
 	rep.titled = &t
 	if err = r.guard(t.plan, in.reg, p.renames); err != nil {
+		return
+	}
+	if err = r.mirrorPlan(ctx, rep.mirror, rep.mode, t.plan, in.reg, p.desired); err != nil {
 		return
 	}
 	if r.opt.DryRun {
@@ -73,9 +77,11 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if rep.waiting = waiting; err != nil {
 		return
 	}
-	r.phases.enter("apply")
 	rep.wrote = true
-	failed, err := r.apply(ctx, plan, in.reg, t.mig, p.work)
+	r.phases.enter("mirror")
+	mirrorFailed := r.mirrorUpload(ctx, rep.mirror, rep.state.head, plan, in.reg)
+	r.phases.enter("apply")
+	failed, err := r.apply(ctx, plan, in.reg, t.mig, p.work, rep.mirror, mirrorFailed)
 	if err != nil {
 		return
 	}
@@ -105,8 +111,9 @@ type report struct {
 	// applied is the plan less them: nil when the run applied nothing.
 	failures []policy.Failure
 	applied  *policy.Plan
-	retried  *retried // nil when the run stopped before recording failures
-	orphans  *int     // orphan queue entries a full run left (orphans.go); nil: not known
+	retried  *retried   // nil when the run stopped before recording failures
+	orphans  *int       // orphan queue entries a full run left (orphans.go); nil: not known
+	mirror   *mirrorRun // the content mirror's part (mirror.go); nil without one
 }
 
 // finish records the run (record.go) and says what Run returns.
@@ -117,6 +124,7 @@ func (r *run) finish(ctx context.Context, rep report, err error) (Result, error)
 
 // chooseMode is the mode step: the mode the state asks for, and why.
 func (r *run) chooseMode(st state) (mode, reason string) {
+	defer func() { mode, reason = r.mirrorMode(mode, reason, st.prev) }()
 	mode, reason = differ.ChooseMode(differ.ModeInput{
 		Full: r.opt.Full, Last: st.last, Head: st.head, Previous: st.prev,
 		Pending: len(st.revisit), Unclean: st.unclean,
@@ -157,6 +165,7 @@ type run struct {
 	// request counters at the start, so a reused adapter reports this run only
 	baseGitHub int64
 	baseUsage  registry.Usage
+	baseMirror mirror.Stats
 }
 
 func (s *Syncer) newRun(opt Options) *run {
@@ -166,6 +175,9 @@ func (s *Syncer) newRun(opt Options) *run {
 	}
 	r := &run{Syncer: s, opt: opt, id: id(), start: s.now(),
 		baseGitHub: s.Source.Requests(), baseUsage: s.Registry.Usage()}
+	if s.Mirror != nil {
+		r.baseMirror = s.Mirror.Stats()
+	}
 	r.log = s.logger().With(logkey.RunID, r.id, logkey.Trigger, opt.Trigger, logkey.Repo, s.Repo, logkey.Branch, s.Branch)
 	if opt.Delivery != "" {
 		r.log = r.log.With(logkey.Delivery, opt.Delivery)

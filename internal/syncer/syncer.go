@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
@@ -162,6 +163,12 @@ type Syncer struct {
 	// Sleep waits between reads of a head that is not yet a webhook's
 	// pushed commit; nil → a timer (tests pass one that returns at once).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Mirror, when set, is the content mirror the run keeps beside the
+	// registry (mirror.go); MirrorPrefix is its key prefix
+	// (mirror.DefaultPrefix when empty). The Source must then also be a
+	// ContentSource.
+	Mirror       mirror.Target
+	MirrorPrefix string
 }
 
 // Result is what a run did (or, on a dry run, would do).

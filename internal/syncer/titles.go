@@ -25,9 +25,10 @@ type titled struct {
 // to take its title (differ.WithContent), the legacy v1 entries those titles
 // match when the run read only what it touches, and carries their fields
 // (differ.Migrate). On an error, plan is the plan as far as it got.
-func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned) (titled, error) {
+func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m *mirrorRun) (titled, error) {
 	reg := in.reg
-	plan, failures, err := r.readTitles(ctx, st.head, p.plan, reg.entries, p.desired)
+	up := r.titlesUploader(ctx, m, p.plan, reg, p.renames)
+	plan, failures, err := r.readTitles(ctx, st.head, p.plan, reg.entries, p.desired, up)
 	if err != nil {
 		return titled{plan: plan}, err
 	}
@@ -52,7 +53,7 @@ func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned) (
 // the differ turns empty and oversized content into skips and unreadable
 // files into failures (never deletes). An error aborts the run (a rate
 // limit, a configuration error, the context).
-func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired map[string]policy.Desired) (policy.Plan, []policy.Failure, error) {
+func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired map[string]policy.Desired, up *uploader) (policy.Plan, []policy.Failure, error) {
 	files := differ.Unread(plan, desired)
 	var (
 		read     map[string]policy.Content
@@ -61,7 +62,7 @@ func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, ent
 	if len(files) > 0 {
 		r.log.Info("reading contents", logkey.Files, len(files))
 		var err error
-		if read, readErrs, err = r.Source.Titles(ctx, head, files, r.opt.MaxFileSize); err != nil {
+		if read, readErrs, err = r.readContents(ctx, head, files, up); err != nil {
 			return plan, nil, err
 		}
 	}

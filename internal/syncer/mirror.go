@@ -1,0 +1,466 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/mirror"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// ContentSource is a Source that hands the bytes of the files it reads for
+// titles to a callback as they stream (internal/github implements it): the
+// content mirror uploads from the read that finds titles.
+type ContentSource interface {
+	// TitlesWith is Source.Titles that also calls each with every file it
+	// reads whole; data is valid only during the call, calls are never
+	// concurrent, and each may block.
+	TitlesWith(ctx context.Context, commit string, files []policy.File, maxSize int64, each func(path string, data []byte)) (map[string]policy.Content, map[string]error, error)
+}
+
+// ErrMirrorGuard refuses a full run whose mirror repair would delete more
+// foreign objects under the prefix than the mass-delete guard allows.
+var ErrMirrorGuard = fmt.Errorf("%w: content mirror", differ.ErrRefused)
+
+// mirrorRun is the content mirror's part of one run: what the titles step
+// uploaded, and what a full run's listing says to repair.
+type mirrorRun struct {
+	target mirror.Target
+	prefix string
+	base   mirror.Stats // the target's counters when the run started
+	up     *uploads     // uploaded so far, by policy name
+	// listed is how many objects the prefix held when a full run listed
+	// it, -1 when this run did not list it; drift is what to repair then.
+	listed int
+	drift  mirror.Repairs
+	keys   map[string]bool // the keys under the prefix, as far as the run knows: listed, uploaded, deleted
+	// what the apply step did (on a dry run, what it would do)
+	deleted, repaired int
+	unrepaired        bool // a mirror failure no queue entry records
+}
+
+// uploads is what a run stored in the mirror, by policy name: the ETag,
+// or why it failed. Safe for concurrent use.
+type uploads struct {
+	mu     sync.Mutex
+	etags  map[string]string
+	failed map[string]string
+}
+
+func newUploads() *uploads { return &uploads{etags: map[string]string{}, failed: map[string]string{}} }
+
+func (u *uploads) done(name, etag string, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err != nil {
+		u.failed[name] = err.Error()
+		delete(u.etags, name)
+		return
+	}
+	u.etags[name] = etag
+	delete(u.failed, name)
+}
+
+func (u *uploads) etag(name string) (string, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	e, ok := u.etags[name]
+	return e, ok
+}
+
+func (u *uploads) tried(name string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.etags[name]
+	_, bad := u.failed[name]
+	return ok || bad
+}
+
+// newMirrorRun starts the mirror's part of a run; nil when no mirror is
+// configured.
+func (r *run) newMirrorRun() *mirrorRun {
+	if r.Mirror == nil {
+		return nil
+	}
+	prefix := r.MirrorPrefix
+	if prefix == "" {
+		prefix = mirror.DefaultPrefix
+	}
+	return &mirrorRun{target: r.Mirror, prefix: prefix, base: r.Mirror.Stats(), up: newUploads(), listed: -1}
+}
+
+// uploader uploads the objects of the files a read hands it, at most
+// Concurrency at once: each blocks while that many are in flight, so the
+// read holds no more than the files in flight.
+type uploader struct {
+	ctx    context.Context
+	m      *mirrorRun
+	byPath map[string]mirror.Doc // the doc of each wanted path, without title and content
+	g      errgroup.Group
+}
+
+func (r *run) newUploader(ctx context.Context, m *mirrorRun, docs []mirror.Doc) *uploader {
+	u := &uploader{ctx: ctx, m: m, byPath: make(map[string]mirror.Doc, len(docs))}
+	for _, d := range docs {
+		u.byPath[d.Path] = d
+	}
+	u.g.SetLimit(r.opt.Concurrency)
+	return u
+}
+
+// each is the read's callback: it renders the file's object (a copy of
+// data) and uploads it.
+func (u *uploader) each(path string, data []byte) {
+	d, ok := u.byPath[path]
+	if !ok || len(data) == 0 { // an empty file is skipped, never mirrored
+		return
+	}
+	d.Title, d.Content = policy.Title(data, policy.NameOf(path)), data
+	o, err := mirror.Render(u.m.prefix, d)
+	if err != nil {
+		u.m.up.done(d.PolicyName, "", err)
+		return
+	}
+	u.g.Go(func() error {
+		etag, err := u.m.target.Put(u.ctx, o)
+		u.m.up.done(d.PolicyName, etag, err)
+		return nil
+	})
+}
+
+func (u *uploader) wait() { _ = u.g.Wait() }
+
+// titlesUploader is the uploader of the titles step: the adds and updates
+// of the plan, uploaded as their files stream by. nil (read titles only)
+// without a mirror, on a dry run, and when the plan might not pass the
+// mass-delete guard: a refused plan must not change the mirror, and
+// without titles the guard can only be stricter, so a plan it lets through
+// here passes later too (else the apply step reads what it uploads again).
+func (r *run) titlesUploader(ctx context.Context, m *mirrorRun, plan policy.Plan, reg registryState, renames map[string]string) *uploader {
+	if m == nil || r.opt.DryRun || r.guard(plan, reg, renames) != nil {
+		return nil
+	}
+	now := r.start.Format(policy.TimeLayout)
+	var docs []mirror.Doc
+	for _, it := range plan.Items {
+		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
+			docs = append(docs, mirror.Doc{PolicyName: it.PolicyName, SHA: it.SHA, Path: it.Path, LastUpdated: now})
+		}
+	}
+	return r.newUploader(ctx, m, docs)
+}
+
+// readContents reads files for titles, handing their bytes to up when it
+// is not nil (the Source must then be a ContentSource).
+func (r *run) readContents(ctx context.Context, head string, files []policy.File, up *uploader) (map[string]policy.Content, map[string]error, error) {
+	if up == nil {
+		return r.Source.Titles(ctx, head, files, r.opt.MaxFileSize)
+	}
+	cs, ok := r.Source.(ContentSource)
+	if !ok {
+		return nil, nil, fmt.Errorf("content mirror: the source cannot stream contents: %w", policy.ErrConfig)
+	}
+	defer up.wait()
+	return cs.TitlesWith(ctx, head, files, r.opt.MaxFileSize, up.each)
+}
+
+// mirrorPlan is the mirror's plan step, after the guard: a full run lists
+// the prefix and compares it with what the head wants (mirror.Drift, using
+// the ETags the registry records; nothing is downloaded). The foreign
+// objects it would delete pass the mass-delete guard's limit, as the
+// registry's deletes do.
+func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan policy.Plan, reg registryState, desired map[string]policy.Desired) error {
+	if m == nil || mode != differ.ModeFull {
+		return nil
+	}
+	listed, err := m.target.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list content mirror: %w", err)
+	}
+	m.listed = len(listed)
+	m.keys = make(map[string]bool, len(listed))
+	for _, l := range listed {
+		m.keys[l.Key] = true
+	}
+	m.drift = mirror.Drift(m.prefix, mirrorWants(plan, reg, desired), listed)
+	m.drift.Upload = changedElsewhere(m.drift.Upload, plan, reg)
+	for _, key := range m.drift.Unsafe {
+		r.log.Warn("content mirror key left for an operator", logkey.Key, key)
+	}
+	lim := r.opt.deleteLimit()
+	n := len(m.drift.Delete)
+	if r.opt.allowDeletes() == 0 && n > lim.Count && n*100 > lim.Percent*max(len(listed), 1) {
+		return fmt.Errorf("%w: a repair would delete %d of the %d objects under %s (MAX_DELETE, MAX_DELETE_PERCENT; sync --allow-mass-delete)", ErrMirrorGuard, n, len(listed), m.prefix)
+	}
+	return nil
+}
+
+// mirrorWants is what the mirror should hold after the run: every policy
+// of the head (desired) and of the registry but those the plan deletes,
+// with what the registry records of its upload. A policy the plan writes is uploaded by
+// the plan, so only its key matters here.
+func mirrorWants(plan policy.Plan, reg registryState, desired map[string]policy.Desired) map[string]mirror.Want {
+	want := make(map[string]mirror.Want, len(desired))
+	for name, d := range desired {
+		want[name] = mirror.Want{SHA: d.SHA}
+	}
+	// The registry's version of every entry the plan keeps (a head version
+	// that is skipped, held back or in the plan is not the mirror's yet).
+	for name, e := range reg.entries {
+		w := mirror.Want{SHA: e.SHA}
+		if e.ContentETag != "" {
+			w.UploadedSHA, w.ETag = e.SHA, e.ContentETag
+		}
+		want[name] = w
+	}
+	for _, it := range plan.Items {
+		if it.Action == policy.ActDelete {
+			delete(want, it.PolicyName)
+		}
+	}
+	return want
+}
+
+// changedElsewhere drops the repairs of policies the plan writes (it
+// uploads them) or the registry does not hold (nothing of them is
+// published, so the mirror owes nothing; their objects are kept).
+func changedElsewhere(repairs []mirror.Repair, plan policy.Plan, reg registryState) []mirror.Repair {
+	inPlan := make(map[string]bool, len(plan.Items))
+	for _, it := range plan.Items {
+		inPlan[it.PolicyName] = true
+	}
+	var out []mirror.Repair
+	for _, rp := range repairs {
+		if _, known := reg.entries[rp.PolicyName]; known && !inPlan[rp.PolicyName] {
+			out = append(out, rp)
+		}
+	}
+	return out
+}
+
+// mirrorUpload is the mirror step before the registry's writes: it uploads
+// what the titles step did not (moves, whose front matter names the path;
+// a plan uploaded after the guard; a full run's repairs), reading those
+// files again, and returns the policies whose upload failed: the run must
+// neither announce nor publish them.
+func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan policy.Plan, reg registryState) map[string]string {
+	if m == nil {
+		return nil
+	}
+	docs := r.pendingDocs(m, plan, reg)
+	if len(docs) > 0 {
+		files := make([]policy.File, len(docs))
+		for i, d := range docs {
+			files[i] = policy.File{Path: d.Path, SHA: d.SHA, Size: -1}
+		}
+		up := r.newUploader(ctx, m, docs)
+		_, readErrs, err := r.readContents(ctx, head, files, up)
+		for _, d := range docs {
+			switch {
+			case err != nil:
+				m.up.done(d.PolicyName, "", fmt.Errorf("read content: %w", err))
+			case readErrs[d.Path] != nil:
+				m.up.done(d.PolicyName, "", fmt.Errorf("read content: %w", readErrs[d.Path]))
+			}
+		}
+	}
+	failed := map[string]string{}
+	for name, msg := range m.up.failed {
+		failed[name] = "content mirror: " + msg
+		r.log.Error("content upload failed", logkey.Policy, name, logkey.Error, msg)
+	}
+	for _, rp := range m.drift.Upload {
+		if _, ok := m.up.etag(rp.PolicyName); ok {
+			m.repaired++
+		} else {
+			m.unrepaired = true
+		}
+	}
+	return failed
+}
+
+// pendingDocs are the objects the apply step still uploads: the plan's
+// puts the titles step did not upload, and a full run's repairs.
+func (r *run) pendingDocs(m *mirrorRun, plan policy.Plan, reg registryState) []mirror.Doc {
+	now := r.start.Format(policy.TimeLayout)
+	var docs []mirror.Doc
+	for _, it := range plan.Items {
+		if it.Action == policy.ActDelete || it.Path == "" || m.up.tried(it.PolicyName) {
+			continue
+		}
+		last := now
+		if e, ok := reg.entries[it.PolicyName]; ok && e.LastUpdated != "" && it.Action != policy.ActAdd && it.Action != policy.ActUpdate {
+			last = e.LastUpdated
+		}
+		docs = append(docs, mirror.Doc{PolicyName: it.PolicyName, SHA: it.SHA, Path: it.Path, LastUpdated: last})
+	}
+	for _, rp := range m.drift.Upload { // the registry's version, read by its blob sha
+		e := reg.entries[rp.PolicyName]
+		r.log.Info("content mirror drift", logkey.Policy, rp.PolicyName, logkey.Reason, string(rp.Reason))
+		docs = append(docs, mirror.Doc{PolicyName: rp.PolicyName, SHA: e.SHA, Path: e.Path, LastUpdated: e.LastUpdated})
+	}
+	return docs
+}
+
+// mirrorDelete is the mirror step after the registry's deletes: the
+// objects of the deleted policies whose registry deletes landed, then the
+// foreign objects a full run found under the prefix. It returns the
+// failures, by policy name (by key for a foreign object).
+func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, registryFailed func(string) bool) map[string]string {
+	if m == nil {
+		return nil
+	}
+	owner := map[string]string{} // key → policy name
+	var keys []string
+	for _, it := range plan.Items {
+		if it.Action == policy.ActDelete && !registryFailed(it.PolicyName) {
+			k := mirror.Key(m.prefix, it.PolicyName)
+			owner[k] = it.PolicyName
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range m.drift.Delete {
+		if _, ok := owner[k]; !ok {
+			owner[k] = k
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	perKey, err := m.target.Delete(ctx, keys)
+	failed := map[string]string{}
+	for _, k := range keys {
+		kerr := perKey[k]
+		if kerr == nil && err != nil && !errors.Is(err, mirror.ErrOutsidePrefix) {
+			kerr = err
+		}
+		if kerr != nil {
+			failed[owner[k]] = "content mirror: " + kerr.Error()
+			m.unrepaired = true
+			r.log.Error("content delete failed", logkey.Key, k, logkey.Error, kerr)
+			continue
+		}
+		m.deleted++
+		delete(m.keys, k)
+		if owner[k] == k {
+			m.repaired++
+		}
+	}
+	return failed
+}
+
+// withContentETag records in e the ETag of the object the run uploaded for
+// it; an add or update the run did not upload (no mirror) records none, so
+// a mirror turned on later does not take an old object for this version.
+func withContentETag(e policy.Entry, it policy.Item, m *mirrorRun) policy.Entry {
+	if m != nil {
+		if etag, ok := m.up.etag(it.PolicyName); ok {
+			e.ContentETag = etag
+			return e
+		}
+	}
+	if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
+		e.ContentETag = ""
+	}
+	return e
+}
+
+// mirrorMode makes a run full when the mirror needs the listing: it was
+// just turned on (or pointed elsewhere), or the last run left it with
+// drift no queue entry records.
+func (r *run) mirrorMode(mode, reason string, prev *policy.RunSummary) (string, string) {
+	if r.Mirror == nil || mode == differ.ModeFull || prev == nil {
+		return mode, reason
+	}
+	pm := prev.Mirror
+	switch {
+	case pm == nil || pm.Target != r.Mirror.Name():
+		return differ.ModeFull, "content mirror new: fill it"
+	case pm.Converged == "":
+		return differ.ModeFull, "content mirror not converged: repair it"
+	}
+	return mode, reason
+}
+
+// mirrorSummary is what the run did to the mirror, for the record.
+func (r *run) mirrorSummary(m *mirrorRun, rep report, prev *policy.RunSummary) *policy.MirrorSummary {
+	if m == nil {
+		return nil
+	}
+	st := m.target.Stats()
+	s := &policy.MirrorSummary{
+		Target:        m.target.Name(),
+		Uploaded:      len(m.up.etags),
+		Deleted:       m.deleted,
+		BytesUploaded: st.BytesUploaded - m.base.BytesUploaded,
+		Repaired:      m.repaired,
+		Objects:       m.listed,
+	}
+	if prev != nil && prev.Mirror != nil && prev.Mirror.Target == s.Target {
+		s.Converged, s.LastRepair = prev.Mirror.Converged, prev.Mirror.LastRepair
+		if s.Objects < 0 {
+			s.Objects = prev.Mirror.Objects
+		}
+	}
+	at := r.start.Format(policy.TimeLayout)
+	if m.repaired > 0 {
+		s.LastRepair = at
+	}
+	switch {
+	case m.unrepaired:
+		s.Converged = ""
+	case m.listed >= 0 && rep.applied != nil:
+		s.Converged = at
+		for name := range m.up.etags {
+			m.keys[mirror.Key(m.prefix, name)] = true
+		}
+		s.Objects = len(m.keys)
+	}
+	if r.opt.DryRun {
+		s.Uploaded, s.Deleted = m.wouldDo(rep)
+	}
+	return s
+}
+
+// wouldDo is what a dry run's mirror would get: an upload for every put of
+// the plan and every repair, a delete for every deleted policy and every
+// foreign object.
+func (m *mirrorRun) wouldDo(rep report) (uploads, deletes int) {
+	if rep.titled != nil {
+		for _, it := range rep.titled.plan.Items {
+			if it.Action == policy.ActDelete {
+				deletes++
+			} else if it.Path != "" {
+				uploads++
+			}
+		}
+	}
+	return uploads + len(m.drift.Upload), deletes + len(m.drift.Delete)
+}
+
+// repairedEntries are the entries of the policies a full run's repair
+// uploaded again outside the plan: each records its new object's ETag.
+func repairedEntries(reg registryState, m *mirrorRun) []op {
+	if m == nil {
+		return nil
+	}
+	var ops []op
+	for _, rp := range m.drift.Upload {
+		etag, ok := m.up.etag(rp.PolicyName)
+		e, known := reg.entries[rp.PolicyName]
+		if !ok || !known {
+			continue
+		}
+		e.ContentETag = etag
+		ops = append(ops, ready(rp.PolicyName, registry.PutPolicy(e)))
+	}
+	return ops
+}
