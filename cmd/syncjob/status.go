@@ -51,7 +51,7 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
-	rep, err := gatherStatus(ctx, reg, c.p.now(), *runs)
+	rep, err := gatherStatus(ctx, reg, c.p.now(), *runs, *check && !*asJSON)
 	if err != nil {
 		return cfg.redact(fmt.Errorf("status: %w", err))
 	}
@@ -98,20 +98,23 @@ type statusReport struct {
 }
 
 // gatherStatus reads the report from the registry; runs is how many recent
-// runs it lists.
-func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs int) (statusReport, error) {
+// runs it lists. Every read is a listing or a bulk read, never one request
+// per entry (on Cloudflare: one bulk get for lastCommit, lastRun and the
+// lease, a listing each for the queue, the dead letters, the policies and
+// the run history, and a bulk get of the recent runs). checkOnly reads what
+// the health check needs alone: the state, the dead letters and, when the
+// last run does not record it, the history's last success.
+func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs int, checkOnly bool) (statusReport, error) {
 	var rep statusReport
-	var err error
-	if rep.LastRun, err = reg.LastRun(ctx); err != nil {
+	if err := rep.gatherState(ctx, reg, now); err != nil {
 		return rep, err
 	}
-	if rep.LastCommit, err = reg.LastCommit(ctx); err != nil {
+	if err := rep.gatherDeadLetters(ctx, reg); err != nil {
 		return rep, err
 	}
-	if rep.Lease, err = reg.Lease(ctx); err != nil {
-		return rep, err
+	if checkOnly {
+		return rep, rep.gatherLastSuccess(ctx, reg, now)
 	}
-	rep.LeaseExpired = rep.Lease != nil && rep.Lease.Expired(now)
 	q, err := reg.Queue(ctx)
 	if err != nil && q == nil {
 		return rep, err
@@ -121,9 +124,6 @@ func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, ru
 		if e.ErrorMessage != nil {
 			rep.WaitingRetry++
 		}
-	}
-	if err := rep.gatherDeadLetters(ctx, reg); err != nil {
-		return rep, err
 	}
 	if rep.Policies, err = reg.CountPolicies(ctx); err != nil {
 		return rep, err
@@ -135,6 +135,23 @@ func gatherStatus(ctx context.Context, reg *registry.Registry, now time.Time, ru
 		return rep, err
 	}
 	return rep, nil
+}
+
+// gatherState reads lastCommit, lastRun and the lease in one request.
+func (rep *statusReport) gatherState(ctx context.Context, reg *registry.Registry, now time.Time) error {
+	st, err := reg.SyncState(ctx)
+	if err != nil {
+		return err
+	}
+	if st.LastRunErr != nil {
+		return st.LastRunErr
+	}
+	if st.LeaseErr != nil {
+		return st.LeaseErr
+	}
+	rep.LastRun, rep.LastCommit, rep.Lease = st.LastRun, st.LastCommit, st.Lease
+	rep.LeaseExpired = rep.Lease != nil && rep.Lease.Expired(now)
+	return nil
 }
 
 func (rep *statusReport) gatherDeadLetters(ctx context.Context, reg *registry.Registry) error {
@@ -153,8 +170,22 @@ func (rep *statusReport) gatherDeadLetters(ctx context.Context, reg *registry.Re
 }
 
 // gatherLastSuccess finds the last success, which may be older than the
-// recent runs shown: the history's listing says, without reading every run.
+// recent runs shown: the last run records it (lastSuccess); for a last run
+// recorded by an older version, the history's listing says, without reading
+// every run.
 func (rep *statusReport) gatherLastSuccess(ctx context.Context, reg *registry.Registry, now time.Time) error {
+	if lr := rep.LastRun; lr != nil && !lr.DryRun {
+		at := lr.LastSuccess
+		if at == "" && lr.Status == policy.RunSuccess {
+			at = lr.Timestamp
+		}
+		if t, err := time.Parse(policy.TimeLayout, at); err == nil {
+			rep.lastSuccess = t
+			rep.LastSuccess = t.Format(time.RFC3339)
+			rep.SinceLastSuccess = now.Sub(t).Round(time.Minute).String()
+			return nil
+		}
+	}
 	index, err := reg.RunIndex(ctx)
 	if err != nil {
 		return err

@@ -285,6 +285,9 @@ type RunSummary struct {
 	// apply (writes) and record (the run's own metadata; in the log only).
 	PhasesMs    map[string]int64 `json:"phasesMs,omitempty"`
 	LastFullRun string           `json:"lastFullRun,omitempty"`
+	// LastSuccess is when the last run that succeeded started (this one,
+	// when it did): what a health check needs without the run history.
+	LastSuccess string `json:"lastSuccess,omitempty"`
 	// Planned counts what the run planned when that is not what it applied
 	// (a refused, failed or partial run); the counts above are what it
 	// applied (on a dry run, what it would apply).

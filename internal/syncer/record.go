@@ -82,7 +82,10 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	if prev := rep.state.prev; prev != nil {
 		// Until a run plans, what is known to be skipped or in conflict is
 		// what the last run knew: an aborted or unchanged run reports it too.
-		sum.LastFullRun = prev.LastFullRun
+		sum.LastFullRun, sum.LastSuccess = prev.LastFullRun, prev.LastSuccess
+		if sum.LastSuccess == "" && prev.Status == policy.RunSuccess {
+			sum.LastSuccess = prev.Timestamp
+		}
 		sum.Skipped = append(sum.Skipped, prev.Skipped...)
 		sum.Conflicts = append(sum.Conflicts, prev.Conflicts...)
 	}
@@ -95,6 +98,9 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum.Pending = owed(rep, err)
 	sum.Policies, sum.LegacyV1 = registryAfter(rep)
 	setStatus(&sum, rep, err)
+	if sum.Status == policy.RunSuccess && !sum.DryRun {
+		sum.LastSuccess = sum.Timestamp
+	}
 	// A failed run that began writing, or that started from a registry a
 	// compare cannot trust, leaves the next run to plan from the head tree.
 	sum.Dirty = sum.Status == policy.RunFailed && (rep.wrote || rep.state.unclean != "")
