@@ -247,6 +247,38 @@ type Failure struct {
 	Error      string `json:"error"`
 }
 
+// RunChange is one change a run applied (on a dry run, would apply), as
+// the run history records it: the policy's name, its path and sha before
+// and after (old ones empty for an add, new ones for a delete).
+type RunChange struct {
+	Action     Action `json:"action"` // add, update, move or delete
+	PolicyName string `json:"policyName"`
+	Path       string `json:"path,omitempty"`
+	OldPath    string `json:"oldPath,omitempty"`
+	SHA        string `json:"sha,omitempty"`
+	OldSHA     string `json:"oldSha,omitempty"`
+}
+
+// MaxRunChanges is how many changes a run summary lists; the rest are
+// counted (ChangesOmitted), so a full first run's summary stays small.
+const MaxRunChanges = 100
+
+// RunChanges returns the plan's adds, updates, moves and deletes in plan
+// order, at most MaxRunChanges of them, and how many more there are.
+func (p Plan) RunChanges() (changes []RunChange, omitted int) {
+	changes = []RunChange{}
+	for _, it := range p.Items {
+		switch {
+		case it.Action == ActMigrate:
+		case len(changes) == MaxRunChanges:
+			omitted++
+		default:
+			changes = append(changes, RunChange{Action: it.Action, PolicyName: it.PolicyName, Path: it.Path, OldPath: it.OldPath, SHA: it.SHA, OldSHA: it.OldSHA})
+		}
+	}
+	return changes, omitted
+}
+
 // RunSummary is the value of metadata:sync:lastRun and of each run-history key.
 type RunSummary struct {
 	Timestamp         string           `json:"timestamp"`
@@ -273,6 +305,10 @@ type RunSummary struct {
 	Skipped           []Skip           `json:"skipped"`
 	Conflicts         []Conflict       `json:"conflicts"`
 	Failures          []Failure        `json:"failures,omitempty"`
+	// Changes are the adds, updates, moves and deletes the run applied
+	// (the first MaxRunChanges), ChangesOmitted how many more it applied.
+	Changes        []RunChange `json:"changes,omitempty"`
+	ChangesOmitted int         `json:"changesOmitted,omitempty"`
 	Error             string           `json:"error,omitempty"`
 	Requests          map[string]int64 `json:"requests"`
 	// BillableWrites and BillableDeletes are what a billing backend

@@ -130,6 +130,7 @@ func (r *run) counts(sum *policy.RunSummary, rep report) {
 	}
 	if counted != nil {
 		count(sum, *counted)
+		sum.Changes, sum.ChangesOmitted = counted.RunChanges()
 	}
 	if planned != nil && (counted == nil || planned.Counts() != counted.Counts()) {
 		c := planned.Counts()
@@ -267,6 +268,12 @@ func (r *run) logSummary(ctx context.Context, sum policy.RunSummary) {
 	failed := make([]string, len(sum.Failures))
 	for i, f := range sum.Failures {
 		failed[i] = f.PolicyName
+	}
+	if len(sum.Changes) > 0 {
+		attrs = append(attrs, logkey.Changes, sum.Changes)
+		if sum.ChangesOmitted > 0 {
+			attrs = append(attrs, logkey.ChangesOmitted, sum.ChangesOmitted)
+		}
 	}
 	attrs = appendNames(attrs, logkey.FailedPolicies, failed)
 	attrs = appendNames(attrs, logkey.SkippedPolicies, skipNames(sum.Skipped))
