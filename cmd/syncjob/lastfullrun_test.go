@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
@@ -29,4 +30,21 @@ func TestSync_GitHubOutage_KeepsLastFullRun_NextRunNotFull(t *testing.T) {
 			t.Errorf("the run after an outage is full:\n%s", r.stdout)
 		}
 	})
+}
+
+func TestSync_GuardRefusal_RecordedAsRefusedNotAFailedPolicy(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	w.repo.Remove("규정")
+	w.repo.Commit("empty the tree")
+	w.sync(exitRefused)
+	last := w.state().lastRun
+	if last.Status != "refused" || last.ErrorCount != 0 || !strings.Contains(last.Error, "mass-delete") {
+		t.Errorf("lastRun of a refused run: status %q, errorCount %d, error %q", last.Status, last.ErrorCount, last.Error)
+	}
+	if r := w.run("status"); !strings.Contains(r.stdout, "REFUSED") || !strings.Contains(r.stdout, "0 failed") {
+		t.Errorf("status after a refusal:\n%s", r.stdout)
+	}
 }

@@ -239,6 +239,9 @@ const (
 	RunSuccess = "success"
 	RunPartial = "partial"
 	RunFailed  = "failed"
+	// RunRefused: a safety guard refused the plan, or another run held the
+	// lease; nothing was written.
+	RunRefused = "refused"
 )
 
 // Failure is one item that did not land.

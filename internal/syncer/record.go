@@ -12,6 +12,7 @@ import (
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // recordTimeout bounds the metadata writes that end a run, even one whose
@@ -143,9 +144,12 @@ func (r *run) counts(sum *policy.RunSummary, rep report) {
 // would be lost), partial while anything is failed, held back or waiting.
 func setStatus(sum *policy.RunSummary, rep report, err error) {
 	switch {
+	case errors.Is(err, differ.ErrRefused) || errors.Is(err, registry.ErrLeaseHeld):
+		// a refusal, not failed policies: errorCount counts those alone
+		sum.Status, sum.Error = policy.RunRefused, err.Error()
 	case err != nil:
+		// an outage or an abort: the reason, not a failed policy
 		sum.Status, sum.Error = policy.RunFailed, err.Error()
-		sum.ErrorCount = max(sum.ErrorCount, 1)
 	case rep.retried != nil && rep.retried.err != nil:
 		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+rep.retried.err.Error()
 	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0:
