@@ -38,6 +38,7 @@ Usage:
                [--allow-mass-delete[=N]] [--allow-rewind] [--expect-head SHA] [settings]
   syncjob list [--json] [settings]
   syncjob status [--json] [--check] [--runs N] [settings]
+  syncjob runs [--json] [--limit N] | show RUN [--json] [settings]
   syncjob queue list [--json] [settings]
   syncjob deadletter list [--json] | retry NAME | retry --all | drop NAME [--yes]
   syncjob lease show [--json] | release --id ID [--yes]
@@ -48,6 +49,7 @@ Commands:
   sync        read the branch head and bring the registry up to date
   list        print the registry's policies
   status      what the registry holds and the job did last; --check is a health check
+  runs        the recent runs, one line each; "runs show RUN": what one run changed
   queue       list the queue entries (retries waiting, work for the re-indexer)
   deadletter  list the entries given up after 3 failures; retry them (back to the
               queue for the next run) or drop one (asks first)
@@ -143,6 +145,8 @@ func (p *program) command(name string) (command, bool) {
 		return &listCommand{p}, true
 	case "status":
 		return &statusCommand{p}, true
+	case "runs":
+		return &runsCommand{p}, true
 	case "queue":
 		return &subcommands{p: p, name: "queue", about: queueUsage, subs: map[string]command{
 			"list": &queueListCommand{p},

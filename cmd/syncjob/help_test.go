@@ -15,7 +15,7 @@ import (
 
 // commands are every command and subcommand, as typed.
 var commands = [][]string{
-	{"sync"}, {"list"}, {"status"}, {"queue"}, {"queue", "list"},
+	{"sync"}, {"list"}, {"status"}, {"runs"}, {"runs", "show"}, {"queue"}, {"queue", "list"},
 	{"deadletter"}, {"deadletter", "list"}, {"deadletter", "retry"}, {"deadletter", "drop"},
 	{"lease"}, {"lease", "show"}, {"lease", "release"}, {"version"},
 }

@@ -328,17 +328,21 @@ func TestLambda_ManualEvents(t *testing.T) {
 		}
 		w.repo.Remove("규정")
 		w.repo.Commit("empty the tree")
-		if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err == nil || !strings.Contains(inv.err.Error(), "mass-delete") {
+		// refused in the Lambda's terms: the payload's field, not a CLI flag
+		if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err == nil || !strings.Contains(inv.err.Error(), "mass-delete") ||
+			!strings.Contains(inv.err.Error(), `{"allowMassDelete": true}`) || strings.Contains(inv.err.Error(), "--allow-mass-delete") {
 			t.Fatalf("scheduled run deleting everything: %v", inv.err)
 		}
 		if len(w.state().policies) != 3 {
 			t.Fatal("refused plan wrote")
 		}
-		// A dry run of the refused plan is an error too, and its log line
-		// shows what the plan would delete.
+		// A dry run of the refused plan answered its question: a result
+		// with status refused and the reason, not a Lambda error (the
+		// errors alarm would fire); its log line shows what the plan
+		// would delete.
 		dry := w.invoke(`{"dryRun":true}`, time.Minute)
-		if dry.err == nil || !strings.Contains(dry.err.Error(), "mass-delete") {
-			t.Fatalf("dry run of the refused plan: %v", dry.err)
+		if dry.err != nil || dry.sum.Status != "refused" || !strings.Contains(dry.sum.Error, "mass-delete") || !strings.Contains(dry.sum.Error, `{"allowMassDelete": true}`) {
+			t.Fatalf("dry run of the refused plan: %v, status %q, error %q", dry.err, dry.sum.Status, dry.sum.Error)
 		}
 		if items, _ := dry.line(t, "dry-run plan")["items"].([]any); len(items) != 3 || items[0].(map[string]any)["action"] != "delete" {
 			t.Errorf("dry-run plan line items = %v, want the 3 deletes", items)

@@ -46,7 +46,7 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
-	rep, err := report.ReadStatus(ctx, reg, c.p.now(), *runs)
+	rep, err := report.ReadStatus(ctx, reg, c.p.now(), *runs, *check && !*asJSON)
 	if err != nil {
 		return cfg.Redact(fmt.Errorf("status: %w", err))
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"time"
 
 	awslambda "github.com/aws/aws-lambda-go/lambda"
@@ -154,7 +155,7 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Result, 
 	res, runErr := s.Run(runCtx, opt)
 	out, outErr := h.outcome(logger, job, res, runErr, requestID)
 	if outErr != nil && runCtx.Err() != nil && ctx.Err() == nil {
-		outErr.Message += fmt.Sprintf(" (stopped %s before the Lambda deadline to record the run; the next run continues)", h.Reserve)
+		outErr.Message += fmt.Sprintf(" (stopped %s before the Lambda deadline to record the run; lastCommit stays, so the next invocation plans the change again from the start)", h.Reserve)
 	}
 	level := slog.LevelInfo
 	if outErr != nil {
@@ -222,14 +223,26 @@ func (h *Handler) outcome(logger *slog.Logger, job Job, res syncer.Result, runEr
 	} else {
 		h.writeMetrics(logger, job, sum, requestID)
 	}
-	if sum.Status != policy.RunFailed {
+	// A dry run the guard refuses answered its question: a result, not an
+	// error (which the errors alarm counts).
+	if sum.Status != policy.RunFailed && (sum.Status != policy.RunRefused || sum.DryRun) {
+		out.Error = lambdaTerms(out.Error)
 		return out, nil
 	}
 	msg := sum.Error
 	if runErr != nil {
 		msg = redact.String(runErr.Error(), job.Secrets...)
 	}
-	return out, &RunError{RunID: sum.RunID, Status: sum.Status, Message: msg}
+	return out, &RunError{RunID: sum.RunID, Status: sum.Status, Message: lambdaTerms(msg)}
+}
+
+// cliFlag matches the CLI's way past a refusal in a message.
+var cliFlag = regexp.MustCompile(`run with --allow-mass-delete(=\d+)?`)
+
+// lambdaTerms says a message's way past a refusal in the Lambda's terms:
+// the payload's field, not the CLI's flag.
+func lambdaTerms(msg string) string {
+	return cliFlag.ReplaceAllString(msg, `invoke with {"allowMassDelete": true} in the payload`)
 }
 
 // runContext bounds the run by the Lambda deadline less the reserve. A

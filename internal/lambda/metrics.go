@@ -49,7 +49,9 @@ func RunMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 			c("BillableDeletes", int(s.BillableDeletes)),
 			{Name: "DurationMs", Unit: emf.Milliseconds, Value: float64(s.DurationMs)},
 			{Name: "RunSucceeded", Unit: emf.Count, Value: one(policy.RunSuccess)},
-			{Name: "RunFailed", Unit: emf.Count, Value: one(policy.RunFailed)},
+			// a refused run waits for a person as a failed one does
+			{Name: "RunFailed", Unit: emf.Count, Value: one(policy.RunFailed) + one(policy.RunRefused)},
+			{Name: "RunRefused", Unit: emf.Count, Value: one(policy.RunRefused)},
 			{Name: "RunPartial", Unit: emf.Count, Value: one(policy.RunPartial)},
 		},
 		Properties: map[string]any{

@@ -57,6 +57,8 @@ const (
 	Planned         = "planned"
 	// The policies a run names: failed, skipped, held back by a dead letter.
 	FailedPolicies   = "failedPolicies"
+	Changes          = "changes"        // the run's changes (policy.RunChange), the first 100
+	ChangesOmitted   = "changesOmitted" // how many more changes the run applied
 	SkippedPolicies  = "skippedPolicies"
 	HeldBackPolicies = "heldBackPolicies"
 )

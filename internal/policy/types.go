@@ -255,6 +255,9 @@ const (
 	RunSuccess = "success"
 	RunPartial = "partial"
 	RunFailed  = "failed"
+	// RunRefused: a safety guard refused the plan, or another run held the
+	// lease; nothing was written.
+	RunRefused = "refused"
 )
 
 // Failure is one item that did not land.
@@ -263,34 +266,70 @@ type Failure struct {
 	Error      string `json:"error"`
 }
 
+// RunChange is one change a run applied (on a dry run, would apply), as
+// the run history records it: the policy's name, its path and sha before
+// and after (old ones empty for an add, new ones for a delete).
+type RunChange struct {
+	Action     Action `json:"action"` // add, update, move or delete
+	PolicyName string `json:"policyName"`
+	Path       string `json:"path,omitempty"`
+	OldPath    string `json:"oldPath,omitempty"`
+	SHA        string `json:"sha,omitempty"`
+	OldSHA     string `json:"oldSha,omitempty"`
+}
+
+// MaxRunChanges is how many changes a run summary lists; the rest are
+// counted (ChangesOmitted), so a full first run's summary stays small.
+const MaxRunChanges = 100
+
+// RunChanges returns the plan's adds, updates, moves and deletes in plan
+// order, at most MaxRunChanges of them, and how many more there are.
+func (p Plan) RunChanges() (changes []RunChange, omitted int) {
+	changes = []RunChange{}
+	for _, it := range p.Items {
+		switch {
+		case it.Action == ActMigrate:
+		case len(changes) == MaxRunChanges:
+			omitted++
+		default:
+			changes = append(changes, RunChange{Action: it.Action, PolicyName: it.PolicyName, Path: it.Path, OldPath: it.OldPath, SHA: it.SHA, OldSHA: it.OldSHA})
+		}
+	}
+	return changes, omitted
+}
+
 // RunSummary is the value of metadata:sync:lastRun and of each run-history key.
 type RunSummary struct {
-	Timestamp         string           `json:"timestamp"`
-	TotalProcessed    int              `json:"totalProcessed"`
-	Added             int              `json:"added"`
-	Updated           int              `json:"updated"`
-	Deleted           int              `json:"deleted"`
-	Moved             int              `json:"moved"`
-	Migrated          int              `json:"migrated,omitempty"`
-	Unchanged         int              `json:"unchanged"`
-	Status            string           `json:"status"`
-	ErrorCount        int              `json:"errorCount"`
-	CommitSHA         string           `json:"commitSHA"`
-	PreviousCommitSHA string           `json:"previousCommitSHA"`
-	RunID             string           `json:"runId"`
-	Repo              string           `json:"repo,omitempty"`   // owner/name the run synced from
-	Branch            string           `json:"branch,omitempty"` // its branch
-	Trigger           string           `json:"trigger"`
-	Delivery          string           `json:"delivery,omitempty"` // the GitHub delivery id of a webhook run
-	Mode              string           `json:"mode"`
-	ModeReason        string           `json:"modeReason,omitempty"`
-	DryRun            bool             `json:"dryRun,omitempty"`
-	DurationMs        int64            `json:"durationMs"`
-	Skipped           []Skip           `json:"skipped"`
-	Conflicts         []Conflict       `json:"conflicts"`
-	Failures          []Failure        `json:"failures,omitempty"`
-	Error             string           `json:"error,omitempty"`
-	Requests          map[string]int64 `json:"requests"`
+	Timestamp         string     `json:"timestamp"`
+	TotalProcessed    int        `json:"totalProcessed"`
+	Added             int        `json:"added"`
+	Updated           int        `json:"updated"`
+	Deleted           int        `json:"deleted"`
+	Moved             int        `json:"moved"`
+	Migrated          int        `json:"migrated,omitempty"`
+	Unchanged         int        `json:"unchanged"`
+	Status            string     `json:"status"`
+	ErrorCount        int        `json:"errorCount"`
+	CommitSHA         string     `json:"commitSHA"`
+	PreviousCommitSHA string     `json:"previousCommitSHA"`
+	RunID             string     `json:"runId"`
+	Repo              string     `json:"repo,omitempty"`   // owner/name the run synced from
+	Branch            string     `json:"branch,omitempty"` // its branch
+	Trigger           string     `json:"trigger"`
+	Delivery          string     `json:"delivery,omitempty"` // the GitHub delivery id of a webhook run
+	Mode              string     `json:"mode"`
+	ModeReason        string     `json:"modeReason,omitempty"`
+	DryRun            bool       `json:"dryRun,omitempty"`
+	DurationMs        int64      `json:"durationMs"`
+	Skipped           []Skip     `json:"skipped"`
+	Conflicts         []Conflict `json:"conflicts"`
+	Failures          []Failure  `json:"failures,omitempty"`
+	// Changes are the adds, updates, moves and deletes the run applied
+	// (the first MaxRunChanges), ChangesOmitted how many more it applied.
+	Changes        []RunChange      `json:"changes,omitempty"`
+	ChangesOmitted int              `json:"changesOmitted,omitempty"`
+	Error          string           `json:"error,omitempty"`
+	Requests       map[string]int64 `json:"requests"`
 	// BillableWrites and BillableDeletes are what a billing backend
 	// (Cloudflare) charged for this run: each pair of a bulk write, each key
 	// of a bulk delete.
@@ -304,6 +343,9 @@ type RunSummary struct {
 	// configured.
 	Mirror      *MirrorSummary `json:"mirror,omitempty"`
 	LastFullRun string         `json:"lastFullRun,omitempty"`
+	// LastSuccess is when the last run that succeeded started (this one,
+	// when it did): what a health check needs without the run history.
+	LastSuccess string `json:"lastSuccess,omitempty"`
 	// Planned counts what the run planned when that is not what it applied
 	// (a refused, failed or partial run); the counts above are what it
 	// applied (on a dry run, what it would apply).

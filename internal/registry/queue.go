@@ -10,13 +10,6 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 )
 
-// queueMetadata is the metadata of a queue key.
-type queueMetadata struct {
-	SHA        string `json:"sha"`
-	RetryCount int    `json:"retryCount"`
-	Failed     bool   `json:"failed,omitempty"`
-}
-
 // FailedQueue returns the queue entries that record a failure (errorMessage
 // set), by name. On a backend that lists without values it reads only the
 // values whose metadata says failed, or that carry no metadata; Queue's

@@ -60,47 +60,30 @@ func PolicyPair(e policy.Entry) Pair {
 
 // QueuePair encodes q as queue:{q.PolicyName}, with metadata saying whether
 // it records a failure, so a listing finds the failures without reading values.
+// Its metadata also holds the entry (listed.go), its error message cut to fit.
 func QueuePair(q policy.QueueEntry) Pair {
-	return Pair{Key: QueueKey(q.PolicyName), Value: MustJSON(q), Metadata: MustJSON(queueMetadata{SHA: q.SHA, RetryCount: q.RetryCount, Failed: q.ErrorMessage != nil})}
+	return Pair{Key: QueueKey(q.PolicyName), Value: MustJSON(q), Metadata: queueMetadataOf(q)}
 }
 
-// DeadLetterPair encodes d as dead-letter:{d.PolicyName}.
+// DeadLetterPair encodes d as dead-letter:{d.PolicyName}, its metadata
+// holding the dead letter as QueuePair's does.
 func DeadLetterPair(d policy.DeadLetter) Pair {
-	return Pair{Key: DeadLetterKey(d.PolicyName), Value: MustJSON(d)}
+	return Pair{Key: DeadLetterKey(d.PolicyName), Value: MustJSON(d), Metadata: deadLetterMetadataOf(d)}
 }
 
-// Queue returns every queue:{name} entry by name. When some values do not
-// decode, it returns the others with a *DecodeError naming those keys;
-// any other error means the read failed and the map is nil.
+// Queue returns every queue:{name} entry by name: from the listing's
+// metadata where it holds the entry whole, else from bulk reads (listed.go),
+// never one request per entry. When some values do not decode, it returns
+// the others with a *DecodeError naming those keys; any other error means
+// the read failed and the map is nil.
 func (r *Registry) Queue(ctx context.Context) (map[string]policy.QueueEntry, error) {
-	return readAll[policy.QueueEntry](ctx, r, QueuePrefix)
+	return listed(ctx, r, QueuePrefix, func(it Item) (policy.QueueEntry, bool) { return queueFromMetadata(it, QueuePrefix) })
 }
 
-// DeadLetters returns every dead-letter:{name} entry by name, with Queue's
-// error contract.
+// DeadLetters returns every dead-letter:{name} entry by name, read as Queue
+// reads, with its error contract.
 func (r *Registry) DeadLetters(ctx context.Context) (map[string]policy.DeadLetter, error) {
-	return readAll[policy.DeadLetter](ctx, r, DeadLetterPrefix)
-}
-
-func readAll[T any](ctx context.Context, r *Registry, prefix string) (map[string]T, error) {
-	items, err := r.values(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]T, len(items))
-	var bad *DecodeError
-	for _, it := range items {
-		var v T
-		if err := decodeObject(it.Value, &v); err != nil {
-			bad = bad.add(it.Key, err)
-			continue
-		}
-		out[strings.TrimPrefix(it.Key, prefix)] = v
-	}
-	if bad != nil {
-		return out, bad
-	}
-	return out, nil
+	return listed(ctx, r, DeadLetterPrefix, deadLetterFromMetadata)
 }
 
 // LastCommit returns the last synced commit sha, or "" when none was
@@ -135,34 +118,48 @@ func (r *Registry) LastRun(ctx context.Context) (*policy.RunSummary, error) {
 }
 
 // Runs returns up to limit run summaries from the run history, newest first
-// (all of them when limit <= 0). Undecodable ones are skipped and named in a
-// *DecodeError returned with the others, as Queue does.
+// (all of them when limit <= 0): one listing, then bulk reads of the values
+// (100 a request). Undecodable ones are skipped and named in a *DecodeError
+// returned with the others, as Queue does.
 func (r *Registry) Runs(ctx context.Context, limit int) ([]policy.RunSummary, error) {
 	items, err := r.store.List(ctx, RunPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("registry: read runs: %w", err)
 	}
+	if limit > 0 && len(items) > limit {
+		items = items[:limit]
+	}
+	keys := make([]string, 0, len(items))
+	for _, it := range items {
+		keys = append(keys, it.Key)
+	}
+	return r.runsOf(ctx, keys)
+}
+
+// runsOf reads the runs of keys, in order, with bulk reads.
+func (r *Registry) runsOf(ctx context.Context, keys []string) ([]policy.RunSummary, error) {
 	var (
 		runs []policy.RunSummary
 		bad  *DecodeError
 	)
-	for _, it := range items {
-		if limit > 0 && len(runs) == limit {
-			break
-		}
-		it, ok, err := r.fill(ctx, it)
+	for start := 0; start < len(keys); start += maxManyKeys {
+		part := keys[start:min(start+maxManyKeys, len(keys))]
+		got, err := r.getMany(ctx, part)
 		if err != nil {
 			return nil, fmt.Errorf("registry: read runs: %w", err)
 		}
-		if !ok {
-			continue
+		for _, k := range part {
+			raw, ok := got[k]
+			if !ok {
+				continue // expired since it was listed
+			}
+			var s policy.RunSummary
+			if err := decodeObject(raw, &s); err != nil {
+				bad = bad.add(k, err)
+				continue
+			}
+			runs = append(runs, s)
 		}
-		var s policy.RunSummary
-		if err := decodeObject(it.Value, &s); err != nil {
-			bad = bad.add(it.Key, err)
-			continue
-		}
-		runs = append(runs, s)
 	}
 	if bad != nil {
 		return runs, bad
@@ -213,26 +210,6 @@ func (r *Registry) RecordCost(advance string, with ...Write) int64 {
 		n++
 	}
 	return n
-}
-
-// values lists prefix and fills the values a backend listed without (keys
-// deleted in between are dropped).
-func (r *Registry) values(ctx context.Context, prefix string) ([]Item, error) {
-	items, err := r.store.List(ctx, prefix)
-	if err != nil {
-		return nil, fmt.Errorf("registry: read %s: %w", what(prefix), err)
-	}
-	out := items[:0]
-	for _, it := range items {
-		it, ok, err := r.fill(ctx, it)
-		if err != nil {
-			return nil, fmt.Errorf("registry: read %s: %w", what(prefix), err)
-		}
-		if ok {
-			out = append(out, it)
-		}
-	}
-	return out, nil
 }
 
 // getObject reads the object of key (what names it in errors: the store's

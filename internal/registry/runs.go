@@ -86,3 +86,26 @@ func (r *Registry) RecordHistory(ctx context.Context, s policy.RunSummary, at ti
 	}
 	return nil
 }
+
+// RunByID returns the run of the history whose run id is id (one listing
+// and one read); an error wrapping policy.ErrNotFound when the history holds
+// none (it keeps 90 days).
+func (r *Registry) RunByID(ctx context.Context, id string) (policy.RunSummary, error) {
+	items, err := r.store.List(ctx, RunPrefix)
+	if err != nil {
+		return policy.RunSummary{}, fmt.Errorf("registry: read run history: %w", err)
+	}
+	for _, it := range items {
+		if !strings.HasSuffix(it.Key, ":"+id) {
+			continue
+		}
+		runs, err := r.runsOf(ctx, []string{it.Key})
+		if err != nil {
+			return policy.RunSummary{}, err
+		}
+		if len(runs) == 1 && runs[0].RunID == id {
+			return runs[0], nil
+		}
+	}
+	return policy.RunSummary{}, fmt.Errorf("registry: run %s: %w", id, policy.ErrNotFound)
+}

@@ -89,11 +89,16 @@ func LeaseText(l *registry.Lease, expired bool) string {
 }
 
 func printLastRun(line func(label, format string, args ...any), lr *policy.RunSummary) {
+	printRunSummary(line, "last run", lr)
+}
+
+// printRunSummary prints a run's summary, its first line labelled label.
+func printRunSummary(line func(label, format string, args ...any), label string, lr *policy.RunSummary) {
 	if lr == nil {
-		line("last run", "none recorded")
+		line(label, "none recorded")
 		return
 	}
-	line("last run", "%s  %s  (%s mode, trigger %s, run %s, %s)", lr.Timestamp, strings.ToUpper(lr.Status), OrDash(lr.Mode), OrDash(lr.Trigger), lr.RunID, humanDuration(time.Duration(lr.DurationMs)*time.Millisecond))
+	line(label, "%s  %s  (%s mode, trigger %s, run %s, %s)", lr.Timestamp, strings.ToUpper(lr.Status), OrDash(lr.Mode), OrDash(lr.Trigger), lr.RunID, humanDuration(time.Duration(lr.DurationMs)*time.Millisecond))
 	line("commits", "%s -> %s", OrDash(Short(lr.PreviousCommitSHA)), OrDash(Short(lr.CommitSHA)))
 	line("counts", "%d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %d conflicts, %d failed",
 		lr.Added, lr.Updated, lr.Moved, lr.Deleted, lr.Unchanged, len(lr.Skipped), len(lr.Conflicts), lr.ErrorCount)

@@ -15,20 +15,23 @@ import (
 )
 
 // ReadStatus reads the report from the registry; runs is how many recent
-// runs it lists.
-func ReadStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs int) (Status, error) {
+// runs it lists. Every read is a listing or a bulk read, never one request
+// per entry (on Cloudflare: one bulk get for lastCommit, lastRun and the
+// lease, a listing each for the queue, the dead letters, the policies and
+// the run history, and a bulk get of the recent runs). checkOnly reads what
+// the health check needs alone: the state, the dead letters and, when the
+// last run does not record it, the history's last success.
+func ReadStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs int, checkOnly bool) (Status, error) {
 	var rep Status
-	var err error
-	if rep.LastRun, err = reg.LastRun(ctx); err != nil {
+	if err := rep.readState(ctx, reg, now); err != nil {
 		return rep, err
 	}
-	if rep.LastCommit, err = reg.LastCommit(ctx); err != nil {
+	if err := rep.readDeadLetters(ctx, reg); err != nil {
 		return rep, err
 	}
-	if rep.Lease, err = reg.Lease(ctx); err != nil {
-		return rep, err
+	if checkOnly {
+		return rep, rep.readLastSuccess(ctx, reg, now)
 	}
-	rep.LeaseExpired = rep.Lease != nil && rep.Lease.Expired(now)
 	q, err := reg.Queue(ctx)
 	if err != nil && q == nil {
 		return rep, err
@@ -38,9 +41,6 @@ func ReadStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs
 		if e.ErrorMessage != nil {
 			rep.WaitingRetry++
 		}
-	}
-	if err := rep.readDeadLetters(ctx, reg); err != nil {
-		return rep, err
 	}
 	if rep.Policies, err = reg.CountPolicies(ctx); err != nil {
 		return rep, err
@@ -52,6 +52,23 @@ func ReadStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs
 		return rep, err
 	}
 	return rep, nil
+}
+
+// readState reads lastCommit, lastRun and the lease in one request.
+func (rep *Status) readState(ctx context.Context, reg *registry.Registry, now time.Time) error {
+	st, err := reg.SyncState(ctx)
+	if err != nil {
+		return err
+	}
+	if st.LastRunErr != nil {
+		return st.LastRunErr
+	}
+	if st.LeaseErr != nil {
+		return st.LeaseErr
+	}
+	rep.LastRun, rep.LastCommit, rep.Lease = st.LastRun, st.LastCommit, st.Lease
+	rep.LeaseExpired = rep.Lease != nil && rep.Lease.Expired(now)
+	return nil
 }
 
 func (rep *Status) readDeadLetters(ctx context.Context, reg *registry.Registry) error {
@@ -70,8 +87,22 @@ func (rep *Status) readDeadLetters(ctx context.Context, reg *registry.Registry) 
 }
 
 // readLastSuccess finds the last success, which may be older than the
-// recent runs shown: the history's listing says, without reading every run.
+// recent runs shown: the last run records it (lastSuccess); for a last run
+// recorded by an older version, the history's listing says, without reading
+// every run.
 func (rep *Status) readLastSuccess(ctx context.Context, reg *registry.Registry, now time.Time) error {
+	if lr := rep.LastRun; lr != nil && !lr.DryRun {
+		at := lr.LastSuccess
+		if at == "" && lr.Status == policy.RunSuccess {
+			at = lr.Timestamp
+		}
+		if t, err := time.Parse(policy.TimeLayout, at); err == nil {
+			rep.LastSuccessAt = t
+			rep.LastSuccess = t.Format(time.RFC3339)
+			rep.SinceLastSuccess = now.Sub(t).Round(time.Minute).String()
+			return nil
+		}
+	}
 	index, err := reg.RunIndex(ctx)
 	if err != nil {
 		return err

@@ -322,7 +322,7 @@ func TestReport_RefusedRun_CountsNothingApplied_PlanKeptApart(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, s := range []policy.RunSummary{res.Summary, r.lastRun()} {
-		if s.Deleted != 0 || s.TotalProcessed != 0 || s.Planned == nil || s.Planned.Deleted != 15 || s.Status != policy.RunFailed {
+		if s.Deleted != 0 || s.TotalProcessed != 0 || s.Planned == nil || s.Planned.Deleted != 15 || s.Status != policy.RunRefused {
 			t.Errorf("refused run recorded %+v (planned %+v): want nothing applied, 15 deletes planned", s, s.Planned)
 		}
 	}

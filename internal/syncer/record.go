@@ -12,6 +12,7 @@ import (
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // recordTimeout bounds the metadata writes that end a run, even one whose
@@ -82,7 +83,10 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	if prev := rep.state.prev; prev != nil {
 		// Until a run plans, what is known to be skipped or in conflict is
 		// what the last run knew: an aborted or unchanged run reports it too.
-		sum.LastFullRun = prev.LastFullRun
+		sum.LastFullRun, sum.LastSuccess = prev.LastFullRun, prev.LastSuccess
+		if sum.LastSuccess == "" && prev.Status == policy.RunSuccess {
+			sum.LastSuccess = prev.Timestamp
+		}
 		sum.Skipped = append(sum.Skipped, prev.Skipped...)
 		sum.Conflicts = append(sum.Conflicts, prev.Conflicts...)
 	}
@@ -96,6 +100,9 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum.Pending = owed(rep, err)
 	sum.Policies, sum.LegacyV1 = registryAfter(rep)
 	setStatus(&sum, rep, err)
+	if sum.Status == policy.RunSuccess && !sum.DryRun {
+		sum.LastSuccess = sum.Timestamp
+	}
 	// A failed run that began writing, or that started from a registry a
 	// compare cannot trust, leaves the next run to plan from the head tree.
 	sum.Dirty = sum.Status == policy.RunFailed && (rep.wrote || rep.state.unclean != "")
@@ -126,6 +133,7 @@ func (r *run) counts(sum *policy.RunSummary, rep report) {
 	}
 	if counted != nil {
 		count(sum, *counted)
+		sum.Changes, sum.ChangesOmitted = counted.RunChanges()
 	}
 	if planned != nil && (counted == nil || planned.Counts() != counted.Counts()) {
 		c := planned.Counts()
@@ -138,9 +146,12 @@ func (r *run) counts(sum *policy.RunSummary, rep report) {
 // would be lost), partial while anything is failed, held back or waiting.
 func setStatus(sum *policy.RunSummary, rep report, err error) {
 	switch {
+	case errors.Is(err, differ.ErrRefused) || errors.Is(err, registry.ErrLeaseHeld):
+		// a refusal, not failed policies: errorCount counts those alone
+		sum.Status, sum.Error = policy.RunRefused, err.Error()
 	case err != nil:
+		// an outage or an abort: the reason, not a failed policy
 		sum.Status, sum.Error = policy.RunFailed, err.Error()
-		sum.ErrorCount = max(sum.ErrorCount, 1)
 	case rep.retried != nil && rep.retried.err != nil:
 		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+rep.retried.err.Error()
 	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0:
@@ -268,6 +279,12 @@ func (r *run) logSummary(ctx context.Context, sum policy.RunSummary) {
 	failed := make([]string, len(sum.Failures))
 	for i, f := range sum.Failures {
 		failed[i] = f.PolicyName
+	}
+	if len(sum.Changes) > 0 {
+		attrs = append(attrs, logkey.Changes, sum.Changes)
+		if sum.ChangesOmitted > 0 {
+			attrs = append(attrs, logkey.ChangesOmitted, sum.ChangesOmitted)
+		}
 	}
 	attrs = appendNames(attrs, logkey.FailedPolicies, failed)
 	attrs = appendNames(attrs, logkey.SkippedPolicies, skipNames(sum.Skipped))

@@ -339,7 +339,7 @@ func TestLease_HeldByAnotherRun_Refused_ExpiredTaken_ReleasedAfter(t *testing.T)
 	if lr, _ := r.reg.LastRun(context.Background()); lr != nil {
 		t.Errorf("the refused run replaced lastRun: %+v", lr)
 	}
-	if runs, _ := r.reg.Runs(context.Background(), 1); len(runs) != 1 || runs[0].Status != policy.RunFailed || !strings.Contains(runs[0].Error, "lease") {
+	if runs, _ := r.reg.Runs(context.Background(), 1); len(runs) != 1 || runs[0].Status != policy.RunRefused || !strings.Contains(runs[0].Error, "lease") {
 		t.Errorf("history = %+v", runs)
 	}
 	r.clock.Advance(time.Hour) // the holder's lease expired

@@ -41,6 +41,12 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	var st state
 	var err error
 	if st.head, err = r.Source.Head(ctx); err != nil {
+		// What the last run recorded (its last full run, above all) is
+		// carried into this failed run's record: a GitHub outage must not
+		// make the next run full for "no full run recorded".
+		if ss, serr := r.Registry.SyncState(ctx); serr == nil {
+			st.last, st.prev = ss.LastCommit, ss.LastRun
+		}
 		return st, err
 	}
 	ss, err := r.Registry.SyncState(ctx)

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// seedRegistry writes n policies, n queue entries (one in ten failed, with a
+// long error message), dead letters and a run history of 30 runs straight
+// into the world's registry, as many runs would have left it. legacy writes
+// the queue and dead-letter keys without metadata, as older versions did.
+func seedRegistry(t *testing.T, w *world, n, dead int, legacy bool) {
+	t.Helper()
+	st := w.store()
+	defer st.Close()
+	now := w.clock()
+	var pairs []registry.Pair
+	for i := range n {
+		name := fmt.Sprintf("규정 %05d", i)
+		sha := fmt.Sprintf("%040x", i+1)
+		pairs = append(pairs, registry.PolicyPair(policy.Entry{PolicyName: name, Title: name, Status: policy.StatusActive, LastUpdated: now.Format(policy.TimeLayout), SHA: sha, Path: "규정/" + name + ".md"}))
+		q := policy.QueueEntry{PolicyName: name, SHA: sha, Operation: "add", CreatedAt: now.Format(policy.TimeLayout)}
+		if i%10 == 0 {
+			msg := fmt.Sprintf("cloudflare: bulk write: key %d: %s", i, strings.Repeat("오류 ", 200*(i%20)))
+			q.ErrorMessage, q.RetryCount = &msg, 1
+		}
+		pairs = append(pairs, legacyPair(registry.QueuePair(q), legacy))
+	}
+	for i := range dead {
+		msg := "cloudflare: 502"
+		d := policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: fmt.Sprintf("규정 %05d", i), SHA: fmt.Sprintf("%040x", i+7), Operation: "update", RetryCount: 3, CreatedAt: now.Format(policy.TimeLayout), ErrorMessage: &msg}, DeadAt: now.Format(policy.TimeLayout), Reason: "3 failed attempts"}
+		pairs = append(pairs, legacyPair(registry.DeadLetterPair(d), legacy))
+	}
+	if out := st.Put(context.Background(), pairs); out != nil {
+		t.Fatalf("seed: %v", out)
+	}
+	reg := registry.New(st)
+	for i := range 30 {
+		at := now.Add(time.Duration(i-30) * time.Hour)
+		sum := policy.RunSummary{Timestamp: at.Format(policy.TimeLayout), Status: policy.RunSuccess, RunID: fmt.Sprintf("run-%02d", i), Trigger: "schedule", Mode: "incremental", CommitSHA: strings.Repeat("c", 40), Policies: n, Skipped: []policy.Skip{}, Conflicts: []policy.Conflict{}, Pending: []string{}}
+		if err := reg.RecordRun(context.Background(), sum, at, sum.CommitSHA); err != nil {
+			t.Fatalf("seed run: %v", err)
+		}
+	}
+}
+
+// legacyPair drops p's metadata when legacy.
+func legacyPair(p registry.Pair, legacy bool) registry.Pair {
+	if legacy {
+		p.Metadata = nil
+	}
+	return p
+}
+
+// countedRun runs the program and returns what it printed and the requests
+// the fake Cloudflare saw.
+func (w *world) countedRun(args ...string) (result, int) {
+	w.t.Helper()
+	w.cf.ResetCounts()
+	r := w.run(args...)
+	return r, w.cf.TotalRequests()
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func TestStatus_ReadsCostFewRequests_AnyRegistrySize(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n      int
+		legacy bool
+	}{{93, false}, {5000, false}, {93, true}, {5000, true}} {
+		t.Run(fmt.Sprintf("%d legacy=%v", tc.n, tc.legacy), func(t *testing.T) {
+			t.Parallel()
+			w := newCloudflareWorld(t)
+			seedRegistry(t, w, tc.n, 2, tc.legacy)
+
+			r, n := w.countedRun("status", "--check")
+			t.Logf("status --check: %d requests\n%s", n, r.stdout)
+			if r.code != exitFailed || !strings.Contains(r.stdout, "unhealthy: 2 dead letters hold back versions: 규정 00000, 규정 00001") {
+				t.Errorf("status --check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if n > 5 {
+				t.Errorf("status --check made %d requests at %d policies, want at most 5", n, tc.n)
+			}
+
+			r, n = w.countedRun("queue", "list", "--json")
+			// The failed entries whose error message was cut to fit the
+			// metadata, or all of them when written without it, are read
+			// by bulk gets.
+			if want := ceilDiv(tc.n, 1000) + ceilDiv(tc.n, 100); n > want {
+				t.Errorf("queue list made %d requests for %d entries, want at most %d", n, tc.n, want)
+			}
+			if r.code != 0 || strings.Count(r.stdout, `"policyName"`) != tc.n {
+				t.Fatalf("queue list: exit %d, %d entries\n%s", r.code, strings.Count(r.stdout, `"policyName"`), r.stderr)
+			}
+			// The entries read back whole, the longest error messages too.
+			long := fmt.Sprintf("key %d: %s", 90, strings.Repeat("오류 ", 200*(90%20)))
+			if !strings.Contains(r.stdout, long) {
+				t.Errorf("queue list lost the long error message of 규정 00090")
+			}
+			t.Logf("queue list: %d requests", n)
+
+			r, n = w.countedRun("status")
+			t.Logf("status: %d requests\n%s", n, r.stdout)
+			// one bulk get of the state, a listing each of the dead
+			// letters, the queue, the policies and the history, one bulk
+			// get of the recent runs (+ the bulk gets of cut or old
+			// queue and dead-letter entries)
+			want := 1 + 1 + ceilDiv(tc.n, 1000) + ceilDiv(tc.n, 1000) + 1 + 1
+			if tc.legacy {
+				want += ceilDiv(tc.n, 100) + 1
+			} else {
+				want += ceilDiv(tc.n/10, 100)
+			}
+			if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("%d policies", tc.n)) || !strings.Contains(r.stdout, "dead letters   2") {
+				t.Errorf("status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if n > want {
+				t.Errorf("status made %d requests at %d policies, want at most %d", n, tc.n, want)
+			}
+		})
+	}
+}
