@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,7 +62,9 @@ func TestREADME_SettingsTableIsGenerated(t *testing.T) {
 	}
 	want := settingsMarkdown()
 	if *update {
-		out := append(append(append(append(before, settingsBegin...), want...), settingsFinish...), after...)
+		// a new slice: before and after share readme's array, and appending
+		// to before would write over after
+		out := slices.Concat(before, []byte(settingsBegin), []byte(want), []byte(settingsFinish), after)
 		if err := os.WriteFile(readmePath, out, 0o644); err != nil {
 			t.Fatal(err)
 		}
