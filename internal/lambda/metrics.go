@@ -68,14 +68,7 @@ func RunMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 		},
 		Time: at,
 	}
-	if m := s.Mirror; m != nil {
-		line.Metrics = append(line.Metrics,
-			c("MirrorRequests", int(s.Requests["mirror"])),
-			c("MirrorUploaded", m.Uploaded),
-			c("MirrorDeleted", m.Deleted),
-			c("MirrorRepaired", m.Repaired),
-			emf.Metric{Name: "MirrorBytesUploaded", Unit: emf.Count, Value: float64(m.BytesUploaded)})
-	}
+	line.Metrics = append(line.Metrics, mirrorMetrics(s)...)
 	for _, phase := range slices.Sorted(maps.Keys(s.PhasesMs)) { // PhaseReadMs, PhasePlanMs, ...
 		name := "Phase" + strings.ToUpper(phase[:1]) + phase[1:] + "Ms"
 		line.Metrics = append(line.Metrics, emf.Metric{Name: name, Unit: emf.Milliseconds, Value: float64(s.PhasesMs[phase])})
@@ -95,5 +88,24 @@ func (h *Handler) writeMetrics(logger *slog.Logger, job Job, s policy.RunSummary
 	b = []byte(redact.String(string(b), job.Secrets...))
 	if _, err := h.logs.Write(append(b, '\n')); err != nil {
 		logger.Error("metrics not written", logkey.Error, err)
+	}
+}
+
+// mirrorMetrics are the content mirror's counts of a run; none without a
+// mirror.
+func mirrorMetrics(s policy.RunSummary) []emf.Metric {
+	m := s.Mirror
+	if m == nil {
+		return nil
+	}
+	c := func(name string, v int64) emf.Metric {
+		return emf.Metric{Name: name, Unit: emf.Count, Value: float64(v)}
+	}
+	return []emf.Metric{
+		c("MirrorRequests", s.Requests["mirror"]),
+		c("MirrorUploaded", int64(m.Uploaded)),
+		c("MirrorDeleted", int64(m.Deleted)),
+		c("MirrorRepaired", int64(m.Repaired)),
+		c("MirrorBytesUploaded", int64(m.BytesUploaded)),
 	}
 }

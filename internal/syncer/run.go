@@ -30,10 +30,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if rep.state, err = r.readState(ctx); err != nil {
 		return
 	}
-	if err = expectHead(r.opt.ExpectHead, rep.state.head); err != nil {
-		return
-	}
-	if err = r.checkTarget(rep.state); err != nil {
+	if err = r.refuse(rep.state); err != nil {
 		return
 	}
 	mode, reason := r.chooseMode(rep.state)
@@ -78,19 +75,12 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 		return
 	}
 	rep.wrote = true
-	r.phases.enter("mirror")
-	mirrorFailed := r.mirrorUpload(ctx, rep.mirror, rep.state.head, plan, in.reg)
-	r.phases.enter("apply")
-	failed, err := r.apply(ctx, plan, in.reg, t.mig, p.work, rep.mirror, mirrorFailed)
+	failed, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
 	if err != nil {
 		return
 	}
-	rep.failures = sortFailures(append(t.failures, failed...))
-	rep.orphans = orphansLeft(in, p.work.Orphans, rep.failures)
-	applied := withoutFailed(plan, rep.failures)
-	rep.applied = &applied
-	// the items as planned: one that could not be read is no longer in plan
-	rep.retried = r.recordFailures(ctx, p.plan, rep.failures, rep.state.pending)
+	rep.settle(plan, in, p.work, append(t.failures, failed...))
+	rep.retried = r.recordFailures(ctx, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in plan
 	return res, ctx.Err()
 }
 
@@ -218,4 +208,33 @@ func (p *phases) enter(phase string) {
 		p.ms[p.cur] += now.Sub(p.from).Milliseconds()
 	}
 	p.cur, p.from = phase, now
+}
+
+// refuse is the check before the mode: the head an operator pinned a
+// reviewed plan to (expectHead), and the repository and branch the registry
+// was synced from (rewind.go).
+func (r *run) refuse(st state) error {
+	if err := expectHead(r.opt.ExpectHead, st.head); err != nil {
+		return err
+	}
+	return r.checkTarget(st)
+}
+
+// applyAll is the apply step: the content mirror's objects first
+// (mirror.go), then the registry's writes (apply.go), which leave out a
+// policy whose object did not land.
+func (r *run) applyAll(ctx context.Context, head string, plan policy.Plan, in readForPlan, t titled, work differ.QueueWork, m *mirrorRun) ([]policy.Failure, error) {
+	r.phases.enter("mirror")
+	mirrorFailed := r.mirrorUpload(ctx, m, head, plan, in.reg)
+	r.phases.enter("apply")
+	return r.apply(ctx, plan, in.reg, t.mig, work, m, mirrorFailed)
+}
+
+// settle keeps what the apply step leaves for the record: the failures,
+// the queue orphans left, and the plan less what failed.
+func (rep *report) settle(plan policy.Plan, in readForPlan, work differ.QueueWork, failures []policy.Failure) {
+	rep.failures = sortFailures(failures)
+	rep.orphans = orphansLeft(in, work.Orphans, rep.failures)
+	applied := withoutFailed(plan, rep.failures)
+	rep.applied = &applied
 }
