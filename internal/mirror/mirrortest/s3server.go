@@ -285,6 +285,14 @@ func (f *Faults) SlowNext(op string, n int, d time.Duration) {
 	f.delay = d
 }
 
+// StopSlow answers the requests of op at once again, however many slow
+// answers SlowNext left.
+func (f *Faults) StopSlow(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.slow[op] = 0
+}
+
 // KeyError makes every DeleteObjects answer report code for key inside its
 // 200 answer, leaving the object in place; "" clears it.
 func (f *Faults) KeyError(key, code string) {
