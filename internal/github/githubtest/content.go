@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,18 +31,30 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, sha string) {
 		return
 	}
 	if strings.Contains(r.Header.Get("Accept"), "raw") {
-		size, err := s.repo.git(nil, "cat-file", "-s", id)
+		size, err := s.repo.read("cat-file", "-s", id)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(size)), 10, 64)
+		var small []byte
+		if n <= maxCachedRead {
+			if small, err = s.repo.read("cat-file", "blob", id); err != nil {
+				writeError(w, http.StatusInternalServerError, err.Error())
+				return
+			}
+		}
 		w.Header().Set("Content-Type", "application/vnd.github.raw")
 		w.Header().Set("Content-Length", strings.TrimSpace(string(size)))
 		w.WriteHeader(http.StatusOK)
+		if n <= maxCachedRead {
+			_, _ = w.Write(small)
+			return
+		}
 		_ = s.repo.gitTo(w, "cat-file", "blob", id) // a client that hangs up ends it
 		return
 	}
-	content, err := s.repo.git(nil, "cat-file", "blob", id)
+	content, err := s.repo.read("cat-file", "blob", id)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return

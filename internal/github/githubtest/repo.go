@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,11 @@ type Repo struct {
 
 	mu      sync.Mutex
 	commits int // commits made so far: the next commit's date
+	// reads caches this repository's answers to read-only questions about
+	// names (see read), emptied whenever Git runs; has is every object id
+	// its answers named, which it therefore has.
+	reads map[string][]byte
+	has   map[string]bool
 }
 
 // NewRepo initialises an empty repository whose current branch is "main".
@@ -39,7 +45,8 @@ func NewRepo(t testing.TB) *Repo {
 	return r
 }
 
-// Dir is the work tree.
+// Dir is the work tree. Change refs only through Git and the methods: the
+// server's answers about branch names are cached until Git runs again.
 func (r *Repo) Dir() string { return r.dir }
 
 // env isolates git from the machine's configuration and pins identities and dates.
@@ -113,13 +120,111 @@ func (r *Repo) gitTo(w io.Writer, args ...string) error {
 }
 
 // Git runs any git command in the repository and returns its trimmed stdout.
+// It may change refs, so it drops the cached answers about names.
 func (r *Repo) Git(args ...string) string {
 	r.t.Helper()
+	r.mu.Lock()
+	r.reads = nil
+	r.mu.Unlock()
 	out, err := r.git(nil, args...)
 	if err != nil {
 		r.t.Fatalf("githubtest: %v", err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// maxCachedRead bounds one cached answer: big blobs are read again.
+const maxCachedRead = 1 << 20
+
+// objectID matches a full object id; byIDArg an argument that names objects
+// by full id only: an id, a peeled id (id^{tree}) or a range of two ids.
+var (
+	objectID = regexp.MustCompile(`[0-9a-f]{40}`)
+	byIDArg  = regexp.MustCompile(`^[0-9a-f]{40}(\^\{[a-z]+\})?(\.\.\.?[0-9a-f]{40})?$`)
+)
+
+// answers holds git's answers to read-only questions that name objects by
+// full id only (cat-file blob ID, ls-tree TREE, diff A B): an object id is
+// its content's hash, so the answer is the same in every repository that has
+// the objects. The tests of a package build the same seed histories (commit
+// dates are fixed, so the shas agree) in hundreds of repositories, and each
+// git process costs milliseconds.
+var answers sync.Map // question → []byte
+
+// read runs a read-only git command (see git), answering from a cache when
+// it can: a question by full ids comes from answers once this repository is
+// known to have every object it names (it named them in an earlier answer);
+// any other question (a branch name) from this repository's own cache, which
+// Git empties. Only successful answers are kept; the returned bytes are
+// shared and must not be changed.
+func (r *Repo) read(args ...string) ([]byte, error) {
+	question := strings.Join(args, "\x00")
+	byID := true
+	for _, a := range args[1:] {
+		if !strings.HasPrefix(a, "-") && a != "blob" && !byIDArg.MatchString(a) {
+			byID = false
+		}
+	}
+	if out, ok := r.cached(question, byID, args); ok {
+		return out, nil
+	}
+	out, err := r.git(nil, args...)
+	if err != nil || len(out) > maxCachedRead {
+		return out, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.learn(args, out)
+	if byID {
+		answers.Store(question, out)
+		return out, nil
+	}
+	if r.reads == nil {
+		r.reads = make(map[string][]byte)
+	}
+	r.reads[question] = out
+	return out, nil
+}
+
+// cached answers question from the caches read keeps, if it can.
+func (r *Repo) cached(question string, byID bool, args []string) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !byID {
+		out, ok := r.reads[question]
+		return out, ok
+	}
+	for _, a := range args[1:] {
+		for _, id := range objectID.FindAllString(a, -1) {
+			if !r.has[id] {
+				return nil, false
+			}
+		}
+	}
+	out, ok := answers.Load(question)
+	if !ok {
+		return nil, false
+	}
+	r.learn(args, out.([]byte))
+	return out.([]byte), true
+}
+
+// learn notes the object ids a question and its answer name as this
+// repository's; r.mu is held.
+func (r *Repo) learn(args []string, out []byte) {
+	if r.has == nil {
+		r.has = make(map[string]bool)
+	}
+	for _, a := range args[1:] {
+		for _, id := range objectID.FindAllString(a, -1) {
+			r.has[id] = true
+		}
+	}
+	if args[0] != "cat-file" { // a file's content may quote ids it lacks
+		for _, id := range objectID.FindAll(out, -1) {
+			r.has[string(id)] = true
+		}
+	}
 }
 
 func (r *Repo) abs(path string) string {
@@ -307,7 +412,7 @@ func (r *Repo) lsTree(treeish string, recursive bool) ([]treeEntry, error) {
 	if recursive {
 		args = append(args, "-r", "-t")
 	}
-	out, err := r.git(nil, append(args, treeish, "--")...)
+	out, err := r.read(append(args, treeish, "--")...)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +446,7 @@ func (r *Repo) resolve(ref, kind string) (string, bool) {
 	if ref == "" || strings.HasPrefix(ref, "-") || strings.ContainsAny(ref, "\x00\n") {
 		return "", false
 	}
-	out, err := r.git(nil, "rev-parse", "-q", "--verify", "--end-of-options", ref+"^{"+kind+"}")
+	out, err := r.read("rev-parse", "-q", "--verify", "--end-of-options", ref+"^{"+kind+"}")
 	if err != nil {
 		return "", false
 	}

@@ -417,7 +417,7 @@ type shaURL struct {
 
 // commits reads commit objects with git log (args select them).
 func (s *Server) commits(args ...string) ([]commitJSON, error) {
-	out, err := s.repo.git(nil, append([]string{"log", "-z", "--format=%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B"}, args...)...)
+	out, err := s.repo.read(append([]string{"log", "-z", "--format=%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B"}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -606,7 +606,7 @@ func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead s
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	mbOut, err := s.repo.git(nil, "merge-base", base, head)
+	mbOut, err := s.repo.read("merge-base", base, head)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "No common ancestor between "+baseRef+" and "+headRef+".")
 		return
@@ -653,7 +653,7 @@ func (s *Server) serveCompare(w http.ResponseWriter, r *http.Request, basehead s
 // aheadBehind counts the commits head has that base lacks, and the reverse.
 func (s *Server) aheadBehind(base, head string) (ahead, behind int, err error) {
 	count := func(rng string) (int, error) {
-		out, err := s.repo.git(nil, "rev-list", "--count", rng, "--")
+		out, err := s.repo.read("rev-list", "--count", rng, "--")
 		if err != nil {
 			return 0, err
 		}
@@ -709,7 +709,7 @@ func (s *Server) diffFiles(base, head string) ([]compareFileJSON, error) {
 // allDiffFiles lists every file that changed from base to head, as GitHub
 // shows them, with rename detection.
 func (s *Server) allDiffFiles(base, head string) ([]compareFileJSON, error) {
-	out, err := s.repo.git(nil, "diff", "--raw", "--numstat", "-z", "-M", "--no-abbrev", "--no-ext-diff", base, head, "--")
+	out, err := s.repo.read("diff", "--raw", "--numstat", "-z", "-M", "--no-abbrev", "--no-ext-diff", base, head, "--")
 	if err != nil {
 		return nil, err
 	}
