@@ -83,13 +83,13 @@ func (b bulkBody) only(keys []string) bulkBody {
 }
 
 // chunk groups encoded elements into bodies of at most MaxBulkPairs
-// elements and MaxBulkBytes bytes.
-func chunk(keys []string, elems [][]byte) []bulkBody {
+// elements and maxBytes bytes.
+func chunk(keys []string, elems [][]byte, maxBytes int) []bulkBody {
 	var out []bulkBody
 	var cur bulkBody
 	size := 0 // of cur's JSON array
 	for i, e := range elems {
-		if len(cur.keys) == MaxBulkPairs || (len(cur.keys) > 0 && size+1+len(e) > MaxBulkBytes) {
+		if len(cur.keys) == MaxBulkPairs || (len(cur.keys) > 0 && size+1+len(e) > maxBytes) {
 			out = append(out, cur)
 			cur, size = bulkBody{}, 0
 		}
@@ -128,7 +128,7 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 		elems[i] = encodePair(p)
 	}
 	op := bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
-	for _, b := range chunk(keys, elems) {
+	for _, b := range chunk(keys, elems, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome
@@ -152,7 +152,7 @@ func (s *Store) Delete(ctx context.Context, keys []string) map[string]error {
 		elems[i] = registry.MustJSON(k)
 	}
 	op := bulkOp{verb: "delete", method: http.MethodPost, path: s.namespacePath("bulk/delete"), billed: &s.deletes}
-	for _, b := range chunk(valid, elems) {
+	for _, b := range chunk(valid, elems, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome

@@ -47,6 +47,7 @@ type Config struct {
 	RequestTimeout    time.Duration // per try, so a hung request is retried: DefaultRequestTimeout
 	RequestsPerWindow int           // DefaultRequestsPerWindow
 	Window            time.Duration // DefaultWindow
+	MaxBulkBytes      int           // per bulk write body: MaxBulkBytes (a test lowers it)
 	Logger            *slog.Logger  // discards when nil
 }
 
@@ -171,6 +172,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Window == 0 {
 		c.Window = DefaultWindow
+	}
+	if c.MaxBulkBytes == 0 {
+		c.MaxBulkBytes = MaxBulkBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

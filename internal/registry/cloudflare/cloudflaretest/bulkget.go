@@ -28,7 +28,7 @@ type bulkGetValue struct {
 // {"value", "metadata", "expiration"}.
 func (f *Fake) bulkGet(w http.ResponseWriter, r *http.Request) {
 	var req bulkGetRequest
-	if !readBulk(w, r, &req) {
+	if !f.readBulk(w, r, &req) {
 		return
 	}
 	switch {

@@ -59,6 +59,9 @@ type Config struct {
 	Token       string           // "token"; requests need "Authorization: Bearer <Token>"
 	Now         func() time.Time // time.Now; decides expiry
 	Seed        uint64           // seeds Rates and FailKeyFraction draws
+	// MaxBulkBytes bounds a bulk body: MaxBulkBytes, Cloudflare's limit,
+	// when 0 (a test lowers it rather than send 100 MB under -race).
+	MaxBulkBytes int
 }
 
 // Fake is a fake Cloudflare v4 Workers KV API. Safe for concurrent use.
@@ -100,6 +103,9 @@ func New(cfg Config) *Fake {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxBulkBytes == 0 {
+		cfg.MaxBulkBytes = MaxBulkBytes
 	}
 	f := &Fake{
 		cfg:     cfg,
@@ -655,12 +661,12 @@ type bulkResult struct {
 	UnsuccessfulKeys   []string `json:"unsuccessful_keys"`
 }
 
-// readBulk reads a bulk body into v, refusing one over MaxBulkBytes.
-func readBulk(w http.ResponseWriter, r *http.Request, v any) bool {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBulkBytes))
+// readBulk reads a bulk body into v, refusing one over the bulk limit.
+func (f *Fake) readBulk(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(f.cfg.MaxBulkBytes)))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		fail(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body exceeds %d bytes", MaxBulkBytes)
+		fail(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body exceeds %d bytes", f.cfg.MaxBulkBytes)
 		return false
 	}
 	if err != nil || json.Unmarshal(b, v) != nil {
@@ -681,7 +687,7 @@ func (f *Fake) unsuccessful(key string) bool {
 
 func (f *Fake) bulkPut(w http.ResponseWriter, r *http.Request) {
 	var pairs []bulkPair
-	if !readBulk(w, r, &pairs) {
+	if !f.readBulk(w, r, &pairs) {
 		return
 	}
 	if len(pairs) > MaxBulkPairs {
@@ -735,7 +741,7 @@ func (f *Fake) bulkPut(w http.ResponseWriter, r *http.Request) {
 
 func (f *Fake) bulkDelete(w http.ResponseWriter, r *http.Request) {
 	var keys []string
-	if !readBulk(w, r, &keys) {
+	if !f.readBulk(w, r, &keys) {
 		return
 	}
 	if len(keys) > MaxBulkPairs {
