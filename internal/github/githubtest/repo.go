@@ -84,6 +84,10 @@ func (r *Repo) command(args ...string) *exec.Cmd {
 		"-c", "commit.gpgsign=false",
 		"-c", "init.defaultBranch=main",
 		"-c", "merge.ff=true",
+		// no "git maintenance run --auto" after each commit: a process
+		// that costs more than the commit
+		"-c", "gc.auto=0",
+		"-c", "maintenance.auto=false",
 	}, args...)
 	cmd := exec.Command("git", full...)
 	cmd.Dir = r.dir
