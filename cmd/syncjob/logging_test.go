@@ -89,16 +89,20 @@ func TestLog_ProgressLineClearedBeforeALogLine(t *testing.T) {
 	var b bytes.Buffer
 	line := report.NewStatusLine(&b)
 	logger := report.NewLogger(config.Config{LogFormat: "auto", LogLevel: "info"}, line, true)
-	progress := line.Progress()
-	progress(1, 3)
+	now := time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
+	progress := report.NewProgress(line, func() time.Time { return now })
+	progress.Phase("titles")
+	now = now.Add(time.Second)
+	progress.Advance(1, 3)
 	logger.Warn("retrying request")
-	progress(2, 3)
-	progress(3, 3)
+	now = now.Add(time.Second)
+	progress.Advance(2, 3)
+	progress.Stop()
 	got := b.String()
-	if !strings.HasPrefix(got, "\r\x1b[Kreading policies 1/3\r\x1b[Ktime=") {
+	if !strings.HasPrefix(got, "\r\x1b[Kreading titles\r\x1b[Kreading titles 1/3 · 1.0/s · 2s left\r\x1b[Ktime=") {
 		t.Errorf("the log line is not on a line of its own: %q", got)
 	}
-	if !strings.HasSuffix(got, "\r\x1b[Kreading policies 2/3\r\x1b[K") {
+	if !strings.HasSuffix(got, "\r\x1b[Kreading titles 2/3 · 1.0/s · 1s left\r\x1b[K") {
 		t.Errorf("the progress line is not cleared when done: %q", got)
 	}
 }
@@ -115,7 +119,10 @@ func TestLog_OnATerminal_SyncLogsReadable_NoLineGluedToProgress(t *testing.T) {
 	if !strings.Contains(r.stderr, "level=WARN") {
 		t.Fatalf("no warning logged:\n%q", r.stderr)
 	}
-	if glued := regexp.MustCompile(`reading policies \d+/\d+(time=|level=)`).FindString(r.stderr); glued != "" {
+	if !strings.Contains(r.stderr, "\r\x1b[Kreading titles") {
+		t.Errorf("no progress line drawn:\n%q", r.stderr)
+	}
+	if glued := regexp.MustCompile(`(reading|planning|applying|recording|uploading)[^\r\n]*(time=|level=)`).FindString(r.stderr); glued != "" {
 		t.Errorf("a log line glued onto the progress line: %q", glued)
 	}
 	fin := regexp.MustCompile(`(?m)^.*msg="run finished".*$`).FindString(r.stderr)

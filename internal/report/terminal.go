@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -60,18 +59,6 @@ func (s *StatusLine) Clear() {
 	if s.shown {
 		_, _ = io.WriteString(s.w, eraseLine)
 		s.shown = false
-	}
-}
-
-// Progress returns a callback that keeps one updating line of reading
-// progress, gone once every policy is read.
-func (s *StatusLine) Progress() func(done, total int) {
-	return func(done, total int) {
-		if done >= total {
-			s.Clear()
-			return
-		}
-		s.show(fmt.Sprintf("reading policies %d/%d", done, total))
 	}
 }
 

@@ -43,6 +43,7 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 	var fails failures
 	fails.addNamed(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
 	count := &counter{total: len(w.announce) + len(w.publish) + len(w.remove), to: r.progress()}
+	count.to.Advance(0, count.total)
 	announce := slices.DeleteFunc(w.announce, func(o op) bool { return fails.has(o.name) })
 	r.writeAll(ctx, logkey.Puts, announce, &fails, count)
 	publish := slices.DeleteFunc(w.publish, func(o op) bool { return fails.has(o.name) })

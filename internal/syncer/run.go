@@ -173,6 +173,9 @@ func (s *Syncer) newRun(opt Options) *run {
 		r.log = r.log.With(logkey.Delivery, opt.Delivery)
 	}
 	r.phases = newPhases(s.now, s.progress())
+	if s.Mirror == nil {
+		r.phases.untold = map[string]bool{"mirror": true} // timed, but nothing to watch
+	}
 	r.phases.enter("read")
 	return r
 }
@@ -194,11 +197,13 @@ func (s *Syncer) logger() *slog.Logger {
 // phases times the parts of a run, in milliseconds, and tells a Progress
 // each one it enters.
 type phases struct {
-	now  func() time.Time
-	to   Progress
-	ms   map[string]int64
-	cur  string
-	from time.Time
+	now func() time.Time
+	to  Progress
+	// untold are the phases timed but not told to the Progress
+	untold map[string]bool
+	ms     map[string]int64
+	cur    string
+	from   time.Time
 }
 
 func newPhases(now func() time.Time, to Progress) *phases {
@@ -212,7 +217,7 @@ func (p *phases) enter(phase string) {
 		p.ms[p.cur] += now.Sub(p.from).Milliseconds()
 	}
 	p.cur, p.from = phase, now
-	if name, ok := progressPhases[phase]; ok {
+	if name, ok := progressPhases[phase]; ok && !p.untold[phase] {
 		p.to.Phase(name)
 	}
 }
