@@ -71,6 +71,8 @@ func TestProgress_LongFirstSync_FramesGolden(t *testing.T) {
 	clock.Advance(3 * time.Second)
 	p.Tick() // the time spent reading goes up
 	p.Phase("planning")
+	clock.Advance(300 * time.Millisecond)
+	p.Tick() // due, but the line would not change: not drawn again
 	p.Phase("titles")
 	clock.Advance(2 * time.Second)
 	p.Advance(200, 5000)

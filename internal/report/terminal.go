@@ -27,6 +27,7 @@ type StatusLine struct {
 	mu    sync.Mutex
 	w     io.Writer
 	shown bool
+	text  string // what stands, when shown
 }
 
 // NewStatusLine returns the status line over w (stderr).
@@ -44,12 +45,15 @@ func (s *StatusLine) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// show replaces the progress line with text.
+// show replaces the progress line with text, unless text stands already.
 func (s *StatusLine) show(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.shown && s.text == text {
+		return
+	}
 	_, _ = io.WriteString(s.w, eraseLine+text)
-	s.shown = true
+	s.shown, s.text = true, text
 }
 
 // Clear removes the progress line.
