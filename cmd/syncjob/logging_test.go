@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/report"
 )
 
@@ -133,5 +136,30 @@ func TestLog_OnATerminal_SyncLogsReadable_NoLineGluedToProgress(t *testing.T) {
 	}
 	if strings.Contains(fin, `error=""`) || strings.Contains(fin, "map[") {
 		t.Errorf("run finished: %s", fin)
+	}
+}
+
+func TestLog_Text_ChangesAsSymbolsAndNames_JSONKeepsThemWhole(t *testing.T) {
+	t.Parallel()
+	changes := []policy.RunChange{
+		{Action: policy.ActUpdate, PolicyName: "학칙", Path: "규정/학칙.md", OldPath: "규정/학칙.md", SHA: strings.Repeat("b", 40), OldSHA: strings.Repeat("a", 40)},
+		{Action: policy.ActMove, PolicyName: "연구소 규정", Path: "규정/3/연구소 규정.md", OldPath: "규정/2/연구소 규정.md"},
+		{Action: policy.ActDelete, PolicyName: "대학원 학칙", OldPath: "규정/대학원 학칙.md"},
+		{Action: policy.ActAdd, PolicyName: "새 규정", Path: "규정/새 규정.md"},
+	}
+	var text, js bytes.Buffer
+	report.NewLogger(config.Config{LogFormat: "text", LogLevel: "info"}, &text, false).Info("run finished", logkey.Changes, changes)
+	if want := `changes="~학칙, →연구소 규정, -대학원 학칙, +새 규정"`; !strings.Contains(text.String(), want) {
+		t.Errorf("text line lacks %s:\n%s", want, text.String())
+	}
+	if strings.Contains(text.String(), "PolicyName") || strings.Contains(text.String(), strings.Repeat("a", 40)) {
+		t.Errorf("text line prints the structs:\n%s", text.String())
+	}
+	report.NewLogger(config.Config{LogFormat: "json", LogLevel: "info"}, &js, false).Info("run finished", logkey.Changes, changes)
+	var m struct {
+		Changes []policy.RunChange `json:"changes"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil || !cmp.Equal(m.Changes, changes) {
+		t.Errorf("JSON changes = %+v (%v), want them whole:\n%s", m.Changes, err, js.String())
 	}
 }
