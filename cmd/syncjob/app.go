@@ -99,6 +99,9 @@ type program struct {
 	// progress line there, and stderr writes through it.
 	errTerminal bool
 	line        *report.StatusLine
+	// progress is a sync's progress on that line (sync.go); nil when none
+	// is drawn, and for every other command.
+	progress *report.Progress
 	deps
 }
 

@@ -418,7 +418,7 @@ func TestLambda_ShortDeadline_EndsCleanlyWithRunRecorded(t *testing.T) {
 		t.Errorf("the handler returned after %v, past the Lambda deadline of %v", took, timeout)
 	}
 	var re *lambda.RunError
-	if !errors.As(inv.err, &re) || !strings.Contains(re.Error(), "before the Lambda deadline") {
+	if !errors.As(inv.err, &re) || !strings.Contains(re.Error(), "before the Lambda function's timeout") {
 		t.Fatalf("err = %v, want a RunError that says the run stopped for the deadline", inv.err)
 	}
 	st := w.state()

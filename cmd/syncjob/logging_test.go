@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/report"
 )
 
@@ -89,16 +92,20 @@ func TestLog_ProgressLineClearedBeforeALogLine(t *testing.T) {
 	var b bytes.Buffer
 	line := report.NewStatusLine(&b)
 	logger := report.NewLogger(config.Config{LogFormat: "auto", LogLevel: "info"}, line, true)
-	progress := line.Progress()
-	progress(1, 3)
+	now := time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
+	progress := report.NewProgress(line, func() time.Time { return now })
+	progress.Phase("titles")
+	now = now.Add(time.Second)
+	progress.Advance(1, 3)
 	logger.Warn("retrying request")
-	progress(2, 3)
-	progress(3, 3)
+	now = now.Add(time.Second)
+	progress.Advance(2, 3)
+	progress.Stop()
 	got := b.String()
-	if !strings.HasPrefix(got, "\r\x1b[Kreading policies 1/3\r\x1b[Ktime=") {
+	if !strings.HasPrefix(got, "\r\x1b[Kreading titles\r\x1b[Kreading titles 1/3 · 1.0/s · 2s left\r\x1b[Ktime=") {
 		t.Errorf("the log line is not on a line of its own: %q", got)
 	}
-	if !strings.HasSuffix(got, "\r\x1b[Kreading policies 2/3\r\x1b[K") {
+	if !strings.HasSuffix(got, "\r\x1b[Kreading titles 2/3 · 1.0/s · 1s left\r\x1b[K") {
 		t.Errorf("the progress line is not cleared when done: %q", got)
 	}
 }
@@ -115,7 +122,10 @@ func TestLog_OnATerminal_SyncLogsReadable_NoLineGluedToProgress(t *testing.T) {
 	if !strings.Contains(r.stderr, "level=WARN") {
 		t.Fatalf("no warning logged:\n%q", r.stderr)
 	}
-	if glued := regexp.MustCompile(`reading policies \d+/\d+(time=|level=)`).FindString(r.stderr); glued != "" {
+	if !strings.Contains(r.stderr, "\r\x1b[Kreading titles") {
+		t.Errorf("no progress line drawn:\n%q", r.stderr)
+	}
+	if glued := regexp.MustCompile(`(reading|planning|applying|recording|uploading)[^\r\n]*(time=|level=)`).FindString(r.stderr); glued != "" {
 		t.Errorf("a log line glued onto the progress line: %q", glued)
 	}
 	fin := regexp.MustCompile(`(?m)^.*msg="run finished".*$`).FindString(r.stderr)
@@ -126,5 +136,30 @@ func TestLog_OnATerminal_SyncLogsReadable_NoLineGluedToProgress(t *testing.T) {
 	}
 	if strings.Contains(fin, `error=""`) || strings.Contains(fin, "map[") {
 		t.Errorf("run finished: %s", fin)
+	}
+}
+
+func TestLog_Text_ChangesAsSymbolsAndNames_JSONKeepsThemWhole(t *testing.T) {
+	t.Parallel()
+	changes := []policy.RunChange{
+		{Action: policy.ActUpdate, PolicyName: "학칙", Path: "규정/학칙.md", OldPath: "규정/학칙.md", SHA: strings.Repeat("b", 40), OldSHA: strings.Repeat("a", 40)},
+		{Action: policy.ActMove, PolicyName: "연구소 규정", Path: "규정/3/연구소 규정.md", OldPath: "규정/2/연구소 규정.md"},
+		{Action: policy.ActDelete, PolicyName: "대학원 학칙", OldPath: "규정/대학원 학칙.md"},
+		{Action: policy.ActAdd, PolicyName: "새 규정", Path: "규정/새 규정.md"},
+	}
+	var text, js bytes.Buffer
+	report.NewLogger(config.Config{LogFormat: "text", LogLevel: "info"}, &text, false).Info("run finished", logkey.Changes, changes)
+	if want := `changes="~학칙, →연구소 규정, -대학원 학칙, +새 규정"`; !strings.Contains(text.String(), want) {
+		t.Errorf("text line lacks %s:\n%s", want, text.String())
+	}
+	if strings.Contains(text.String(), "PolicyName") || strings.Contains(text.String(), strings.Repeat("a", 40)) {
+		t.Errorf("text line prints the structs:\n%s", text.String())
+	}
+	report.NewLogger(config.Config{LogFormat: "json", LogLevel: "info"}, &js, false).Info("run finished", logkey.Changes, changes)
+	var m struct {
+		Changes []policy.RunChange `json:"changes"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil || !cmp.Equal(m.Changes, changes) {
+		t.Errorf("JSON changes = %+v (%v), want them whole:\n%s", m.Changes, err, js.String())
 	}
 }

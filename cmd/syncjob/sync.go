@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/policy"
@@ -97,12 +98,7 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	if f.dryRun {
 		a = planAccess
 	}
-	p := c.p
-	if f.quiet { // the outcome line alone: no log lines, no progress
-		q := *c.p
-		q.stderr, q.line, q.errTerminal = io.Discard, nil, false
-		p = &q
-	}
+	p := c.program(cfg, f)
 	created := a == syncAccess && !cfg.Cloudflare() && !fileExists(cfg.RegistryPath)
 	logger, reg, closeReg, err := p.open(cfg, a)
 	if err != nil {
@@ -110,9 +106,9 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	}
 	closeReg = sync.OnceFunc(closeReg)
 	defer closeReg()
-	var prog func(done, total int)
-	if p.line != nil && !f.asJSON {
-		prog = p.line.Progress()
+	var prog syncer.Progress // an interface: a nil *report.Progress is none
+	if p.progress != nil {
+		prog = p.progress
 	}
 	s, err := newSyncer(cfg, p.deps, reg, logger, prog)
 	if err != nil {
@@ -145,11 +141,55 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 func (c *syncCommand) run(ctx context.Context, p *program, cfg config.Config, f syncFlags, s *syncer.Syncer) (syncer.Result, error) {
 	opt := syncer.Options{Full: f.full, DryRun: f.dryRun, Trigger: "cli",
 		AllowMassDelete: f.allow.Any, AllowDeletes: f.allow.N, ExpectHead: f.expectHead, AllowRewind: f.allowRewind}
+	stop := tick(p.progress)
 	res, runErr := s.Run(ctx, cfg.SyncOptions(opt))
+	stop()
 	if p.line != nil {
 		p.line.Clear()
 	}
 	return res, tokenHint(leaseHint(runErr), cfg.GitHubToken)
+}
+
+// program is what this sync prints through: on --quiet the outcome line
+// alone (no log lines, no progress); on a terminal whose logs are text, a
+// progress line (never among JSON logs, nor beside --json output).
+func (c *syncCommand) program(cfg config.Config, f syncFlags) *program {
+	q := *c.p
+	switch {
+	case f.quiet:
+		q.stderr, q.line, q.errTerminal = io.Discard, nil, false
+	case q.line != nil && !f.asJSON && cfg.LogFormat != "json":
+		q.progress = report.NewProgress(q.line, q.now)
+	}
+	return &q
+}
+
+// tickEvery is how often the progress line is redrawn while no count
+// moves: a wait counts down.
+const tickEvery = time.Second
+
+// tick redraws progress every tickEvery until the function it returns is
+// called; nil progress: nothing to redraw.
+func tick(progress *report.Progress) (stop func()) {
+	if progress == nil {
+		return func() {}
+	}
+	t := time.NewTicker(tickEvery)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-t.C:
+				progress.Tick()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done); wg.Wait() }
 }
 
 func fileExists(path string) bool {

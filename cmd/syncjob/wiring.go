@@ -46,7 +46,11 @@ const (
 // the registry with the function returned.
 func (p *program) open(cfg config.Config, a access) (*slog.Logger, *registry.Registry, func(), error) {
 	logger := report.NewLogger(cfg, p.stderr, p.errTerminal)
-	reg, closeReg, err := openRegistry(cfg, p.deps, logger, a)
+	var onWait func(time.Duration, string)
+	if p.progress != nil {
+		onWait = p.progress.Wait
+	}
+	reg, closeReg, err := openRegistry(cfg, p.deps, logger, a, onWait)
 	var ce *policy.ConfigError
 	switch {
 	case errors.As(err, &ce):
@@ -64,11 +68,12 @@ func (p *program) open(cfg config.Config, a access) (*slog.Logger, *registry.Reg
 
 // openRegistry opens the configured registry: Cloudflare Workers KV when
 // its three settings are set, else the embedded file at REGISTRY_PATH.
-func openRegistry(cfg config.Config, d deps, logger *slog.Logger, a access) (*registry.Registry, func(), error) {
+// onWait, when not nil, hears each wait of Cloudflare's rate limits.
+func openRegistry(cfg config.Config, d deps, logger *slog.Logger, a access, onWait func(time.Duration, string)) (*registry.Registry, func(), error) {
 	var store registry.Store
 	var err error
 	if cfg.Cloudflare() {
-		store, err = openCloudflare(cfg, d, logger)
+		store, err = openCloudflare(cfg, d, logger, onWait)
 	} else {
 		store, err = openBolt(cfg.RegistryPath, d.now, logger, a)
 	}
@@ -78,10 +83,10 @@ func openRegistry(cfg config.Config, d deps, logger *slog.Logger, a access) (*re
 	return registry.New(store), func() { _ = store.Close() }, nil
 }
 
-func openCloudflare(cfg config.Config, d deps, logger *slog.Logger) (registry.Store, error) {
+func openCloudflare(cfg config.Config, d deps, logger *slog.Logger, onWait func(time.Duration, string)) (registry.Store, error) {
 	ccfg := cloudflare.Config{
 		AccountID: cfg.CFAccountID, NamespaceID: cfg.CFNamespaceID, APIToken: cfg.CFAPIToken,
-		BaseURL: cfg.CFAPIURL, Now: d.now,
+		BaseURL: cfg.CFAPIURL, Now: d.now, OnWait: onWait,
 	}
 	if logger != nil {
 		ccfg.Logger = logger // the store adds its own "component"
@@ -114,15 +119,17 @@ func openBolt(path string, now func() time.Time, logger *slog.Logger, a access) 
 }
 
 // newSyncer builds the GitHub source and the syncer of a run from cfg; the
-// CLI and the Lambda handler share it. progress may be nil.
-func newSyncer(cfg config.Config, d deps, reg *registry.Registry, logger *slog.Logger, progress func(done, total int)) (*syncer.Syncer, error) {
+// CLI and the Lambda handler share it. progress may be nil: no one watches.
+func newSyncer(cfg config.Config, d deps, reg *registry.Registry, logger *slog.Logger, progress syncer.Progress) (*syncer.Syncer, error) {
 	owner, name, _ := strings.Cut(cfg.Repo, "/")
 	gcfg := github.Config{
 		Owner: owner, Repo: name, Branch: cfg.Branch,
-		Token:    cfg.GitHubToken,
-		BaseURL:  cfg.GitHubAPIURL,
-		Logger:   logger,
-		Progress: progress,
+		Token:   cfg.GitHubToken,
+		BaseURL: cfg.GitHubAPIURL,
+		Logger:  logger,
+	}
+	if progress != nil {
+		gcfg.Progress = progress.Advance // the files read for titles
 	}
 	var sleep func(context.Context, time.Duration) error
 	if d.httpClient != nil {
@@ -135,7 +142,7 @@ func newSyncer(cfg config.Config, d deps, reg *registry.Registry, logger *slog.L
 	s := &syncer.Syncer{
 		Source: src, Registry: reg,
 		Repo: cfg.Repo, Branch: cfg.Branch,
-		Logger: logger, Now: d.now, Sleep: sleep,
+		Logger: logger, Now: d.now, Sleep: sleep, Progress: progress,
 	}
 	if s.Mirror, err = openMirror(cfg, d); err != nil {
 		return nil, err
@@ -187,7 +194,7 @@ func lambdaJob(d deps) lambda.Configure {
 				if dry {
 					a = planAccess
 				}
-				return openRegistry(cfg, d, logger, a)
+				return openRegistry(cfg, d, logger, a, nil)
 			},
 			NewSyncer: func(reg *registry.Registry, logger *slog.Logger) (*syncer.Syncer, error) {
 				return newSyncer(cfg, d, reg, logger, nil)

@@ -153,9 +153,10 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Result, 
 		opt.LeaseOwner = "lambda " + requestID
 	}
 	res, runErr := s.Run(runCtx, opt)
-	out, outErr := h.outcome(logger, job, res, runErr, requestID)
-	if outErr != nil && runCtx.Err() != nil && ctx.Err() == nil {
-		outErr.Message += fmt.Sprintf(" (stopped %s before the Lambda deadline to record the run; lastCommit stays, so the next invocation plans the change again from the start)", h.Reserve)
+	timedOut := runErr != nil && runCtx.Err() != nil && ctx.Err() == nil
+	out, outErr := h.outcome(logger, job, res, runErr, requestID, timedOut)
+	if outErr != nil && timedOut {
+		outErr.Message = h.timedOut(outErr.Message)
 	}
 	level := slog.LevelInfo
 	if outErr != nil {
@@ -167,6 +168,7 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Result, 
 		logkey.SetupMs, setupMs,
 		logkey.TotalMs, h.now().Sub(start).Milliseconds(),
 		logkey.RemainingMs, remainingMs(ctx),
+		logkey.TimedOut, timedOut,
 	)
 	if outErr != nil {
 		return Result{}, outErr
@@ -213,7 +215,7 @@ func (h *Handler) prepare(ctx context.Context, payload []byte, requestID string)
 // outcome is what the invocation returns for a run: the redacted summary
 // (and plan, logged too, on a dry run), and a *RunError when the run
 // failed. A run that writes also writes its metrics line.
-func (h *Handler) outcome(logger *slog.Logger, job Job, res syncer.Result, runErr error, requestID string) (Result, *RunError) {
+func (h *Handler) outcome(logger *slog.Logger, job Job, res syncer.Result, runErr error, requestID string, timedOut bool) (Result, *RunError) {
 	sum := redact.Summary(res.Summary, job.Secrets)
 	out := Result{RunSummary: sum}
 	if sum.DryRun {
@@ -221,7 +223,7 @@ func (h *Handler) outcome(logger *slog.Logger, job Job, res syncer.Result, runEr
 		out.Plan = &plan
 		logger.Info("dry-run plan", logkey.RunID, sum.RunID, logkey.Items, plan.Items, logkey.Skipped, plan.Skipped, logkey.Conflicts, plan.Conflicts)
 	} else {
-		h.writeMetrics(logger, job, sum, requestID)
+		h.writeMetrics(logger, job, sum, requestID, timedOut)
 	}
 	// A dry run the guard refuses answered its question: a result, not an
 	// error (which the errors alarm counts).
@@ -243,6 +245,15 @@ var cliFlag = regexp.MustCompile(`run with --allow-mass-delete(=\d+)?`)
 // the payload's field, not the CLI's flag.
 func lambdaTerms(msg string) string {
 	return cliFlag.ReplaceAllString(msg, `invoke with {"allowMassDelete": true} in the payload`)
+}
+
+// timedOut says, in Lambda's terms and first, that the invocation ran out
+// of time, then what the run was doing (cause: most often a Go "context
+// deadline exceeded" from the request it was making).
+func (h *Handler) timedOut(cause string) string {
+	return fmt.Sprintf("timed out: the run stopped %s before the Lambda function's timeout to record itself; "+
+		"lastCommit stays, so the next invocation plans the change again from the start "+
+		"(if this recurs, raise the function's Timeout, at most 900 s, or run the sync once with the CLI); stopped at: %s", h.Reserve, cause)
 }
 
 // runContext bounds the run by the Lambda deadline less the reserve. A

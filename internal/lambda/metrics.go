@@ -78,8 +78,13 @@ func RunMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 
 // writeMetrics prints the run's EMF line as one raw line: Lambda forwards it
 // to CloudWatch Logs, which extracts the metrics.
-func (h *Handler) writeMetrics(logger *slog.Logger, job Job, s policy.RunSummary, requestID string) {
+func (h *Handler) writeMetrics(logger *slog.Logger, job Job, s policy.RunSummary, requestID string, timedOut bool) {
 	line := RunMetrics(job.Repo, job.Branch, s, requestID, h.now())
+	timeouts := 0.0
+	if timedOut {
+		timeouts = 1 // the run stopped for the Lambda timeout: a RunFailed too, with this cause
+	}
+	line.Metrics = append(line.Metrics, emf.Metric{Name: "RunTimedOut", Unit: emf.Count, Value: timeouts})
 	b, err := line.Marshal()
 	if err != nil {
 		logger.Error("metrics not written", logkey.Error, err)

@@ -87,5 +87,6 @@ const (
 	SetupMs     = "setupMs"
 	TotalMs     = "totalMs"
 	RemainingMs = "remainingMs"
+	TimedOut    = "timedOut" // the run stopped for the Lambda timeout
 	Timestamp   = "timestamp"
 )

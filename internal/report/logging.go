@@ -12,6 +12,7 @@ import (
 	"github.com/knue/syncjob/internal/config"
 
 	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
 )
 
@@ -82,6 +83,9 @@ func textAttr(a slog.Attr) slog.Attr {
 	case a.Key == logkey.Error && (v.Kind() == slog.KindString && v.String() == "" || v.Kind() == slog.KindAny && v.Any() == nil):
 		return slog.Attr{} // no error: nothing to say
 	case v.Kind() == slog.KindAny:
+		if cs, ok := v.Any().([]policy.RunChange); ok {
+			return slog.String(a.Key, changesText(cs))
+		}
 		if m, ok := v.Any().(map[string]time.Duration); ok {
 			return slog.String(a.Key, joinPairs(m, humanDuration))
 		}
@@ -93,6 +97,17 @@ func textAttr(a slog.Attr) slog.Attr {
 		}
 	}
 	return a
+}
+
+// changesText writes a run's changes as the plan's symbols and names,
+// "~학칙, →연구소 규정, -대학원 학칙": a hundred of them stay one readable
+// line (the structs would print every path and sha).
+func changesText(cs []policy.RunChange) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = symbols[c.Action].sym + c.PolicyName
+	}
+	return strings.Join(parts, ", ")
 }
 
 // joinPairs prints a map as "k=v k=v", by key.

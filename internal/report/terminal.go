@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -28,6 +27,7 @@ type StatusLine struct {
 	mu    sync.Mutex
 	w     io.Writer
 	shown bool
+	text  string // what stands, when shown
 }
 
 // NewStatusLine returns the status line over w (stderr).
@@ -45,12 +45,15 @@ func (s *StatusLine) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// show replaces the progress line with text.
+// show replaces the progress line with text, unless text stands already.
 func (s *StatusLine) show(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.shown && s.text == text {
+		return
+	}
 	_, _ = io.WriteString(s.w, eraseLine+text)
-	s.shown = true
+	s.shown, s.text = true, text
 }
 
 // Clear removes the progress line.
@@ -60,18 +63,6 @@ func (s *StatusLine) Clear() {
 	if s.shown {
 		_, _ = io.WriteString(s.w, eraseLine)
 		s.shown = false
-	}
-}
-
-// Progress returns a callback that keeps one updating line of reading
-// progress, gone once every policy is read.
-func (s *StatusLine) Progress() func(done, total int) {
-	return func(done, total int) {
-		if done >= total {
-			s.Clear()
-			return
-		}
-		s.show(fmt.Sprintf("reading policies %d/%d", done, total))
 	}
 }
 

@@ -42,11 +42,14 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 	w := r.writes(plan, reg, mig, work, m)
 	var fails failures
 	fails.addNamed(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
+	count := &counter{total: len(w.announce) + len(w.publish) + len(w.remove), to: r.progress()}
+	count.to.Advance(0, count.total)
 	announce := slices.DeleteFunc(w.announce, func(o op) bool { return fails.has(o.name) })
-	r.writeAll(ctx, logkey.Puts, announce, &fails)
+	r.writeAll(ctx, logkey.Puts, announce, &fails, count)
 	publish := slices.DeleteFunc(w.publish, func(o op) bool { return fails.has(o.name) })
-	r.writeAll(ctx, logkey.Puts, publish, &fails)
-	r.writeAll(ctx, logkey.Deletes, w.remove, &fails)
+	count.add(len(w.announce) + len(w.publish) - len(announce) - len(publish)) // left out: not to wait for
+	r.writeAll(ctx, logkey.Puts, publish, &fails, count)
+	r.writeAll(ctx, logkey.Deletes, w.remove, &fails, count)
 	if n := len(announce) + len(publish) + len(w.remove); n > 0 && fails.keys == n && !fails.limit {
 		return nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, n, fails.first)
 	}
@@ -58,8 +61,9 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 	return out, nil
 }
 
-// writeAll writes ops in concurrent batches, collecting failures.
-func (r *run) writeAll(ctx context.Context, kind string, ops []op, fails *failures) {
+// writeAll writes ops in concurrent batches, collecting failures and
+// counting each batch done.
+func (r *run) writeAll(ctx context.Context, kind string, ops []op, fails *failures, count *counter) {
 	r.runBatches(ctx, ops, func(ctx context.Context, batch []op) {
 		ws := make([]registry.Write, len(batch))
 		for i, o := range batch {
@@ -67,6 +71,7 @@ func (r *run) writeAll(ctx context.Context, kind string, ops []op, fails *failur
 		}
 		fails.add(batch, r.Registry.Write(ctx, ws...))
 		r.log.Debug("batch applied", kind, len(batch))
+		count.add(len(batch))
 	})
 }
 

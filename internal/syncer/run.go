@@ -172,7 +172,10 @@ func (s *Syncer) newRun(opt Options) *run {
 	if opt.Delivery != "" {
 		r.log = r.log.With(logkey.Delivery, opt.Delivery)
 	}
-	r.phases = newPhases(s.now)
+	r.phases = newPhases(s.now, s.progress())
+	if s.Mirror == nil {
+		r.phases.untold = map[string]bool{"mirror": true} // timed, but nothing to watch
+	}
 	r.phases.enter("read")
 	return r
 }
@@ -191,15 +194,21 @@ func (s *Syncer) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// phases times the parts of a run, in milliseconds.
+// phases times the parts of a run, in milliseconds, and tells a Progress
+// each one it enters.
 type phases struct {
-	now  func() time.Time
-	ms   map[string]int64
-	cur  string
-	from time.Time
+	now func() time.Time
+	to  Progress
+	// untold are the phases timed but not told to the Progress
+	untold map[string]bool
+	ms     map[string]int64
+	cur    string
+	from   time.Time
 }
 
-func newPhases(now func() time.Time) *phases { return &phases{now: now, ms: map[string]int64{}} }
+func newPhases(now func() time.Time, to Progress) *phases {
+	return &phases{now: now, to: to, ms: map[string]int64{}}
+}
 
 // enter ends the current phase and starts the next ("" ends it).
 func (p *phases) enter(phase string) {
@@ -208,6 +217,9 @@ func (p *phases) enter(phase string) {
 		p.ms[p.cur] += now.Sub(p.from).Milliseconds()
 	}
 	p.cur, p.from = phase, now
+	if name, ok := progressPhases[phase]; ok && !p.untold[phase] {
+		p.to.Phase(name)
+	}
 }
 
 // refuse is the check before the mode: the head an operator pinned a

@@ -169,6 +169,8 @@ type Syncer struct {
 	// ContentSource.
 	Mirror       mirror.Target
 	MirrorPrefix string
+	// Progress, when set, hears the run's phases and counts (progress.go).
+	Progress Progress
 }
 
 // Result is what a run did (or, on a dry run, would do).

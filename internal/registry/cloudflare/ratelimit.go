@@ -20,6 +20,8 @@ type slidingWindow struct {
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
 	log   *slog.Logger
+	// onWait hears each wait before it starts (Config.OnWait)
+	onWait func(d time.Duration, why string)
 
 	mu     sync.Mutex
 	stamps []time.Time // start times of the requests in the window, oldest first
@@ -35,14 +37,20 @@ func (l *slidingWindow) wait(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, used, ok := l.take()
+		d, used, paused, ok := l.take()
 		if ok {
 			return nil
 		}
 		if deadline, has := ctx.Deadline(); has && d > time.Until(deadline) {
 			return &policy.RateLimitError{API: "cloudflare", Kind: "api", RetryAt: l.now().Add(d)}
 		}
-		l.log.Info("waiting for the cloudflare rate window", logkey.Wait, d.String(), logkey.Requests, used, logkey.Window, l.w.String())
+		why := WaitRateWindow
+		if paused {
+			why = Wait429
+		} else {
+			l.log.Info("waiting for the cloudflare rate window", logkey.Wait, d.String(), logkey.Requests, used, logkey.Window, l.w.String())
+		}
+		l.onWait(d, why)
 		if err := l.sleep(ctx, d); err != nil {
 			return err
 		}
@@ -50,8 +58,9 @@ func (l *slidingWindow) wait(ctx context.Context) error {
 }
 
 // take records a request starting now when the window allows it (ok);
-// else it says how long to wait, and how many requests the window holds.
-func (l *slidingWindow) take() (wait time.Duration, used int, ok bool) {
+// else it says how long to wait, how many requests the window holds, and
+// whether a 429's pause (not the window) holds it.
+func (l *slidingWindow) take() (wait time.Duration, used int, paused, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -62,12 +71,12 @@ func (l *slidingWindow) take() (wait time.Duration, used int, ok bool) {
 	l.stamps = l.stamps[cut:]
 	switch {
 	case now.Before(l.until):
-		return l.until.Sub(now), len(l.stamps), false
+		return l.until.Sub(now), len(l.stamps), true, false
 	case len(l.stamps) >= l.n:
-		return l.stamps[0].Add(l.w).Sub(now), len(l.stamps), false
+		return l.stamps[0].Add(l.w).Sub(now), len(l.stamps), false, false
 	}
 	l.stamps = append(l.stamps, now)
-	return 0, len(l.stamps), true
+	return 0, len(l.stamps), false, true
 }
 
 // pause makes every request wait until t.

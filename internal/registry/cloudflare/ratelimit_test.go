@@ -3,8 +3,14 @@ package cloudflare_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
@@ -108,5 +114,58 @@ func TestStore_FullWindowPastTheDeadline_FailsAtOnceSayingWhen(t *testing.T) {
 	}
 	if got := w.sleeps(); len(got) != 0 {
 		t.Errorf("waited %v past the deadline", got)
+	}
+}
+
+// waitsHeard keeps what Config.OnWait hears.
+type waitsHeard struct {
+	mu    sync.Mutex
+	heard []string
+}
+
+func (h *waitsHeard) on(d time.Duration, why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.heard = append(h.heard, fmt.Sprintf("%s for %s", d, why))
+}
+
+func (h *waitsHeard) get() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.heard)
+}
+
+func TestStore_OnWait_HearsTheRateWindowBeforeWaiting(t *testing.T) {
+	t.Parallel()
+	h := &waitsHeard{}
+	w := mustWorld(t, nil, func(c *cloudflare.Config) {
+		c.RequestsPerWindow = 2
+		c.Window = 4 * time.Minute
+		c.OnWait = h.on
+	})
+	w.fake.Set("k", []byte("v"), nil, 0)
+	registrytest.MustGet(t, w.store, "k")
+	w.clock.Advance(time.Second)
+	registrytest.MustGet(t, w.store, "k")
+	registrytest.MustGet(t, w.store, "k") // the first leaves the window 3m59s later
+	want := []string{"3m59s for " + cloudflare.WaitRateWindow}
+	if diff := cmp.Diff(want, h.get()); diff != "" {
+		t.Errorf("waits heard (-want +got):\n%s", diff)
+	}
+}
+
+func TestStore_OnWait_HearsA429sRetryAfter(t *testing.T) {
+	t.Parallel()
+	h := &waitsHeard{}
+	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.OnWait = h.on })
+	w.fake.Set("k", []byte("v"), nil, 0)
+	w.fake.FailNext(cloudflaretest.RateLimit(30 * time.Second))
+	registrytest.MustGet(t, w.store, "k")
+	got := h.get()
+	if len(got) == 0 || !strings.HasSuffix(got[0], " for "+cloudflare.Wait429) {
+		t.Fatalf("waits heard %q, want the 429's first", got)
+	}
+	if d, err := time.ParseDuration(strings.TrimSuffix(got[0], " for "+cloudflare.Wait429)); err != nil || d < 30*time.Second || d > 33*time.Second {
+		t.Errorf("the 429's wait heard is %q, want its Retry-After (30s) plus up to a tenth", got[0])
 	}
 }

@@ -59,6 +59,9 @@ func (t *transport) beforeRetry(method string, r retry.Retry) {
 	if errors.As(r.Err, &f) {
 		status = f.status
 	}
+	if status == http.StatusTooManyRequests {
+		t.onWait(r.Wait, Wait429)
+	}
 	t.log.Warn("retrying cloudflare request", logkey.Method, method, logkey.Status, status, logkey.Error, redact.String(r.Err.Error(), t.secrets...), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
 }
 

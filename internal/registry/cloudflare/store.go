@@ -49,7 +49,17 @@ type Config struct {
 	Window            time.Duration // DefaultWindow
 	MaxBulkBytes      int           // per bulk write body: MaxBulkBytes (a test lowers it)
 	Logger            *slog.Logger  // discards when nil
+	// OnWait, when set, hears each wait that holds requests back before it
+	// starts: how long, and for what (WaitRateWindow, Wait429). The CLI
+	// shows it on a terminal's status line. Called concurrently.
+	OnWait func(d time.Duration, why string)
 }
+
+// What a wait is for, as Config.OnWait hears it.
+const (
+	WaitRateWindow = "Cloudflare's rate window"
+	Wait429        = "Cloudflare's 429 (too many requests)"
+)
 
 // Validate names the first required field that is missing; the error wraps
 // policy.ErrConfig.
@@ -175,6 +185,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBulkBytes == 0 {
 		c.MaxBulkBytes = MaxBulkBytes
+	}
+	if c.OnWait == nil {
+		c.OnWait = func(time.Duration, string) {}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -23,6 +23,7 @@ type transport struct {
 	retries retry.Policy // RoundTrip adds the log line of each retry
 	timeout time.Duration
 	now     func() time.Time
+	onWait  func(time.Duration, string) // Config.OnWait
 	log     *slog.Logger
 	secrets []string // the token and BaseURL's credentials: masked in logs and errors
 
@@ -37,11 +38,12 @@ func newTransport(base http.RoundTripper, cfg Config, log *slog.Logger) *transpo
 	return &transport{
 		base: base,
 		limiter: &slidingWindow{
-			n: cfg.RequestsPerWindow, w: cfg.Window, now: cfg.Now, sleep: cfg.Sleep, log: log,
+			n: cfg.RequestsPerWindow, w: cfg.Window, now: cfg.Now, sleep: cfg.Sleep, log: log, onWait: cfg.OnWait,
 		},
 		retries: retryPolicy(cfg.MaxRetries, cfg.Sleep, cfg.Rand),
 		timeout: cfg.RequestTimeout,
 		now:     cfg.Now,
+		onWait:  cfg.OnWait,
 		log:     log,
 		secrets: append([]string{cfg.APIToken}, redact.URLSecrets(cfg.BaseURL)...),
 	}
