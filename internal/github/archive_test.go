@@ -13,6 +13,7 @@ import (
 )
 
 func TestTitles_Archive403WithoutRateLimit_ReadsBlobs(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{githubtest.KindArchiveLink, githubtest.KindArchive} {
 		t.Run(kind, func(t *testing.T) {
 			f := newFixture(t)
@@ -38,6 +39,7 @@ func TestTitles_Archive403WithoutRateLimit_ReadsBlobs(t *testing.T) {
 }
 
 func TestTitles_403OnArchiveAndBlobs_ConfigErrorFromTheAPI(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, _ := archiveFixture(t, f, 12)
 	f.srv.FailNext(githubtest.AnyKind, -1, githubtest.StatusError(http.StatusForbidden, "Resource not accessible by personal access token"))
@@ -49,6 +51,7 @@ func TestTitles_403OnArchiveAndBlobs_ConfigErrorFromTheAPI(t *testing.T) {
 }
 
 func TestTitles_ArchiveLinkSecondaryLimitWithoutRetryAfter_RateLimitNotConfig(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, _ := archiveFixture(t, f, 12)
 	// go-github's GetArchiveLink drops this body; its documentation URL is

@@ -15,6 +15,7 @@ import (
 // from its parent (both of a rename), not those of the range before it; a
 // root commit lists every file.
 func TestCommitPaths_OneCommitsFiles(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", longText("a"))
 	f.repo.Write("b.md", "b")
@@ -45,6 +46,7 @@ func TestCommitPaths_OneCommitsFiles(t *testing.T) {
 // TestCommitPaths_PagesPast300Files: GitHub lists a commit's files 300 a
 // page; every page is read.
 func TestCommitPaths_PagesPast300Files(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("seed.md", "seed")
 	f.repo.Commit("seed")

@@ -35,6 +35,7 @@ func mustCompare(t *testing.T, f *fixture, base, head string) policy.Changeset {
 }
 
 func TestCompare_AddModifyDelete(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("keep.md", "keep")
 	f.repo.Write("edit.md", "v1")
@@ -57,6 +58,7 @@ func TestCompare_AddModifyDelete(t *testing.T) {
 }
 
 func TestCompare_Renames(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("학칙.md", longText("학칙"))
 	f.repo.Write("규정/같은 내용.md", longText("같은"))
@@ -88,6 +90,7 @@ func sortChanges(c []policy.Change) {
 }
 
 func TestCompare_MergeCommit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "a")
 	f.repo.Commit("a")
@@ -112,6 +115,7 @@ func TestCompare_MergeCommit(t *testing.T) {
 }
 
 func TestCompare_Identical_Empty(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "a")
 	head := f.repo.Commit("a")
@@ -130,6 +134,7 @@ func wantUntrusted(t *testing.T, f *fixture, base, head string) {
 }
 
 func TestCompare_ForcePush_Untrusted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "a")
 	root := f.repo.Commit("root")
@@ -144,6 +149,7 @@ func TestCompare_ForcePush_Untrusted(t *testing.T) {
 }
 
 func TestCompare_UnknownBase_Untrusted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "a")
 	head := f.repo.Commit("a")
@@ -154,6 +160,7 @@ func TestCompare_UnknownBase_Untrusted(t *testing.T) {
 }
 
 func TestCompare_300Files_Untrusted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "a")
 	base := f.repo.Commit("a")
@@ -171,6 +178,7 @@ func TestCompare_300Files_Untrusted(t *testing.T) {
 }
 
 func TestRelation_GitHubsCompareStatus_UnknownCommitsAreUnknown(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "a")
 	base := f.repo.Commit("base")
@@ -209,6 +217,7 @@ func TestRelation_GitHubsCompareStatus_UnknownCommitsAreUnknown(t *testing.T) {
 // as "modified" with sha null; the change keeps the file's blob sha, read
 // from the head tree with one request, so the policy stays as it is.
 func TestCompare_ModeOnlyChange_ShaFromHeadTree(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("규정/run.md", "# run\n")
 	f.repo.Write("tool.sh", "#!/bin/sh\n")
@@ -234,6 +243,7 @@ func TestCompare_ModeOnlyChange_ShaFromHeadTree(t *testing.T) {
 // by a symlink or a submodule is no longer a policy: a removal, whatever
 // sha GitHub gives it.
 func TestCompare_FileBecameSymlinkOrSubmodule_Removed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "# a\n")
 	f.repo.Write("link.md", "# soon a link\n")
@@ -270,6 +280,7 @@ func TestCompare_FileBecameSymlinkOrSubmodule_Removed(t *testing.T) {
 // although head is commits ahead cannot say what changed: the run goes
 // full rather than read it as "nothing changed".
 func TestCompare_FilesAbsent_Untrusted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "a")
 	base := f.repo.Commit("base")

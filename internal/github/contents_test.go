@@ -43,6 +43,7 @@ func asStrings(m map[string][]byte) map[string]string {
 }
 
 func TestContents_FewFiles_Blobs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, all := contentFixture(t, f, 0)
 	files = files[:3]
@@ -69,6 +70,7 @@ func TestContents_FewFiles_Blobs(t *testing.T) {
 }
 
 func TestContents_ManyFiles_OneTarball(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := contentFixture(t, f, 20)
 	src := f.source(t)
@@ -91,6 +93,7 @@ func TestContents_ManyFiles_OneTarball(t *testing.T) {
 }
 
 func TestContents_TarballKeepsNFDPaths(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	nfd := "\u1112\u1161\u11a8\u110e\u1175\u11a8.md" // 학칙 decomposed
 	nfc := "학칙.md"
@@ -119,6 +122,7 @@ func TestContents_TarballKeepsNFDPaths(t *testing.T) {
 }
 
 func TestContents_PathMissingFromArchive_ReadFromBlob(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := contentFixture(t, f, 12)
 	// Not in the tree (so not in the tarball) but a real blob: read by sha.
@@ -140,6 +144,7 @@ func TestContents_PathMissingFromArchive_ReadFromBlob(t *testing.T) {
 }
 
 func TestContents_PathMissingFromArchiveUnknownBlob_PerFileNotFound(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, _ := contentFixture(t, f, 12)
 	files = append(files, policy.File{Path: "없는 파일.md", SHA: "0123456789abcdef0123456789abcdef01234567", Size: 1})
@@ -159,6 +164,7 @@ func TestContents_PathMissingFromArchiveUnknownBlob_PerFileNotFound(t *testing.T
 }
 
 func TestContents_ArchiveDownFallsBackToBlobs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := contentFixture(t, f, 0)
 	f.srv.FailNext(githubtest.KindArchive, -1, githubtest.ServerError(http.StatusBadGateway))
@@ -181,6 +187,7 @@ func TestContents_ArchiveDownFallsBackToBlobs(t *testing.T) {
 }
 
 func TestContents_UnknownBlob_PerFileNotFound(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, _ := contentFixture(t, f, 0)
 	files = append(files[:2], policy.File{Path: "ghost.md", SHA: "0123456789abcdef0123456789abcdef01234567", Size: 1})
@@ -197,6 +204,7 @@ func TestContents_UnknownBlob_PerFileNotFound(t *testing.T) {
 }
 
 func TestContents_RateLimited_WholeRunError(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{githubtest.KindBlob, githubtest.KindArchiveLink, githubtest.KindArchive} {
 		t.Run(kind, func(t *testing.T) {
 			f := newFixture(t)
@@ -218,6 +226,7 @@ func TestContents_RateLimited_WholeRunError(t *testing.T) {
 }
 
 func TestContents_Empty_NoRequest(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Commit("empty")
 	src := f.source(t)

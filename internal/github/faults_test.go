@@ -14,6 +14,7 @@ import (
 )
 
 func TestRateLimits_PrimaryAndSecondary_403And429(t *testing.T) {
+	t.Parallel()
 	// X-RateLimit-Reset is absolute; go-github only remembers a reset in the future.
 	reset := time.Now().Add(37 * time.Minute).Truncate(time.Second).UTC()
 	for _, tc := range []struct {
@@ -67,6 +68,7 @@ func TestRateLimits_PrimaryAndSecondary_403And429(t *testing.T) {
 }
 
 func TestRetry_502TwiceThenOK(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	want := f.repo.Commit("first")
 	f.srv.FailNext(githubtest.KindCommitSHA, 2, githubtest.ServerError(http.StatusBadGateway))
@@ -86,6 +88,7 @@ func TestRetry_502TwiceThenOK(t *testing.T) {
 }
 
 func TestRetry_5xxForever_ErrorAfterTries(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head := f.repo.Commit("first")
 	f.srv.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(http.StatusServiceUnavailable))
@@ -105,6 +108,7 @@ func TestRetry_5xxForever_ErrorAfterTries(t *testing.T) {
 }
 
 func TestRetry_TimeoutIsRetried(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	want := f.repo.Commit("first")
 	f.srv.FailNext(githubtest.AnyKind, 1, githubtest.Hang())
@@ -125,6 +129,7 @@ func TestRetry_TimeoutIsRetried(t *testing.T) {
 }
 
 func TestRetry_ContextCancelledStops(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Commit("first")
 	f.srv.FailNext(githubtest.AnyKind, -1, githubtest.ServerError(http.StatusBadGateway))
@@ -140,6 +145,7 @@ func TestRetry_ContextCancelledStops(t *testing.T) {
 }
 
 func TestRetry_4xxNotRetried(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head := f.repo.Commit("first")
 	f.srv.FailNext(githubtest.KindTree, 1, githubtest.StatusError(http.StatusUnauthorized, "Bad credentials"))

@@ -79,6 +79,7 @@ func exportFixture(t *testing.T, f *fixture, n int) (string, []policy.File, map[
 }
 
 func TestContents_ExportIgnoreAndSubst_ExactBlobContent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := exportFixture(t, f, 12)
 	if len(files) <= 10 {
@@ -143,6 +144,7 @@ func TestContents_ExportIgnoreAndSubst_ExactBlobContent(t *testing.T) {
 }
 
 func TestContents_ArchiveEOLConversion_ReadFromBlob(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write(".gitattributes", "crlf.md text eol=crlf\n")
 	f.repo.Write("crlf.md", "# 줄바꿈\n본문\n")
@@ -167,6 +169,7 @@ func TestContents_ArchiveEOLConversion_ReadFromBlob(t *testing.T) {
 }
 
 func TestContents_ExportedFiles_BlobNotFoundPerFile(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := exportFixture(t, f, 12)
 	f.srv.FailNext(githubtest.KindBlob, 1, githubtest.StatusError(http.StatusNotFound, "Not Found"))
@@ -195,6 +198,7 @@ func TestContents_ExportedFiles_BlobNotFoundPerFile(t *testing.T) {
 }
 
 func TestContents_ExportedFiles_BlobRateLimited_WholeRunError(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, _ := exportFixture(t, f, 12)
 	f.srv.FailNext(githubtest.KindBlob, -1, githubtest.SecondaryRateLimit(http.StatusTooManyRequests, time.Minute))

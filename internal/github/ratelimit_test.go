@@ -15,6 +15,7 @@ import (
 )
 
 func TestTitles_SecondaryLimitOnOneBlob_WaitedOutRunGoesOn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := policyFixture(t, f, 94)
 	f.srv.FailNext(githubtest.KindBlob, 1, githubtest.SecondaryRateLimit(http.StatusTooManyRequests, time.Second))
@@ -36,6 +37,7 @@ func TestTitles_SecondaryLimitOnOneBlob_WaitedOutRunGoesOn(t *testing.T) {
 }
 
 func TestTitles_Secondary403OnOneBlob_WaitedOutForReal(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := policyFixture(t, f, 3)
 	// go-github remembers a typed 403 secondary limit and refuses every
@@ -61,6 +63,7 @@ func TestTitles_Secondary403OnOneBlob_WaitedOutForReal(t *testing.T) {
 }
 
 func TestHead_SecondaryLimitUnderAMinute_WaitedOut(t *testing.T) {
+	t.Parallel()
 	// A minute or more ends the run: TestRateLimits_PrimaryAndSecondary_403And429.
 	f := newFixture(t)
 	want := f.repo.Commit("first")
@@ -78,6 +81,7 @@ func TestHead_SecondaryLimitUnderAMinute_WaitedOut(t *testing.T) {
 }
 
 func TestHead_SecondaryLimitPastTheDeadline_AbortsAtOnceWithRetryAt(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Commit("first")
 	f.srv.FailNext(githubtest.KindCommitSHA, 1, githubtest.SecondaryRateLimit(http.StatusTooManyRequests, 30*time.Second))
@@ -97,6 +101,7 @@ func TestHead_SecondaryLimitPastTheDeadline_AbortsAtOnceWithRetryAt(t *testing.T
 }
 
 func TestHead_PrimaryLimit_NotWaitedEvenWithRetryAfter(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Commit("first")
 	fault := githubtest.PrimaryRateLimit(http.StatusTooManyRequests, time.Now().Add(30*time.Minute))

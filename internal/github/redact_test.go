@@ -81,6 +81,7 @@ func allCalls(ctx context.Context, src *github.Source, commit string, files []po
 }
 
 func TestURLCredentials_TransportFails_NeverInErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	// A transport that fails every request and echoes its URL, as some do.
 	failing := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -112,6 +113,7 @@ func TestURLCredentials_TransportFails_NeverInErrorsOrLogs(t *testing.T) {
 }
 
 func TestURLCredentials_ErrorAnswers_NeverInErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "# a\n")
 	head := f.repo.Commit("first")
@@ -137,6 +139,7 @@ func TestURLCredentials_ErrorAnswers_NeverInErrorsOrLogs(t *testing.T) {
 }
 
 func TestURLCredentials_BadBaseURL_ConfigErrorWithoutThem(t *testing.T) {
+	t.Parallel()
 	_, err := github.New(github.Config{Owner: "o", Repo: "r", BaseURL: "ftp://" + urlUser + ":" + urlPassword + "@host/"})
 	if !errors.Is(err, policy.ErrConfig) {
 		t.Fatalf("New = %v, want ErrConfig", err)

@@ -92,6 +92,7 @@ func wantRequests(t *testing.T, src *github.Source, srv *githubtest.Server, want
 }
 
 func TestNew_BadConfig_ErrConfig(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []github.Config{
 		{Repo: "r"},
 		{Owner: "o"},
@@ -105,6 +106,7 @@ func TestNew_BadConfig_ErrConfig(t *testing.T) {
 }
 
 func TestHead_OneRequest(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "# A\n")
 	want := f.repo.Commit("first")
@@ -124,6 +126,7 @@ func TestHead_OneRequest(t *testing.T) {
 }
 
 func TestHead_UnknownRepoOrBranch_ErrConfigNotRetried(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Commit("first")
 	for _, tc := range []struct{ repo, branch string }{
@@ -149,6 +152,7 @@ func TestHead_UnknownRepoOrBranch_ErrConfigNotRetried(t *testing.T) {
 }
 
 func TestHead_BadToken_ErrConfigTokenHidden(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Commit("first")
 	f.srv.Token = "right-token"
@@ -175,6 +179,7 @@ func TestHead_BadToken_ErrConfigTokenHidden(t *testing.T) {
 }
 
 func TestTokenNeverInErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "a")
 	head := f.repo.Commit("first")
@@ -244,6 +249,7 @@ func writeOdd(repo *githubtest.Repo) {
 }
 
 func TestTree_Complete(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	writeOdd(f.repo)
 	head := f.repo.Commit("odd names")
@@ -260,6 +266,7 @@ func TestTree_Complete(t *testing.T) {
 }
 
 func TestTree_TruncatedIsWalked_EqualsUntruncated(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	writeOdd(f.repo)
 	for i := range 5 {
@@ -291,6 +298,7 @@ func TestTree_TruncatedIsWalked_EqualsUntruncated(t *testing.T) {
 }
 
 func TestTree_SymlinkAndSubmoduleExcluded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("규정/a.md", "a")
 	f.repo.Write("run.sh", "#!/bin/sh\n")
@@ -314,6 +322,7 @@ func TestTree_SymlinkAndSubmoduleExcluded(t *testing.T) {
 }
 
 func TestTree_UnknownCommit_ErrNotFoundNotRetried(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Commit("first")
 	src := f.source(t)

@@ -32,6 +32,7 @@ func titlesWithin(t *testing.T, src *github.Source, commit string, files []polic
 }
 
 func TestTitles_ArchiveStalls_LeftForBlobsAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := archiveFixture(t, f, 12)
 	f.srv.FailNext(githubtest.KindArchive, -1, githubtest.Stall(64))
@@ -48,6 +49,7 @@ func TestTitles_ArchiveStalls_LeftForBlobsAtOnce(t *testing.T) {
 }
 
 func TestTitles_ArchiveTooLong_LeftForBlobs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	head, files, want := archiveFixture(t, f, 12)
 	f.srv.FailNext(githubtest.KindArchive, -1, githubtest.Stall(64))
@@ -65,6 +67,7 @@ func TestTitles_ArchiveTooLong_LeftForBlobs(t *testing.T) {
 }
 
 func TestTitles_BlobStalls_Retried(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.repo.Write("a.md", "# 가\n본문\n")
 	f.repo.Write("b.md", "# 나\n")

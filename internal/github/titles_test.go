@@ -17,13 +17,15 @@ import (
 )
 
 // hugeSize is a policy file far over the size limit, larger than a run
-// should ever hold.
-const hugeSize = 200_000_000
+// should ever hold: 40 times the 1 MiB limit and more than twice allocBound, so a
+// buffer of it fails the bound (200 MB took seconds to commit and serve).
+const hugeSize = 40_000_000
 
 // allocBound is how many bytes one Titles call may allocate in these tests
 // (its own buffers, the fake's, the HTTP stack's): a generous margin over
-// the 1 MiB limit, far under the huge file.
-const allocBound = 32 << 20
+// the 1 MiB limit (a Titles call allocates 0.4 to 8.5 MB), far under the
+// huge file.
+const allocBound = 16 << 20
 
 // allocated runs f and returns the bytes the process allocated meanwhile
 // (runtime.MemStats.TotalAlloc, which a buffer of the whole file would

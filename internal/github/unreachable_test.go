@@ -10,6 +10,7 @@ import (
 )
 
 func TestRetryable_UnreachableGitHubIsNotRetried(t *testing.T) {
+	t.Parallel()
 	dial := func(err error) error {
 		return &url.Error{Op: "Get", URL: "https://api.github.com/repos/knue/policies/commits/main",
 			Err: &net.OpError{Op: "dial", Net: "tcp", Err: err}}

@@ -29,6 +29,10 @@ type Repo struct {
 	// its answers named, which it therefore has.
 	reads map[string][]byte
 	has   map[string]bool
+	// check and batch answer questions about objects by full id (see
+	// batched), started on first use under catMu.
+	catMu        sync.Mutex
+	check, batch *catFile
 }
 
 // NewRepo initialises an empty repository whose current branch is "main".
@@ -41,8 +45,46 @@ func NewRepo(t testing.TB) *Repo {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		t.Fatalf("githubtest: %v", err)
 	}
-	r.Git("init", "-q", "-b", "main")
+	r.init()
 	return r
+}
+
+// init lays out what "git init --template= -b main" would, without a git
+// process (hundreds of tests each make a repository).
+func (r *Repo) init() {
+	r.t.Helper()
+	git := filepath.Join(r.dir, ".git")
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(git, d), 0o755); err != nil {
+			r.t.Fatalf("githubtest: init: %v", err)
+		}
+	}
+	files := map[string]string{
+		"HEAD":   "ref: refs/heads/main\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(git, name), []byte(content), 0o644); err != nil {
+			r.t.Fatalf("githubtest: init: %v", err)
+		}
+	}
+}
+
+// head is the commit HEAD points at, read from the files a commit has just
+// written (a loose ref: nothing here packs refs); git answers otherwise.
+func (r *Repo) head() string {
+	r.t.Helper()
+	git := filepath.Join(r.dir, ".git")
+	b, err := os.ReadFile(filepath.Join(git, "HEAD"))
+	if err == nil {
+		if ref, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: "); ok {
+			b, err = os.ReadFile(filepath.Join(git, filepath.FromSlash(ref)))
+		}
+	}
+	if sha := strings.TrimSpace(string(b)); err == nil && len(sha) == 40 && byIDArg.MatchString(sha) {
+		return sha
+	}
+	return r.Git("rev-parse", "HEAD")
 }
 
 // Dir is the work tree. Change refs only through Git and the methods: the
@@ -123,10 +165,21 @@ func (r *Repo) gitTo(w io.Writer, args ...string) error {
 	return nil
 }
 
+// readOnly are the git commands that change nothing: Git answers them
+// through read's caches.
+var readOnly = map[string]bool{"cat-file": true, "rev-parse": true, "ls-tree": true, "rev-list": true, "merge-base": true, "log": true, "diff": true}
+
 // Git runs any git command in the repository and returns its trimmed stdout.
-// It may change refs, so it drops the cached answers about names.
+// A command that may change refs drops the cached answers about names.
 func (r *Repo) Git(args ...string) string {
 	r.t.Helper()
+	if len(args) > 0 && readOnly[args[0]] {
+		out, err := r.read(args...)
+		if err != nil {
+			r.t.Fatalf("githubtest: %v", err)
+		}
+		return strings.TrimSpace(string(out))
+	}
 	r.mu.Lock()
 	r.reads = nil
 	r.mu.Unlock()
@@ -141,10 +194,11 @@ func (r *Repo) Git(args ...string) string {
 const maxCachedRead = 1 << 20
 
 // objectID matches a full object id; byIDArg an argument that names objects
-// by full id only: an id, a peeled id (id^{tree}) or a range of two ids.
+// by full id only: an id, a peeled id (id^{tree}), a range of two ids or a
+// path in a commit (id:path).
 var (
 	objectID = regexp.MustCompile(`[0-9a-f]{40}`)
-	byIDArg  = regexp.MustCompile(`^[0-9a-f]{40}(\^\{[a-z]+\})?(\.\.\.?[0-9a-f]{40})?$`)
+	byIDArg  = regexp.MustCompile(`^[0-9a-f]{40}((\^\{[a-z]+\})?(\.\.\.?[0-9a-f]{40})?|:[^\x00\n]+)$`)
 )
 
 // answers holds git's answers to read-only questions that name objects by
@@ -172,7 +226,10 @@ func (r *Repo) read(args ...string) ([]byte, error) {
 	if out, ok := r.cached(question, byID, args); ok {
 		return out, nil
 	}
-	out, err := r.git(nil, args...)
+	out, handled, err := r.batched(args)
+	if !handled {
+		out, err = r.git(nil, args...)
+	}
 	if err != nil || len(out) > maxCachedRead {
 		return out, err
 	}
@@ -339,7 +396,7 @@ func (r *Repo) Commit(msg string) string {
 	r.Git("add", "-A")
 	r.tick()
 	r.Git("commit", "-q", "--allow-empty", "--no-verify", "-m", msg)
-	return r.Git("rev-parse", "HEAD")
+	return r.head()
 }
 
 // Branch creates a branch at the current commit (it does not switch to it).
@@ -360,7 +417,7 @@ func (r *Repo) Merge(name string) string {
 	r.t.Helper()
 	r.tick()
 	r.Git("merge", "-q", "--no-ff", "--no-edit", "-m", "Merge branch '"+name+"'", name)
-	return r.Git("rev-parse", "HEAD")
+	return r.head()
 }
 
 // Reset moves the current branch to commit (git reset --hard), which is what a
@@ -460,7 +517,7 @@ func (r *Repo) resolve(ref, kind string) (string, bool) {
 // ReadFile returns the exact content of path at commit.
 func (r *Repo) ReadFile(commit, path string) string {
 	r.t.Helper()
-	out, err := r.git(nil, "cat-file", "blob", commit+":"+path)
+	out, err := r.read("cat-file", "blob", commit+":"+path)
 	if err != nil {
 		r.t.Fatalf("githubtest: %v", err)
 	}
