@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -45,13 +46,15 @@ func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
-	if err := c.p.notDuringASync(ctx, reg, "deadletter drop"); err != nil {
-		return cfg.Redact(err)
-	}
 	return cfg.Redact(c.drop(ctx, reg, name, *yes))
 }
 
+// drop asks, then drops under the lease (deadletter_lease.go) and says it
+// did only once it verified that the drop holds.
 func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry, name string, confirmed bool) error {
+	if _, err := c.p.notDuringASync(ctx, reg, "deadletter drop"); err != nil {
+		return err
+	}
 	d, err := deadLetter(ctx, reg, name)
 	if err != nil && !registry.IsUnreadable(err) { // an unreadable one can still be dropped
 		return fmt.Errorf("deadletter drop: %w", err)
@@ -68,8 +71,15 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 			return &exitError{code: exitFailed}
 		}
 	}
+	lease, err := c.p.holdLease(ctx, reg, "deadletter drop")
+	if err != nil {
+		return err
+	}
 	if err := reg.DropDeadLetter(ctx, name); err != nil {
-		return fmt.Errorf("deadletter drop %s: %w", name, err)
+		return errors.Join(fmt.Errorf("deadletter drop %s: %w", name, err), lease.end(ctx, false))
+	}
+	if err := lease.end(ctx, true, name); err != nil {
+		return err
 	}
 	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", report.Printable(name), stays)
 	return nil
