@@ -28,7 +28,7 @@ func TestDeadLetter_SyncStartsDuringTheChange_NoFalseSuccess(t *testing.T) {
 			var (
 				once  sync.Once
 				read  = make(chan struct{})
-				taken registry.Lease      // the sync's lease
+				taken registry.Lease     // the sync's lease
 				seen  *policy.RunSummary // lastRun as the sync read it
 			)
 			w.watchCloudflare(func(r *http.Request) {
