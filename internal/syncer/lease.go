@@ -132,7 +132,7 @@ func (r *run) release(l lease) []registry.Write {
 func (r *run) releaseAgain(ctx context.Context, l lease) {
 	var err error
 	for try := 0; try < 3; try++ {
-		if try > 0 && retry.Sleep(ctx, 1100*time.Millisecond) != nil {
+		if try > 0 && r.sleep(ctx, 1100*time.Millisecond) != nil {
 			break
 		}
 		if err = r.Registry.ReleaseLease(ctx, l.taken, r.now()); err == nil {
@@ -140,6 +140,14 @@ func (r *run) releaseAgain(ctx context.Context, l lease) {
 		}
 	}
 	r.log.Warn("lease not released; the next run plans from the head tree", logkey.Error, err)
+}
+
+// sleep waits d, or until ctx ends (Syncer.Sleep).
+func (s *Syncer) sleep(ctx context.Context, d time.Duration) error {
+	if s.Sleep != nil {
+		return s.Sleep(ctx, d)
+	}
+	return retry.Sleep(ctx, d)
 }
 
 // onlyLease reports whether err is a batch error that failed nothing but
