@@ -121,8 +121,10 @@ func (r *run) counts(sum *policy.RunSummary, rep report) {
 	switch {
 	case planned != nil:
 		known(sum, *planned)
-	case rep.mode == differ.ModeUnchanged && rep.state.prev != nil:
-		// nothing was planned: what a dead letter held back still is
+	case rep.state.prev != nil:
+		// nothing was planned (the head unchanged, or the run stopped
+		// before it planned): what a dead letter held back still is, and
+		// the next incremental run reads those dead letters by this list
 		sum.HeldBack = rep.state.prev.HeldBack
 	}
 	if rep.retried != nil {
