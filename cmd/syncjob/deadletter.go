@@ -56,7 +56,9 @@ var deadLetterRetryHelp = help{
 	name:  "deadletter retry",
 	usage: "deadletter retry NAME | --all [settings]",
 	about: `Puts a dead letter (or, with --all, every one) back in the queue, its failures
-forgotten: the next sync writes its version.`,
+forgotten: the next sync writes its version. Refused while a sync holds the
+lease; holds it while it writes, and says it retried only once it read back
+that the retry holds.`,
 	groups: config.Registry | config.Logging,
 	args:   1,
 }

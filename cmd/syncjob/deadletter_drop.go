@@ -23,7 +23,9 @@ var deadLetterDropHelp = help{
 	about: `Forgets the dead letter of NAME and its failures, after asking on a terminal
 (elsewhere --yes is needed). It no longer holds a version back: the registry
 keeps the policy as it is until the next run, which plans NAME from the head
-again (and writes the head's version, counting failures from zero).`,
+again (and writes the head's version, counting failures from zero). Refused
+while a sync holds the lease; holds it while it writes, and says it dropped
+only once it read back that the drop holds.`,
 	groups: config.Registry | config.Logging,
 	args:   1,
 }
