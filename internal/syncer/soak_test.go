@@ -17,8 +17,8 @@ package syncer_test
 // KV's consistency window, registrytest.Lagging), and the histories hold
 // changes of mode only (chmod: GitHub's compare says modified, sha null).
 //
-// Default, short (part of go test ./...): 1 seed × 3 steps × 2 backends and
-// a replay of 3 commits, a few seconds with -race. The long soak, over 1,000
+// Default, short (part of go test ./...): 1 seed × 2 steps × 2 backends and
+// a replay of 2 commits, about 3 s with -race. The long soak, over 1,000
 // runs (20 seeds × 25 steps × 2 backends, a replay of 150 commits), some
 // minutes (the flags belong to this package's test binary: name the package):
 //
@@ -59,14 +59,14 @@ import (
 )
 
 var (
-	soakLong        = flag.Bool("soak.long", false, "soak: the long soak (20 seeds of 25 steps, over 1,000 runs; a 150-commit replay); the default run has a short one (1 seed of 3 steps, a 3-commit replay)")
+	soakLong        = flag.Bool("soak.long", false, "soak: the long soak (20 seeds of 25 steps, over 1,000 runs; a 150-commit replay); the default run has a short one (1 seed of 2 steps, a 2-commit replay)")
 	soakSeeds       = flag.Int("soak.seeds", 0, "soak: how many seeded histories, each synced into every backend (0: 1, or 20 with -soak.long)")
 	soakSeed        = flag.Uint64("soak.seed", 0, "soak: run only this seed")
-	soakSteps       = flag.Int("soak.steps", 0, "soak: history steps per seed (0: 3, or 25 with -soak.long)")
+	soakSteps       = flag.Int("soak.steps", 0, "soak: history steps per seed (0: 2, or 25 with -soak.long)")
 	soakDuration    = flag.Duration("soak.duration", 0, "soak: keep starting new seeds until this much time has passed")
 	soakBackend     = flag.String("soak.backend", "", "soak: memory or cloudflare (default: both)")
 	soakConcurrency = flag.Int("soak.concurrency", 1, "soak: batches in flight (more than 1 is not reproducible by seed)")
-	soakReplaySteps = flag.Int("soak.replay", 0, "soak: commits of the replayed history (0: 3, or 150 with -soak.long)")
+	soakReplaySteps = flag.Int("soak.replay", 0, "soak: commits of the replayed history (0: 2, or 150 with -soak.long)")
 	soakTrace       = flag.Bool("soak.trace", false, "soak: log every run")
 )
 
@@ -122,7 +122,7 @@ func soakOneSeed(t *testing.T, seed uint64, stats *soakStats) {
 	if seed%3 == 0 {
 		gh.TruncateTreesOver = 15 // the tree must be walked folder by folder
 	}
-	steps := newHistorian(t, repo, seed).generate(soakSize(*soakSteps, 3, 25))
+	steps := newHistorian(t, repo, seed).generate(soakSize(*soakSteps, 2, 25))
 	for bi, backend := range soakBackends() {
 		t.Run(backend, func(t *testing.T) {
 			r := newSoakRig(t, backend, seed, repo, gh, 2)
@@ -299,7 +299,7 @@ func TestSoak_ReplayUnderFaults_MostRunsExitSuccessOrPartial(t *testing.T) {
 	const seed = 2026
 	repo := githubtest.NewRepo(t)
 	gh := githubtest.NewServer(t, "knue", "policies", repo)
-	steps := newHistorian(t, repo, seed).generate(soakSize(*soakReplaySteps, 3, 150))
+	steps := newHistorian(t, repo, seed).generate(soakSize(*soakReplaySteps, 2, 150))
 	r := newSoakRig(t, backendCloudflare, seed, repo, gh, 0)
 	replayUnderFaults(t, r, "replay", seed, steps)
 }
