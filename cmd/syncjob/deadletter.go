@@ -56,7 +56,9 @@ var deadLetterRetryHelp = help{
 	name:  "deadletter retry",
 	usage: "deadletter retry NAME | --all [settings]",
 	about: `Puts a dead letter (or, with --all, every one) back in the queue, its failures
-forgotten: the next sync writes its version.`,
+forgotten: the next sync writes its version. Refused while a sync holds the
+lease; holds it while it writes, and says it retried only once it read back
+that the retry holds.`,
 	groups: config.Registry | config.Logging,
 	args:   1,
 }
@@ -76,17 +78,27 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
-	if err := c.p.notDuringASync(ctx, reg, "deadletter retry"); err != nil {
+	lease, err := c.p.holdLease(ctx, reg, "deadletter retry")
+	if err != nil {
 		return cfg.Redact(err)
 	}
 	if *all {
-		return cfg.Redact(c.retryAll(ctx, reg))
+		return cfg.Redact(c.retryAll(ctx, reg, lease))
 	}
+	return cfg.Redact(c.retry(ctx, reg, lease, name))
+}
+
+// retry retries the dead letter of name under the lease and says it did
+// only once it verified that the retry holds.
+func (c *deadLetterRetryCommand) retry(ctx context.Context, reg *registry.Registry, lease *operatorLease, name string) error {
 	if _, err := deadLetter(ctx, reg, name); err != nil {
-		return cfg.Redact(fmt.Errorf("deadletter retry: %w", err))
+		return errors.Join(fmt.Errorf("deadletter retry: %w", err), lease.end(ctx, false))
 	}
 	if err := reg.RetryDeadLetter(ctx, name, c.p.now()); err != nil {
-		return cfg.Redact(fmt.Errorf("deadletter retry %s: %w", name, err))
+		return errors.Join(fmt.Errorf("deadletter retry %s: %w", name, err), lease.end(ctx, false))
+	}
+	if err := lease.end(ctx, true, name); err != nil {
+		return err
 	}
 	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", report.Printable(name))
 	return nil
@@ -94,10 +106,10 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 
 // retryAll retries every dead letter that can be read; the unreadable ones
 // are named, to be dropped.
-func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Registry) error {
+func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Registry, lease *operatorLease) error {
 	letters, err := reg.DeadLetters(ctx)
 	if err != nil && letters == nil {
-		return fmt.Errorf("deadletter retry --all: %w", err)
+		return errors.Join(fmt.Errorf("deadletter retry --all: %w", err), lease.end(ctx, false))
 	}
 	var retried []string
 	var errs []error
@@ -107,6 +119,9 @@ func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Reg
 			continue
 		}
 		retried = append(retried, name)
+	}
+	if err := lease.end(ctx, true, retried...); err != nil {
+		return err
 	}
 	fmt.Fprintf(c.p.stdout, "%s back in the queue; the next sync retries them", report.Count(len(retried), "dead letter", "dead letters"))
 	if len(retried) > 0 {
@@ -139,16 +154,16 @@ func deadLetter(ctx context.Context, reg *registry.Registry, name string) (polic
 	return d, err
 }
 
-// notDuringASync refuses an operator's change while a sync holds the lease:
-// the change rewrites lastRun (what the next run retries), which the sync
-// is about to rewrite too, and KV cannot tell the two writes apart.
-func (p *program) notDuringASync(ctx context.Context, reg *registry.Registry, what string) error {
+// notDuringASync refuses an operator's change while a sync holds the lease
+// (before it asks anything); the change itself holds the lease
+// (deadletter_lease.go). It returns the lease as read.
+func (p *program) notDuringASync(ctx context.Context, reg *registry.Registry, what string) (*registry.Lease, error) {
 	l, err := reg.Lease(ctx)
 	if err != nil && !registry.IsUnreadable(err) {
-		return fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if l != nil && l.Holds(p.now()) {
-		return &exitError{code: exitFailed, err: fmt.Errorf("%s: a sync is running (lease held by %s until %s); try again when it has finished", what, l.Owner, l.ExpiresAt)}
+		return l, syncRunning(what, *l)
 	}
-	return nil
+	return l, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -22,7 +23,9 @@ var deadLetterDropHelp = help{
 	about: `Forgets the dead letter of NAME and its failures, after asking on a terminal
 (elsewhere --yes is needed). It no longer holds a version back: the registry
 keeps the policy as it is until the next run, which plans NAME from the head
-again (and writes the head's version, counting failures from zero).`,
+again (and writes the head's version, counting failures from zero). Refused
+while a sync holds the lease; holds it while it writes, and says it dropped
+only once it read back that the drop holds.`,
 	groups: config.Registry | config.Logging,
 	args:   1,
 }
@@ -45,13 +48,15 @@ func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
-	if err := c.p.notDuringASync(ctx, reg, "deadletter drop"); err != nil {
-		return cfg.Redact(err)
-	}
 	return cfg.Redact(c.drop(ctx, reg, name, *yes))
 }
 
+// drop asks, then drops under the lease (deadletter_lease.go) and says it
+// did only once it verified that the drop holds.
 func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry, name string, confirmed bool) error {
+	if _, err := c.p.notDuringASync(ctx, reg, "deadletter drop"); err != nil {
+		return err
+	}
 	d, err := deadLetter(ctx, reg, name)
 	if err != nil && !registry.IsUnreadable(err) { // an unreadable one can still be dropped
 		return fmt.Errorf("deadletter drop: %w", err)
@@ -68,8 +73,15 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 			return &exitError{code: exitFailed}
 		}
 	}
+	lease, err := c.p.holdLease(ctx, reg, "deadletter drop")
+	if err != nil {
+		return err
+	}
 	if err := reg.DropDeadLetter(ctx, name); err != nil {
-		return fmt.Errorf("deadletter drop %s: %w", name, err)
+		return errors.Join(fmt.Errorf("deadletter drop %s: %w", name, err), lease.end(ctx, false))
+	}
+	if err := lease.end(ctx, true, name); err != nil {
+		return err
 	}
 	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", report.Printable(name), stays)
 	return nil

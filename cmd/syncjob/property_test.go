@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -38,13 +39,22 @@ func registryState(s state) map[string]string {
 	return out
 }
 
+var propertyLong = flag.Bool("property.long", false, "TestSync_Property_RandomHistories at full size (3 seeds of 24 steps); the default run has 1 seed of 4 steps")
+
 // TestSync_Property_RandomHistories: for seeded random histories (adds,
 // edits, deletes, renames, folder moves, duplicate names, NFD names, hidden
 // folders and force-pushes), syncing after each commit or after random jumps of
-// several commits leaves the registry equal to the head tree.
+// several commits leaves the registry equal to the head tree. Short by
+// default; full size with -property.long:
+//
+//	go test -run Property_RandomHistories ./cmd/syncjob -property.long
 func TestSync_Property_RandomHistories(t *testing.T) {
 	t.Parallel()
-	for seedN := range uint64(3) {
+	seeds, steps := uint64(1), 4
+	if *propertyLong {
+		seeds, steps = 3, 24
+	}
+	for seedN := range seeds {
 		t.Run(fmt.Sprint("seed", seedN), func(t *testing.T) {
 			forEachBackend(t, func(t *testing.T, w *world) {
 				rng := rand.New(rand.NewPCG(seedN, 42))
@@ -74,7 +84,7 @@ func TestSync_Property_RandomHistories(t *testing.T) {
 				w.repo.Write("seed.md", "# seed\n")
 				live["seed.md"] = true
 				commits = append(commits, w.repo.Commit("seed"))
-				for step := range 24 {
+				for step := range steps {
 					for range 1 + rng.IntN(3) {
 						switch op := rng.IntN(10); {
 						case op < 3:
@@ -113,7 +123,7 @@ func TestSync_Property_RandomHistories(t *testing.T) {
 					}
 					head := w.repo.Commit(fmt.Sprintf("step %d", step))
 					commits = append(commits, head)
-					if rng.IntN(3) == 0 && step != 23 {
+					if rng.IntN(3) == 0 && step != steps-1 {
 						continue // jump: several commits land before the next run
 					}
 					w.sync(0)

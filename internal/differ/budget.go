@@ -44,3 +44,29 @@ func ItemWrites(it policy.Item) int64 {
 	}
 	return 0
 }
+
+// ReserveWrites are the writes of a budgeted run's reservation (see
+// Reserve): one with the lease it takes, one once its plan is fitted.
+func ReserveWrites(lease bool) int64 {
+	if lease {
+		return 2
+	}
+	return 1
+}
+
+// RecordWrites are the writes a run that took the lease makes after its
+// plan, whatever it applies: its record and the lease's release.
+const RecordWrites = MetadataWrites + 1
+
+// Reserve is at most what a run still writes once its plan is fitted to the
+// budget: every item's writes, a failure record for each item and for each
+// of unread files that failed to read, the queue work, and its record and
+// release. A budgeted run records it before it applies, so a kill cannot
+// lose the count of what it wrote.
+func Reserve(plan policy.Plan, work QueueWork, unread int) int64 {
+	n := int64(len(plan.Items)+unread+len(work.Requeue)) + RecordWrites
+	for _, it := range plan.Items {
+		n += ItemWrites(it)
+	}
+	return n
+}

@@ -89,13 +89,15 @@ func decodeLease(raw []byte) (*Lease, error) {
 // Cloudflare's minimum of 60 s) and returns it, unless held — the lease as
 // the caller read it — is held by another owner at now: then a
 // *LeaseHeldError. The same owner takes it again (a retry of the same Lambda
-// invocation takes over what its crashed try left).
-func (r *Registry) TakeLease(ctx context.Context, held *Lease, owner string, now time.Time, ttl time.Duration) (Lease, error) {
+// invocation takes over what its crashed try left). The writes of with
+// land in the same request as the lease (a run's reservation of its
+// writes, see RunReservation); one that fails fails the take.
+func (r *Registry) TakeLease(ctx context.Context, held *Lease, owner string, now time.Time, ttl time.Duration, with ...Write) (Lease, error) {
 	if held != nil && held.Owner != owner && held.Holds(now) {
 		return Lease{}, &LeaseHeldError{Held: *held}
 	}
 	l := Lease{Owner: owner, AcquiredAt: now.UTC().Format(policy.TimeLayout)}
-	l, err := r.writeLease(ctx, l, now, ttl)
+	l, err := r.writeLease(ctx, l, now, ttl, with...)
 	if err != nil {
 		return l, fmt.Errorf("registry: take lease: %w", err)
 	}
@@ -140,13 +142,18 @@ func (r *Registry) BreakLease(ctx context.Context, l Lease, now time.Time) error
 	return nil
 }
 
-// writeLease writes l held until now+ttl; the key itself lives LeaseKeep.
-// Its error is the store's: the caller says what the write was for.
-func (r *Registry) writeLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error) {
+// writeLease writes l held until now+ttl, and with beside it; the key
+// itself lives LeaseKeep. Its error is the store's (naming the key when a
+// write of with failed): the caller says what the write was for.
+func (r *Registry) writeLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration, with ...Write) (Lease, error) {
 	l.ExpiresAt = now.Add(max(ttl, policy.MinTTLSeconds*time.Second)).UTC().Format(policy.TimeLayout)
 	l.ReleasedAt = ""
-	if failed := r.Write(ctx, withTTL(LeaseKey, MustJSON(l), LeaseKeep)); failed != nil {
-		return l, failed[LeaseKey]
+	failed := r.Write(ctx, append([]Write{withTTL(LeaseKey, MustJSON(l), LeaseKeep)}, with...)...)
+	if err, ok := failed[LeaseKey]; ok {
+		return l, err
+	}
+	if keys := sortedKeys(failed); len(keys) > 0 {
+		return l, fmt.Errorf("%s: %w", keys[0], failed[keys[0]])
 	}
 	return l, nil
 }

@@ -87,6 +87,23 @@ func (r *Registry) RecordHistory(ctx context.Context, s policy.RunSummary, at ti
 	return nil
 }
 
+// RunReservation is the write of a run's history key RunKey(at, s.RunID)
+// before the run ends, for a run that must be counted even if it never
+// records its end: s says what it may have written (BillableWrites). The
+// run's record (RecordRun) replaces it.
+func RunReservation(s policy.RunSummary, at time.Time) Write {
+	return Write{put: &Pair{Key: RunKey(at, s.RunID), Value: MustJSON(s), Metadata: runMetadataOf(s), TTL: RunTTL}}
+}
+
+// HistoryCost is what RecordHistory will be billed for on a backend that
+// bills per write (0 on others).
+func (r *Registry) HistoryCost() int64 {
+	if !r.store.Usage().Billing {
+		return 0
+	}
+	return 1
+}
+
 // RunByID returns the run of the history whose run id is id (one listing
 // and one read); an error wrapping policy.ErrNotFound when the history holds
 // none (it keeps 90 days).

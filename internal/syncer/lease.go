@@ -21,17 +21,26 @@ type lease struct {
 	taken   registry.Lease
 	held    bool // this run took it, and releases it once its record landed
 	refused bool // another run held it: this run records its history only
+	// overBudget: the day's write budget could not pay for the run's own
+	// writes, so it took no lease and records nothing (budget.go)
+	overBudget bool
 }
 
 // takeLease takes the advisory single-writer lease (see registry.Lease)
-// before the run reads the state it plans from; found is the lease as
-// readState read it. A dry run and a run without a lease TTL take none.
-func (r *run) takeLease(ctx context.Context, found *registry.Lease) (lease, error) {
+// before the run reads the state it plans from; st.lease is the lease as
+// readState read it. A dry run and a run without a lease TTL take none. A
+// budgeted run writes its reservation with it (budget.go).
+func (r *run) takeLease(ctx context.Context, st state, mode string) (lease, error) {
 	l := lease{owner: r.owner()}
 	if r.opt.DryRun || r.opt.LeaseTTL <= 0 {
 		return l, nil
 	}
-	taken, err := r.Registry.TakeLease(ctx, found, l.owner, r.now(), r.opt.LeaseTTL)
+	reserve, err := r.leaseBudget(ctx, st, mode)
+	if err != nil {
+		l.overBudget = errors.Is(err, ErrBudget)
+		return l, err
+	}
+	taken, err := r.Registry.TakeLease(ctx, st.lease, l.owner, r.now(), r.opt.LeaseTTL, reserve...)
 	if errors.Is(err, registry.ErrLeaseHeld) {
 		l.refused = true
 		return l, err
@@ -123,7 +132,7 @@ func (r *run) release(l lease) []registry.Write {
 func (r *run) releaseAgain(ctx context.Context, l lease) {
 	var err error
 	for try := 0; try < 3; try++ {
-		if try > 0 && retry.Sleep(ctx, 1100*time.Millisecond) != nil {
+		if try > 0 && r.sleep(ctx, 1100*time.Millisecond) != nil {
 			break
 		}
 		if err = r.Registry.ReleaseLease(ctx, l.taken, r.now()); err == nil {
@@ -131,6 +140,14 @@ func (r *run) releaseAgain(ctx context.Context, l lease) {
 		}
 	}
 	r.log.Warn("lease not released; the next run plans from the head tree", logkey.Error, err)
+}
+
+// sleep waits d, or until ctx ends (Syncer.Sleep).
+func (s *Syncer) sleep(ctx context.Context, d time.Duration) error {
+	if s.Sleep != nil {
+		return s.Sleep(ctx, d)
+	}
+	return retry.Sleep(ctx, d)
 }
 
 // onlyLease reports whether err is a batch error that failed nothing but

@@ -27,20 +27,21 @@ func (r *run) record(ctx context.Context, rep report, err error) policy.RunSumma
 	sum := r.summarize(rep, err)
 	r.phases.enter("record")
 	sum.PhasesMs = maps.Clone(r.phases.ms)
-	if !r.opt.DryRun {
+	if !r.opt.DryRun && !rep.lease.overBudget { // over the budget: nothing written
 		advance := ""
 		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.Waiting == 0 && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
 		release := r.release(rep.lease)
-		// what recording will be billed for, so the day's total is right
-		sum.BillableWrites += r.Registry.RecordCost(advance, release...)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		var rerr error
+		// what recording will be billed for, so the day's total is right
 		if rep.lease.refused {
 			// the holder's lastRun is the one that tells: history only
+			sum.BillableWrites += r.Registry.HistoryCost()
 			rerr = r.Registry.RecordHistory(rctx, sum, r.start)
 		} else {
+			sum.BillableWrites += r.Registry.RecordCost(advance, release...)
 			rerr = r.Registry.RecordRun(rctx, sum, r.start, advance, release...)
 		}
 		if onlyLease(rerr) {
@@ -120,8 +121,10 @@ func (r *run) counts(sum *policy.RunSummary, rep report) {
 	switch {
 	case planned != nil:
 		known(sum, *planned)
-	case rep.mode == differ.ModeUnchanged && rep.state.prev != nil:
-		// nothing was planned: what a dead letter held back still is
+	case rep.state.prev != nil:
+		// nothing was planned (the head unchanged, or the run stopped
+		// before it planned): what a dead letter held back still is, and
+		// the next incremental run reads those dead letters by this list
 		sum.HeldBack = rep.state.prev.HeldBack
 	}
 	if rep.retried != nil {

@@ -370,9 +370,10 @@ func TestBudget_FirstSyncSpreadsOverDays_InAStableOrder(t *testing.T) {
 	billed := &billingStore{Store: r.store}
 	r.s.Registry = registry.New(billed)
 	// A run's own writes: the lease taken and released, history, lastRun,
-	// lastCommit = 5; each policy 2 (entry and queue entry). With 10 a day,
-	// 2 of the 3 policies fit (5 + 4); the third waits for tomorrow.
-	res, err := r.run(syncer.Options{DailyWriteBudget: 10})
+	// lastCommit = 5, and the two reservations of its writes (budget.go) =
+	// 7; each policy 2 (entry and queue entry). With 12 a day, 2 of the 3
+	// policies fit (7 + 4); the third waits for tomorrow.
+	res, err := r.run(syncer.Options{DailyWriteBudget: 12})
 	if !errors.Is(err, syncer.ErrPartial) || !strings.Contains(err.Error(), "1 changes wait") {
 		t.Fatalf("err = %v, want partial with one change waiting", err)
 	}
@@ -387,19 +388,19 @@ func TestBudget_FirstSyncSpreadsOverDays_InAStableOrder(t *testing.T) {
 		t.Errorf("lastCommit %q advanced past changes still waiting", r.lastCommit())
 	}
 	// The rest of the day's budget cannot record a run: refused, nothing written.
-	if _, err := r.run(syncer.Options{DailyWriteBudget: 10}); !errors.Is(err, syncer.ErrBudget) || !errors.Is(err, differ.ErrRefused) {
+	if _, err := r.run(syncer.Options{DailyWriteBudget: 12}); !errors.Is(err, syncer.ErrBudget) || !errors.Is(err, differ.ErrRefused) {
 		t.Fatalf("same day: %v, want ErrBudget", err)
 	}
 	r.clock.Advance(24 * time.Hour) // a new UTC day
-	res, err = r.run(syncer.Options{DailyWriteBudget: 10})
+	res, err = r.run(syncer.Options{DailyWriteBudget: 12})
 	if err != nil || res.Summary.Added != 1 || res.Summary.Waiting != 0 {
 		t.Fatalf("next day: %v, %+v", err, res.Summary)
 	}
 	if len(r.policies()) != 3 || r.lastCommit() == "" {
 		t.Errorf("after two days: %d policies, lastCommit %q", len(r.policies()), r.lastCommit())
 	}
-	if res.Summary.BillableWrites != 2+5 {
-		t.Errorf("billable writes %d, want 7", res.Summary.BillableWrites)
+	if res.Summary.BillableWrites != 2+7 {
+		t.Errorf("billable writes %d, want 9", res.Summary.BillableWrites)
 	}
 }
 

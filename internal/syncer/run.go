@@ -39,7 +39,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 		return
 	}
 	r.phases.enter("plan")
-	if rep.lease, err = r.takeLease(ctx, rep.state.lease); err != nil {
+	if rep.lease, err = r.takeLease(ctx, rep.state, mode); err != nil {
 		return
 	}
 	ctx, stop := r.keepLease(ctx, rep.lease)
@@ -70,7 +70,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if err = outage(differ.Unread(p.plan, nil), t.failures); err != nil {
 		return
 	}
-	plan, waiting, err := r.fitBudget(ctx, t.plan, p.work)
+	plan, waiting, err := r.fitBudget(ctx, rep.state, rep.mode, t.plan, p.work, len(t.failures))
 	if rep.waiting = waiting; err != nil {
 		return
 	}

@@ -113,7 +113,24 @@ func (k *killSwitch) verdict(write bool, keys []string) killVerdict {
 // killStore puts a kill switch in front of a Store (the memory backend).
 type killStore struct {
 	registry.Store
-	ks *killSwitch
+	ks      *killSwitch
+	lagging bool // reads lag writes (registrytest.Lagging, under the faults)
+}
+
+// EventuallyConsistent says what the Lagging store under the faults says,
+// which the wrappers would hide.
+func (s *killStore) EventuallyConsistent() bool { return s.lagging }
+
+// soakLags are how far a run's reads may lag the writes before it (memory
+// backend): none, a fraction of a second, seconds, up to KV's consistency
+// window, which the runs wait out when they cannot tell what to distrust.
+var soakLags = []time.Duration{0, 0, 500 * time.Millisecond, 2 * time.Second, 5 * time.Second, 20 * time.Second, syncer.DefaultConsistencyWindow}
+
+// setLag sets how far the next run's reads lag writes (memory backend).
+func (r *soakRig) setLag(lag time.Duration) {
+	if r.lag != nil {
+		r.lag.SetLag(lag)
+	}
 }
 
 func (s *killStore) Get(ctx context.Context, key string) ([]byte, error) {
@@ -198,11 +215,12 @@ type soakRig struct {
 	s       *syncer.Syncer
 	reg     *registry.Registry
 	kill    *killSwitch
-	mem     *registry.Memory     // memory backend: the store under the faults
-	faulty  *registrytest.Faulty // memory backend
-	cf      *cloudflaretest.Fake // cloudflare backend
-	cfHTTP  *killTransport       // cloudflare backend: under the store's HTTP client
-	opt     syncer.Options       // every run's options, before the run's own
+	mem     *registry.Memory      // memory backend: the store under the faults
+	lag     *registrytest.Lagging // memory backend: its reads lag its writes
+	faulty  *registrytest.Faulty  // memory backend
+	cf      *cloudflaretest.Fake  // cloudflare backend
+	cfHTTP  *killTransport        // cloudflare backend: under the store's HTTP client
+	opt     syncer.Options        // every run's options, before the run's own
 	cache   blobs
 	// a key refused run after run (see runFaults.stuck)
 	stuck     []string
@@ -230,10 +248,12 @@ func newSoakRig(t testing.TB, backend string, seed uint64, repo *githubtest.Repo
 	var store registry.Store
 	switch backend {
 	case backendMemory:
-		// The embedded store as the CLI uses it: no lease (the file is locked).
+		// A memory store whose reads lag its writes by what each run draws
+		// (setLag), as Workers KV's may, under the faults.
 		r.mem = registry.NewMemory(r.clock.Now)
-		r.faulty = registrytest.NewFaulty(r.mem)
-		store = &killStore{Store: r.faulty, ks: r.kill}
+		r.lag = registrytest.NewLagging(r.mem, r.clock.Now, 0)
+		r.faulty = registrytest.NewFaulty(r.lag)
+		store = &killStore{Store: r.faulty, ks: r.kill, lagging: true}
 	case backendCloudflare:
 		r.cf = cloudflaretest.New(cloudflaretest.Config{Now: r.clock.Now, Seed: seed})
 		t.Cleanup(r.cf.Close)
@@ -253,6 +273,7 @@ func newSoakRig(t testing.TB, backend string, seed uint64, repo *githubtest.Repo
 	r.reg = registry.New(store)
 	n := 0
 	r.s = &syncer.Syncer{Source: src, Registry: r.reg, Repo: "knue/policies", Branch: "main", Now: r.clock.Now,
+		Sleep:    sleep, // waiting out the consistency window moves the clock, not the test
 		NewRunID: func() string { n++; return fmt.Sprintf("%s-%04d", backend, n) }}
 	return r
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -197,6 +199,11 @@ func (h *historian) step() string {
 		if d := h.revert(); d != "" {
 			return d
 		}
+	case x < 0.24:
+		if d := h.chmod(); d != "" {
+			h.commit("mode only: " + d)
+			return "mode only: " + d
+		}
 	}
 	var did []string
 	for range 1 + h.rng.IntN(2) {
@@ -229,6 +236,7 @@ func (h *historian) change() string {
 		{5, h.duplicateName},
 		{3, h.nonPolicy},
 		{2, h.nfdName},
+		{4, h.chmod},
 	}
 	total := 0
 	for _, o := range ops {
@@ -242,6 +250,26 @@ func (h *historian) change() string {
 		x -= o.w
 	}
 	return ""
+}
+
+// chmod flips a policy file's executable bit: a change of mode only,
+// which GitHub's compare lists as modified with a null sha.
+func (h *historian) chmod() string {
+	ps := h.policyPaths()
+	if len(ps) == 0 {
+		return ""
+	}
+	p := pick(h.rng, ps)
+	fi, err := os.Stat(filepath.Join(h.repo.Dir(), filepath.FromSlash(p)))
+	if err != nil {
+		h.t.Fatalf("soak: chmod %s: %v", p, err)
+	}
+	exec := fi.Mode()&0o111 == 0
+	h.repo.Chmod(p, exec)
+	if exec {
+		return "chmod +x " + p
+	}
+	return "chmod -x " + p
 }
 
 func (h *historian) add() string {

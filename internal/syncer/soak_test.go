@@ -13,13 +13,18 @@ package syncer_test
 // (-soak.concurrency=1), so a seed replays the same runs. Waits (backoff,
 // Retry-After) advance a fake clock instead of sleeping.
 //
-// Default, bounded: 4 seeds × 20 steps × 2 backends (about 200 runs) and a
-// replay of 70 commits, about 30 s on 2 cores with -race; "-run Soak" also
-// runs the minimal reproductions in soak_repro_test.go:
+// The memory backend's reads lag its writes by a delay each run draws (up to
+// KV's consistency window, registrytest.Lagging), and the histories hold
+// changes of mode only (chmod: GitHub's compare says modified, sha null).
 //
-//	go test -race -run Soak ./internal/syncer
+// Default, short (part of go test ./...): 1 seed × 2 steps × 2 backends and
+// a replay of 2 commits, about 3 s with -race. The long soak, over 1,000
+// runs (20 seeds × 25 steps × 2 backends, a replay of 150 commits), some
+// minutes (the flags belong to this package's test binary: name the package):
 //
-// Longer (the flags belong to this package's test binary: name the package):
+//	go test -run Soak ./internal/syncer -soak.long -timeout=60m -v
+//
+// Other sizes:
 //
 //	go test -race -run Soak ./internal/syncer -soak.seeds=100 -soak.steps=40 -timeout=30m
 //	go test -run Soak_Random ./internal/syncer -soak.duration=10m -timeout=15m
@@ -54,14 +59,14 @@ import (
 )
 
 var (
-	soakLong        = flag.Bool("soak.long", false, "soak: the long soak (4 seeds, a 70-commit replay); the default run has a short one (1 seed, 25 commits)")
-	soakSeeds       = flag.Int("soak.seeds", 0, "soak: how many seeded histories, each synced into every backend (0: 1, or 4 with -soak.long)")
+	soakLong        = flag.Bool("soak.long", false, "soak: the long soak (20 seeds of 25 steps, over 1,000 runs; a 150-commit replay); the default run has a short one (1 seed of 2 steps, a 2-commit replay)")
+	soakSeeds       = flag.Int("soak.seeds", 0, "soak: how many seeded histories, each synced into every backend (0: 1, or 20 with -soak.long)")
 	soakSeed        = flag.Uint64("soak.seed", 0, "soak: run only this seed")
-	soakSteps       = flag.Int("soak.steps", 20, "soak: history steps per seed")
+	soakSteps       = flag.Int("soak.steps", 0, "soak: history steps per seed (0: 2, or 25 with -soak.long)")
 	soakDuration    = flag.Duration("soak.duration", 0, "soak: keep starting new seeds until this much time has passed")
 	soakBackend     = flag.String("soak.backend", "", "soak: memory or cloudflare (default: both)")
 	soakConcurrency = flag.Int("soak.concurrency", 1, "soak: batches in flight (more than 1 is not reproducible by seed)")
-	soakReplaySteps = flag.Int("soak.replay", 0, "soak: commits of the replayed history (0: 25, or 70 with -soak.long)")
+	soakReplaySteps = flag.Int("soak.replay", 0, "soak: commits of the replayed history (0: 2, or 150 with -soak.long)")
 	soakTrace       = flag.Bool("soak.trace", false, "soak: log every run")
 )
 
@@ -82,7 +87,7 @@ func TestSoak_RandomHistoriesUnderFaults_InvariantsHoldAndCleanRunConverges(t *t
 		case *soakSeed != 0:
 		case *soakDuration > 0 && time.Since(start) < *soakDuration:
 			continue
-		case *soakDuration == 0 && i+1 < soakSize(*soakSeeds, 1, 4):
+		case *soakDuration == 0 && i+1 < soakSize(*soakSeeds, 1, 20):
 			continue
 		}
 		break
@@ -117,7 +122,7 @@ func soakOneSeed(t *testing.T, seed uint64, stats *soakStats) {
 	if seed%3 == 0 {
 		gh.TruncateTreesOver = 15 // the tree must be walked folder by folder
 	}
-	steps := newHistorian(t, repo, seed).generate(*soakSteps)
+	steps := newHistorian(t, repo, seed).generate(soakSize(*soakSteps, 2, 25))
 	for bi, backend := range soakBackends() {
 		t.Run(backend, func(t *testing.T) {
 			r := newSoakRig(t, backend, seed, repo, gh, 2)
@@ -143,6 +148,7 @@ func soakOneSeed(t *testing.T, seed uint64, stats *soakStats) {
 					opt.BatchSize = pick(rng, []int{3, 8, 50})
 					opt.Full = rng.Float64() < 0.08
 					opt.DryRun = rng.Float64() < 0.04
+					r.setLag(pick(rng, soakLags))
 					res, fired, err := r.run(f, opt, rng.Uint64())
 					after := r.snapshot()
 					r.countFaults(stats, &tally)
@@ -293,7 +299,7 @@ func TestSoak_ReplayUnderFaults_MostRunsExitSuccessOrPartial(t *testing.T) {
 	const seed = 2026
 	repo := githubtest.NewRepo(t)
 	gh := githubtest.NewServer(t, "knue", "policies", repo)
-	steps := newHistorian(t, repo, seed).generate(soakSize(*soakReplaySteps, 25, 70))
+	steps := newHistorian(t, repo, seed).generate(soakSize(*soakReplaySteps, 2, 150))
 	r := newSoakRig(t, backendCloudflare, seed, repo, gh, 0)
 	replayUnderFaults(t, r, "replay", seed, steps)
 }

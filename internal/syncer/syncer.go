@@ -160,8 +160,10 @@ type Syncer struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	NewRunID func() string
-	// Sleep waits between reads of a head that is not yet a webhook's
-	// pushed commit; nil → a timer (tests pass one that returns at once).
+	// Sleep is every wait of a run (between reads of a head that is not
+	// yet a webhook's pushed commit, out the consistency window, between
+	// tries of a lease release); nil → a timer (tests pass one that
+	// returns at once).
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Mirror, when set, is the content mirror the run keeps beside the
 	// registry (mirror.go); MirrorPrefix is its key prefix
