@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/knue/syncjob/internal/config"
+	"github.com/knue/syncjob/internal/deadletter"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/report"
@@ -82,88 +80,26 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return cfg.Redact(err)
 	}
-	if *all {
-		return cfg.Redact(c.retryAll(ctx, reg, lease))
-	}
-	return cfg.Redact(c.retry(ctx, reg, lease, name))
-}
-
-// retry retries the dead letter of name under the lease and says it did
-// only once it verified that the retry holds.
-func (c *deadLetterRetryCommand) retry(ctx context.Context, reg *registry.Registry, lease *operatorLease, name string) error {
-	if _, err := deadLetter(ctx, reg, name); err != nil {
-		return errors.Join(fmt.Errorf("deadletter retry: %w", err), lease.end(ctx, false))
-	}
-	if err := reg.RetryDeadLetter(ctx, name, c.p.now()); err != nil {
-		return errors.Join(fmt.Errorf("deadletter retry %s: %w", name, err), lease.end(ctx, false))
-	}
-	if err := lease.end(ctx, true, name); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", report.Printable(name))
-	return nil
-}
-
-// retryAll retries every dead letter that can be read; the unreadable ones
-// are named, to be dropped.
-func (c *deadLetterRetryCommand) retryAll(ctx context.Context, reg *registry.Registry, lease *operatorLease) error {
-	letters, err := reg.DeadLetters(ctx)
-	if err != nil && letters == nil {
-		return errors.Join(fmt.Errorf("deadletter retry --all: %w", err), lease.end(ctx, false))
-	}
-	var retried []string
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(letters)) {
-		if rerr := reg.RetryDeadLetter(ctx, name, c.p.now()); rerr != nil {
-			errs = append(errs, rerr)
-			continue
+	if !*all {
+		if err := deadletter.Retry(ctx, reg, lease, name); err != nil {
+			return cfg.Redact(err)
 		}
-		retried = append(retried, name)
+		fmt.Fprintf(c.p.stdout, "%s is back in the queue; the next sync retries it\n", report.Printable(name))
+		return nil
 	}
-	if err := lease.end(ctx, true, retried...); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.p.stdout, "%s back in the queue; the next sync retries them", report.Count(len(retried), "dead letter", "dead letters"))
-	if len(retried) > 0 {
-		fmt.Fprintf(c.p.stdout, ": %s", report.Printable(strings.Join(retried, ", ")))
-	}
-	fmt.Fprintln(c.p.stdout)
-	var bad *registry.DecodeError
-	if errors.As(err, &bad) {
-		for _, key := range slices.Sorted(maps.Keys(bad.Problems)) {
-			name := strings.TrimPrefix(key, registry.DeadLetterPrefix)
-			errs = append(errs, fmt.Errorf("%s is unreadable and cannot be retried (syncjob deadletter drop %s --yes)", name, name))
+	retried, err := deadletter.RetryAll(ctx, reg, lease)
+	if retried != nil {
+		fmt.Fprintf(c.p.stdout, "%s back in the queue; the next sync retries them", report.Count(len(retried), "dead letter", "dead letters"))
+		if len(retried) > 0 {
+			fmt.Fprintf(c.p.stdout, ": %s", report.Printable(strings.Join(retried, ", ")))
 		}
+		fmt.Fprintln(c.p.stdout)
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("deadletter retry --all: %w", errors.Join(errs...))
-	}
-	return nil
+	return cfg.Redact(err)
 }
 
-// deadLetter reads the dead letter of name. An unreadable one is returned
-// with its name and the error, so that it can still be dropped.
-func deadLetter(ctx context.Context, reg *registry.Registry, name string) (policy.DeadLetter, error) {
-	d, err := reg.DeadLetter(ctx, name)
-	switch {
-	case errors.Is(err, policy.ErrNotFound):
-		return policy.DeadLetter{}, fmt.Errorf("no dead letter named %q (syncjob deadletter list)", name)
-	case registry.IsUnreadable(err):
-		return policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: name}, Reason: "unreadable value"}, err
-	}
-	return d, err
-}
-
-// notDuringASync refuses an operator's change while a sync holds the lease
-// (before it asks anything); the change itself holds the lease
-// (deadletter_lease.go). It returns the lease as read.
-func (p *program) notDuringASync(ctx context.Context, reg *registry.Registry, what string) (*registry.Lease, error) {
-	l, err := reg.Lease(ctx)
-	if err != nil && !registry.IsUnreadable(err) {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if l != nil && l.Holds(p.now()) {
-		return l, syncRunning(what, *l)
-	}
-	return l, nil
+// holdLease takes the lease for an operator's change (deadletter.Hold); a
+// release that fails later is a warning on stderr.
+func (p *program) holdLease(ctx context.Context, reg *registry.Registry, what string) (*deadletter.Lease, error) {
+	return deadletter.Hold(ctx, reg, what, p.now, func(err error) { fmt.Fprintln(p.stderr, "warning:", err) })
 }

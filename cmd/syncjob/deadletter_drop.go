@@ -3,12 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/knue/syncjob/internal/config"
+	"github.com/knue/syncjob/internal/deadletter"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/report"
 )
@@ -51,17 +51,17 @@ func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 	return cfg.Redact(c.drop(ctx, reg, name, *yes))
 }
 
-// drop asks, then drops under the lease (deadletter_lease.go) and says it
-// did only once it verified that the drop holds.
+// drop asks, then drops under the lease and says it did only once it
+// verified that the drop holds (deadletter.Drop).
 func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry, name string, confirmed bool) error {
-	if _, err := c.p.notDuringASync(ctx, reg, "deadletter drop"); err != nil {
+	if err := deadletter.NotDuringASync(ctx, reg, "deadletter drop", c.p.now()); err != nil {
 		return err
 	}
-	d, err := deadLetter(ctx, reg, name)
+	d, err := deadletter.Find(ctx, reg, name)
 	if err != nil && !registry.IsUnreadable(err) { // an unreadable one can still be dropped
 		return fmt.Errorf("deadletter drop: %w", err)
 	}
-	stays, err := whatStays(ctx, reg, name)
+	stays, err := deadletter.WhatStays(ctx, reg, name)
 	if err != nil {
 		return fmt.Errorf("deadletter drop: %w", err)
 	}
@@ -77,28 +77,11 @@ func (c *deadLetterDropCommand) drop(ctx context.Context, reg *registry.Registry
 	if err != nil {
 		return err
 	}
-	if err := reg.DropDeadLetter(ctx, name); err != nil {
-		return errors.Join(fmt.Errorf("deadletter drop %s: %w", name, err), lease.end(ctx, false))
-	}
-	if err := lease.end(ctx, true, name); err != nil {
+	if err := deadletter.Drop(ctx, reg, lease, name); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.p.stdout, "dropped the dead letter of %s; %s\n", report.Printable(name), stays)
 	return nil
-}
-
-// whatStays says what the registry keeps of name once its dead letter is
-// gone: until the next run, which plans it from the head again.
-func whatStays(ctx context.Context, reg *registry.Registry, name string) (string, error) {
-	const until = "until the next run, which plans it from the head again"
-	e, present, err := reg.Policy(ctx, name)
-	if err != nil && !registry.IsUnreadable(err) {
-		return "", err
-	}
-	if !present {
-		return fmt.Sprintf("%s is not in the registry and stays out %s", name, until), nil
-	}
-	return fmt.Sprintf("the registry keeps %s at its current version (%s, %s) %s", name, report.OrDash(report.Short(e.SHA)), report.OrDash(e.Path), until), nil
 }
 
 // canAsk reports whether a question can be put to a person on stdin.
