@@ -10,6 +10,7 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/report"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 const deadLetterUsage = `Usage: syncjob deadletter list [--json] | retry NAME | retry --all | drop NAME [--yes]
@@ -71,7 +72,7 @@ func (c *deadLetterRetryCommand) Run(ctx context.Context, args []string) error {
 	if (name == "") == !*all {
 		return usageError("deadletter retry", "needs the NAME of a dead letter, or --all (syncjob deadletter list)")
 	}
-	_, reg, closeReg, err := c.p.open(cfg, changeAccess)
+	_, reg, closeReg, err := c.p.open(cfg, wire.ChangeAccess)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/knue/syncjob/internal/deadletter"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/report"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 // deadLetterDropCommand is "syncjob deadletter drop NAME": forget a dead
@@ -43,7 +44,7 @@ func (c *deadLetterDropCommand) Run(ctx context.Context, args []string) error {
 	if !*yes && !c.p.canAsk() {
 		return usageError("deadletter drop", "stdin is not a terminal to ask on: add --yes to drop without asking")
 	}
-	_, reg, closeReg, err := c.p.open(cfg, changeAccess)
+	_, reg, closeReg, err := c.p.open(cfg, wire.ChangeAccess)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/lambda"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 // noValue is what !Ref AWS::NoValue resolves to: the property is left out.
@@ -184,7 +185,7 @@ func TestInfra_ContentMirror_R2SettingsReachTheFunction_SecretThroughSecretsMana
 	env["CLOUDFLARE_API_TOKEN"], env["CONTENT_SECRET_ACCESS_KEY"] = cfToken, "content-secret-0123456789abcdef0123456789abcdef"
 	delete(env, "CLOUDFLARE_API_TOKEN_SECRET_ARN")
 	delete(env, "CONTENT_SECRET_ACCESS_KEY_SECRET_ARN")
-	if _, err := lambdaJob(deps{})(func(k string) string { return env[k] }, io.Discard); err != nil {
+	if _, err := wire.LambdaJob(wire.Hooks{})(func(k string) string { return env[k] }, io.Discard); err != nil {
 		t.Errorf("the deployed configuration is refused: %v", err)
 	}
 }
@@ -243,7 +244,7 @@ func TestInfra_ContentMirror_OnAWSS3_TheRoleMayWriteThePrefix(t *testing.T) {
 			t.Errorf("the role lacks %s for the mirror on AWS S3", want)
 		}
 	}
-	if _, err := lambdaJob(deps{})(func(k string) string {
+	if _, err := wire.LambdaJob(wire.Hooks{})(func(k string) string {
 		if k == "CLOUDFLARE_API_TOKEN" {
 			return cfToken
 		}

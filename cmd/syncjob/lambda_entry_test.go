@@ -13,6 +13,7 @@ import (
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/wire"
 
 	"github.com/knue/syncjob/internal/lambda"
 )
@@ -21,7 +22,7 @@ import (
 // wrapped as aws-lambda-go wraps what lambda.Start is given.
 func (w *world) lambdaEntry(logs *bytes.Buffer) awslambda.Handler {
 	d := w.lambdaDeps()
-	e := lambda.NewEntry(func(k string) string { return w.env[k] }, logs, d.now, lambdaJob(d))
+	e := lambda.NewEntry(func(k string) string { return w.env[k] }, logs, d.now, wire.LambdaJob(d.hooks()))
 	return awslambda.NewHandler(e)
 }
 

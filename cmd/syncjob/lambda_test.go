@@ -14,6 +14,7 @@ import (
 
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/wire"
 
 	"github.com/knue/syncjob/internal/lambda"
 )
@@ -91,7 +92,7 @@ func (w *world) lambdaDeps() deps {
 // lambdaHandler returns a handler on the world's fake GitHub and registry.
 func (w *world) lambdaHandler(logs *bytes.Buffer) *testHandler {
 	d := w.lambdaDeps()
-	return &testHandler{lambda.NewHandler(func(k string) string { return w.env[k] }, logs, d.now, lambdaJob(d)), logs}
+	return &testHandler{lambda.NewHandler(func(k string) string { return w.env[k] }, logs, d.now, wire.LambdaJob(d.hooks())), logs}
 }
 
 // invoke calls the handler as the Lambda runtime would: a context carrying a

@@ -8,6 +8,7 @@ import (
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/report"
 	"github.com/knue/syncjob/internal/syncer"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 // leaseUsage states the lease's times as the code uses them (syncer.DefaultLeaseTTL,
@@ -50,7 +51,7 @@ func (c *leaseShowCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, reg, closeReg, err := c.p.open(cfg, readAccess)
+	_, reg, closeReg, err := c.p.open(cfg, wire.ReadAccess)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func (c *leaseReleaseCommand) Run(ctx context.Context, args []string) error {
 	if id != "" && !*yes && !c.p.canAsk() {
 		return usageError("lease release", "stdin is not a terminal to ask on: add --yes to release without asking")
 	}
-	_, reg, closeReg, err := c.p.open(cfg, changeAccess)
+	_, reg, closeReg, err := c.p.open(cfg, wire.ChangeAccess)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/report"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 // listing runs a command that prints one kind of registry value: it parses
@@ -23,7 +24,7 @@ func listing[T any](ctx context.Context, p *program, h help, args []string,
 	if err != nil {
 		return err
 	}
-	_, reg, closeReg, err := p.open(cfg, readAccess)
+	_, reg, closeReg, err := p.open(cfg, wire.ReadAccess)
 	if err != nil {
 		return err
 	}

@@ -12,11 +12,12 @@ import (
 
 	"github.com/knue/syncjob/internal/lambda"
 	"github.com/knue/syncjob/internal/report"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 func main() {
 	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
-		lambda.Start(lambdaJob(deps{})) // the Lambda runtime loop; never returns
+		lambda.Start(wire.LambdaJob(wire.Hooks{})) // the Lambda runtime loop; never returns
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := runWith(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, deps{stdin: os.Stdin, stdinTerminal: report.IsTerminalFile(os.Stdin)})

@@ -8,6 +8,7 @@ import (
 	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/report"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 // runsCommand is "syncjob runs": the run history, one line a run; "syncjob
@@ -48,7 +49,7 @@ func (c *runsCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, reg, closeReg, err := c.p.open(cfg, readAccess)
+	_, reg, closeReg, err := c.p.open(cfg, wire.ReadAccess)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func (c *runsCommand) show(ctx context.Context, args []string) error {
 	if id == "" {
 		return usageError("runs show", "needs the id of a run (syncjob runs)")
 	}
-	_, reg, closeReg, err := c.p.open(cfg, readAccess)
+	_, reg, closeReg, err := c.p.open(cfg, wire.ReadAccess)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/knue/syncjob/internal/config"
 	"github.com/knue/syncjob/internal/report"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 // statusCommand is "syncjob status": what the registry holds, what the job
@@ -41,7 +42,7 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, reg, closeReg, err := c.p.open(cfg, readAccess)
+	_, reg, closeReg, err := c.p.open(cfg, wire.ReadAccess)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/report"
 	"github.com/knue/syncjob/internal/syncer"
+	"github.com/knue/syncjob/internal/wire"
 )
 
 // syncCommand is "syncjob sync": one run that brings the registry up to
@@ -94,12 +95,12 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	a := syncAccess
+	a := wire.SyncAccess
 	if f.dryRun {
-		a = planAccess
+		a = wire.PlanAccess
 	}
 	p := c.program(cfg, f)
-	created := a == syncAccess && !cfg.Cloudflare() && !fileExists(cfg.RegistryPath)
+	created := a == wire.SyncAccess && !cfg.Cloudflare() && !fileExists(cfg.RegistryPath)
 	logger, reg, closeReg, err := p.open(cfg, a)
 	if err != nil {
 		return err
@@ -110,7 +111,7 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	if p.progress != nil {
 		prog = p.progress
 	}
-	s, err := newSyncer(cfg, p.deps, reg, logger, prog)
+	s, err := wire.NewSyncer(cfg, p.deps.hooks(), reg, logger, prog)
 	if err != nil {
 		return &exitError{exitUsage, cfg.Redact(err)}
 	}

@@ -12,6 +12,7 @@ import (
 	awslambda "github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/wire"
 
 	"github.com/knue/syncjob/internal/lambda"
 )
@@ -19,7 +20,7 @@ import (
 func TestLambdaEntry_FunctionURLRequest_ServedByTheReceiver(t *testing.T) {
 	t.Parallel()
 	r := newReceiverRig(t)
-	e := lambda.NewEntry(func(k string) string { return r.env[k] }, r.logs, time.Now, lambdaJob(deps{}))
+	e := lambda.NewEntry(func(k string) string { return r.env[k] }, r.logs, time.Now, wire.LambdaJob(wire.Hooks{}))
 	if e.Receiver == nil {
 		t.Fatal("SYNC_FUNCTION_NAME is set: the entry should serve the receiver")
 	}
