@@ -16,6 +16,7 @@ import (
 
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
@@ -94,15 +95,33 @@ func (r *cfRig) policyNames() []string {
 	return out
 }
 
+// lastRun is the registry's metadata:sync:lastRun.
+func (r *cfRig) lastRun() policy.RunSummary {
+	r.t.Helper()
+	v, _, ok := r.cf.Value(registry.LastRunKey)
+	var sum policy.RunSummary
+	if !ok {
+		r.t.Fatal("no lastRun")
+	}
+	if err := json.Unmarshal(v, &sum); err != nil {
+		r.t.Fatal(err)
+	}
+	return sum
+}
+
 // bulkRecorder records, for every bulk write request, the keys that
 // landed (those not listed in unsuccessful_keys of a successful answer),
 // and when the request started and ended on one sequence, so that order
 // between requests is exact even when they overlap.
 type bulkRecorder struct {
 	base http.RoundTripper
-	mu   sync.Mutex
-	seq  int
-	reqs []bulkReq
+	// before and after, when set, are called before the nth bulk write
+	// (from 1) is sent and after its answer is recorded
+	before, after func(n int)
+	mu            sync.Mutex
+	seq           int
+	sent          int
+	reqs          []bulkReq
 }
 
 type bulkReq struct {
@@ -131,6 +150,16 @@ func (b *bulkRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err := json.Unmarshal(body, &pairs); err != nil {
 		return nil, fmt.Errorf("bulk body: %w", err)
+	}
+	b.mu.Lock()
+	b.sent++
+	n := b.sent
+	b.mu.Unlock()
+	if b.before != nil {
+		b.before(n)
+	}
+	if err := req.Context().Err(); err != nil {
+		return nil, err // not sent: nothing lands that the record misses
 	}
 	start := b.tick()
 	resp, err := b.base.RoundTrip(req)
@@ -164,6 +193,9 @@ func (b *bulkRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	b.mu.Lock()
 	b.reqs = append(b.reqs, bulkReq{start: start, end: end, landed: landed})
 	b.mu.Unlock()
+	if b.after != nil {
+		b.after(n)
+	}
 	return resp, nil
 }
 
@@ -180,7 +212,14 @@ func (b *bulkRecorder) landings() map[string][]bulkReq {
 	return out
 }
 
-// requests is the number of bulk write requests made.
+// count is the number of bulk writes sent so far.
+func (b *bulkRecorder) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sent
+}
+
+// requests is the number of bulk write requests answered.
 func (b *bulkRecorder) requests() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
