@@ -130,10 +130,18 @@ func (r *run) entryOf(it policy.Item, reg registryState, mig differ.Migration, n
 	return differ.WithLegacy(e, mig.Carry, r.start)
 }
 
+// maxWritesInFlight bounds the registry writes a run holds encoded at
+// once: at the default 50 a batch every one of Concurrency batches may be
+// in flight (800 writes at 16), at Cloudflare's 10,000 a batch two are — a
+// batch of 10,000 policy entries is some 10 MB of JSON, held in several
+// forms while it is sent, and sending more at once gains little when the
+// API takes each in turn.
+const maxWritesInFlight = 20000
+
 // runBatches calls do for each batch of ops, with bounded concurrency.
 func (r *run) runBatches(ctx context.Context, ops []op, do func(context.Context, []op)) {
 	var g errgroup.Group
-	g.SetLimit(r.opt.Concurrency)
+	g.SetLimit(max(1, min(r.opt.Concurrency, maxWritesInFlight/r.opt.BatchSize)))
 	for batch := range slices.Chunk(ops, r.opt.BatchSize) {
 		g.Go(func() error {
 			do(ctx, batch)
