@@ -138,10 +138,16 @@ func (r *run) entryOf(it policy.Item, reg registryState, mig differ.Migration, n
 // API takes each in turn.
 const maxWritesInFlight = 20000
 
+// batchesInFlight is how many write batches a run sends at once:
+// Concurrency, as long as they hold no more than maxWritesInFlight writes.
+func (o Options) batchesInFlight() int {
+	return max(1, min(o.Concurrency, maxWritesInFlight/o.BatchSize))
+}
+
 // runBatches calls do for each batch of ops, with bounded concurrency.
 func (r *run) runBatches(ctx context.Context, ops []op, do func(context.Context, []op)) {
 	var g errgroup.Group
-	g.SetLimit(max(1, min(r.opt.Concurrency, maxWritesInFlight/r.opt.BatchSize)))
+	g.SetLimit(r.opt.batchesInFlight())
 	for batch := range slices.Chunk(ops, r.opt.BatchSize) {
 		g.Go(func() error {
 			do(ctx, batch)
