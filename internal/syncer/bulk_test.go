@@ -255,7 +255,7 @@ func checkAnnouncedFirst(t *testing.T, landings map[string][]bulkReq) {
 // fails only its policy, recorded for retry (partial).
 func TestBatchSize10000_UnsuccessfulKeysReSent_AnnouncedBeforePublished(t *testing.T) {
 	t.Parallel()
-	const n = 150 // 300 keys and more: one request each phase at BATCH_SIZE 10000
+	const n = 100 // 200 keys and more: one request each phase at BATCH_SIZE 10000
 	r := newCFRig(t, n, nil)
 	r.cf.FailKeyFraction(0.05)
 	r.cf.FailKeys(registry.PolicyKey("정책 0007"))

@@ -94,11 +94,11 @@ func checkWrittenOnce(t *testing.T, landings map[string][]bulkReq, n, runs int) 
 // land: each policy entry is written once over both runs.
 func TestDeadline_Near_StopsApplyingPartialNamingWhatWaits_NextRunWritesEachOnce(t *testing.T) {
 	t.Parallel()
-	const n = 60
+	const n = 30
 	r := newCFRig(t, n, nil)
 	ctx := newNearingDeadline()
 	r.bulk.before = func(k int) {
-		if k == 12 { // the lease, then 11 batches of 5 announcements: the deadline comes near
+		if k == 4 { // the lease, then 3 batches of 5 announcements: the deadline comes near
 			ctx.near(time.Second)
 		}
 	}
@@ -136,14 +136,15 @@ func TestDeadline_Near_StopsApplyingPartialNamingWhatWaits_NextRunWritesEachOnce
 // every policy entry is written once.
 func TestDeadline_PassesMidPublish_WhatLandedIsNotWrittenAgain(t *testing.T) {
 	t.Parallel()
-	const n = 60
+	const n = 30
 	r := newCFRig(t, n, nil)
 	// One batch in flight at a time, so that the recorder knows what landed
 	// (a request the deadline cuts may land unseen by its client).
-	opt := syncer.Options{BatchSize: 10, Concurrency: 1}
+	opt := syncer.Options{BatchSize: 5, Concurrency: 1}
 	// Each run's bulk writes: the lease, the announce batches, then the
 	// publish batches; the deadline passes as the cut-th is answered. Run 1
-	// publishes 2 batches of 6 (20 policies), run 2 1 of 4 (10 more).
+	// publishes 2 batches after its 6 announcements (10 policies), run 2 1
+	// after its 4 (5 more).
 	for run, cut := range []int{9, 6} {
 		ctx := newNearingDeadline()
 		from := r.bulk.count()
