@@ -90,7 +90,7 @@ func Settings() []Setting {
 		{Env: "MAX_FILE_SIZE", Flag: "max-file-size", Kind: "bytes", Group: Run, Def: strconv.Itoa(policy.DefaultMaxFileSize), Help: "larger policy files are skipped and their entries kept", set: func(c *Config, v string) error {
 			return parseInt(v, &c.MaxFileSize)
 		}},
-		{Env: "BATCH_SIZE", Flag: "batch-size", Kind: "int", Group: Run, Def: "50", Help: "registry writes per batch, one bulk request each on Cloudflare (1-50)", set: func(c *Config, v string) error {
+		{Env: "BATCH_SIZE", Flag: "batch-size", Kind: "int", Group: Run, Def: "50", Help: "registry writes per batch, one bulk request each on Cloudflare (1-10000: Cloudflare's bulk limit; raise it past a few thousand policies, docs/bench.md)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.BatchSize)
 		}},
 		{Env: "CONCURRENCY", Flag: "concurrency", Kind: "int", Group: Run, Def: "16", Help: "batches written at once (1-32; 16 keeps a first sync within 1.3x of the fewest requests possible, docs/bench.md)", set: func(c *Config, v string) error {
@@ -192,10 +192,13 @@ type StringFlag struct {
 func (f *StringFlag) String() string     { return "" }
 func (f *StringFlag) Set(v string) error { *f.P = v; return nil }
 
-// MaxBatchSize bounds a batch: a run applies at most 50 operations a
-// request, so that one refused request costs little and the writes of a
-// large run spread over Cloudflare's rate window.
-const MaxBatchSize = 50
+// MaxBatchSize bounds a batch: Cloudflare's bulk write takes at most
+// 10,000 pairs a request (the store also splits a request at 100 MB). The
+// default, 50, keeps the blast radius of one refused request small; a
+// registry of many thousands of policies raises it, so that its first sync
+// needs a dozen requests, not thousands of the 1,200 per 5 minutes the
+// token has (docs/bench.md, "BATCH_SIZE").
+const MaxBatchSize = 10000
 
 // ValidateSource checks the GitHub settings, which only sync needs.
 func (c Config) ValidateSource() error {

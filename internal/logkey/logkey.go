@@ -61,6 +61,7 @@ const (
 	ChangesOmitted   = "changesOmitted" // how many more changes the run applied
 	SkippedPolicies  = "skippedPolicies"
 	HeldBackPolicies = "heldBackPolicies"
+	WaitingPolicies  = "waitingPolicies" // left for the next run: the budget, or the run's deadline
 )
 
 // The daily write budget.

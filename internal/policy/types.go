@@ -365,6 +365,11 @@ type RunSummary struct {
 	// another day: the run is partial and lastCommit stays, so the next
 	// run plans them again.
 	Waiting int `json:"waiting,omitempty"`
+	// StoppedEarly says the run stopped applying before its deadline (the
+	// Lambda's, or a rate window that would have waited past it), and
+	// WaitingNames are the first 20 names it left for the next run.
+	StoppedEarly bool     `json:"stoppedEarly,omitempty"`
+	WaitingNames []string `json:"waitingNames,omitempty"`
 	// HeldBack are the versions the head wants that a dead letter holds
 	// back: while there are any, runs are partial.
 	HeldBack []Skip `json:"heldBack,omitempty"`

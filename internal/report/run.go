@@ -148,7 +148,10 @@ func (r Run) headline(pal Palette) string {
 	if n := len(s.HeldBack) - len(dead); n > 0 {
 		failed += fmt.Sprintf(", %d held back by %s", n, map[bool]string{true: "a dead letter", false: "dead letters"}[n == 1])
 	}
-	if s.Waiting > 0 {
+	switch {
+	case s.Waiting > 0 && s.StoppedEarly:
+		failed += fmt.Sprintf(", %d waiting for the next run (stopped before the deadline)", s.Waiting)
+	case s.Waiting > 0:
 		failed += fmt.Sprintf(", %d waiting for the daily write budget", s.Waiting)
 	}
 	return fmt.Sprintf("%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %s (%s)",

@@ -29,8 +29,8 @@ import (
 // minimalClient is the floor a first sync is judged against: it makes only
 // the requests a first sync cannot avoid — the branch head, the tarball
 // (archive link and download, reading each title), one policy listing, the
-// bulk writes (each policy and its queue entry, 50 pairs a request, 16 in
-// flight) and one metadata write — with plain net/http, under the same
+// bulk writes (each policy and its queue entry, -scale.batch pairs a
+// request (50 by default), 16 in flight) and one metadata write — with plain net/http, under the same
 // 1,000-requests-per-5-minutes window the program keeps to. It writes the
 // same bytes as the program (registry.PolicyPair, registry.QueuePair), so
 // the two differ only in how they get there. It has none of the program's
@@ -51,7 +51,7 @@ func newMinimalClient(t scaleTarget) *minimalClient {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		window:      &minimalWindow{n: cloudflare.DefaultRequestsPerWindow, w: cloudflare.DefaultWindow},
-		pairs:       50,
+		pairs:       *scaleBatch,
 		concurrency: 16,
 	}
 }

@@ -50,6 +50,7 @@ func (s *scaleSet) profile(b *testing.B, sr *scaleRepo, ghp *scaleProxy) {
 		"CLOUDFLARE_API_URL":         cfp.URL() + cloudflaretest.BasePath,
 		"REGISTRY_PATH":              filepath.Join(b.TempDir(), "unused.db"),
 		"LOG_FORMAT":                 "json",
+		"BATCH_SIZE":                 strconv.Itoa(*scaleBatch),
 	}
 	for _, kv := range strings.Split(*scaleEnv, ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {

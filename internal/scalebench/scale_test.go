@@ -23,6 +23,7 @@ var (
 	scalePolicies = flag.String("scale.policies", "1000,10000", "scale bench: policy counts, comma-separated (50000 takes about 25 minutes: Cloudflare's rate window)")
 	scaleLatency  = flag.Duration("scale.latency", 50*time.Millisecond, "scale bench: latency added to every request of both APIs")
 	scaleLarge    = flag.String("scale.large", "", "scale bench: policy counts at which to run again with 1 MiB files (e.g. 10000)")
+	scaleBatch    = flag.Int("scale.batch", 50, "scale bench: BATCH_SIZE of the program and pairs per bulk request of the minimal client (1-10000)")
 	scaleMinimal  = flag.Bool("scale.minimal", true, "scale bench: time the minimal client's first sync beside the program's")
 	scaleEnv      = flag.String("scale.env", "", "scale bench: settings for the program, comma-separated KEY=VALUE (e.g. CONCURRENCY=16,GODEBUG=gctrace=1)")
 	scaleMemCap   = flag.Int64("scale.memcap", 4096, "scale bench: MiB; a run whose RSS passes it is stopped (0: no cap)")
@@ -55,8 +56,9 @@ func BenchmarkScale(b *testing.B) {
 		b.Skip("go not found: the scale bench builds the syncjob binary")
 	}
 	prog := scaleProgram{bin: buildSyncjob(b, gotool), rusage: buildRusage(b, gotool), memCap: *scaleMemCap << 10, logs: *scaleLogs}
+	prog.extra = []string{"BATCH_SIZE=" + strconv.Itoa(*scaleBatch)} // -scale.env may set it again: the later wins
 	if *scaleEnv != "" {
-		prog.extra = strings.Split(*scaleEnv, ",")
+		prog.extra = append(prog.extra, strings.Split(*scaleEnv, ",")...)
 	}
 	if prog.logs != "" {
 		if err := os.MkdirAll(prog.logs, 0o755); err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -34,37 +35,47 @@ func ready(name string, w registry.Write) op {
 // apply writes the plan in three phases, each in batches of at most
 // BatchSize writes with at most Concurrency batches in flight: announce
 // (the queue entry of every add and update, and queue work), publish (the
-// policy entries, but not one whose announcement failed: a queue: entry
-// never lands after its policy: value), then remove (deletes). One failed
-// item never stops the others; the failures are returned, one per policy.
-// When every write failed the run met an outage: ErrOutage.
-func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork, m *mirrorRun, mirrorFailed map[string]string) ([]policy.Failure, error) {
+// policy entries, but not one whose announcement failed or waits: a queue:
+// entry never lands after its policy: value), then remove (deletes). One
+// failed item never stops the others; the failures are returned, one per
+// policy. A run out of time (deadline.go) sends no more batches: what it
+// did not write waits for the next run, by name, and is no failure. When
+// every write failed the run met an outage: ErrOutage.
+func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork, m *mirrorRun, mirrorFailed map[string]string) ([]policy.Failure, []string, error) {
 	w := r.writes(plan, reg, mig, work, m)
-	var fails failures
+	fails := failures{deadline: deadlineOf(ctx)}
 	fails.addNamed(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
 	count := &counter{total: len(w.announce) + len(w.publish) + len(w.remove), to: r.progress()}
 	count.to.Advance(0, count.total)
-	announce := slices.DeleteFunc(w.announce, func(o op) bool { return fails.has(o.name) })
+	announce := slices.DeleteFunc(w.announce, func(o op) bool { return fails.skip(o.name) })
 	r.writeAll(ctx, logkey.Puts, announce, &fails, count)
-	publish := slices.DeleteFunc(w.publish, func(o op) bool { return fails.has(o.name) })
+	publish := slices.DeleteFunc(w.publish, func(o op) bool { return fails.skip(o.name) })
 	count.add(len(w.announce) + len(w.publish) - len(announce) - len(publish)) // left out: not to wait for
 	r.writeAll(ctx, logkey.Puts, publish, &fails, count)
 	r.writeAll(ctx, logkey.Deletes, w.remove, &fails, count)
 	if n := len(announce) + len(publish) + len(w.remove); n > 0 && fails.keys == n && !fails.limit {
-		return nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, n, fails.first)
+		return nil, nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, n, fails.first)
 	}
-	fails.addNamed(r.mirrorDelete(ctx, m, plan, fails.has)) // the objects last
+	fails.addNamed(r.mirrorDelete(ctx, m, plan, fails.skip)) // the objects last
 	out := fails.list()
 	for _, f := range out {
 		r.log.Error("item failed", logkey.Policy, f.PolicyName, logkey.Error, f.Error)
 	}
-	return out, nil
+	waits := fails.waiting()
+	if len(waits) > 0 {
+		r.log.Warn("out of time: writes left for the next run", logkey.Waiting, len(waits), logkey.WaitingPolicies, firstNames(waits))
+	}
+	return out, waits, nil
 }
 
 // writeAll writes ops in concurrent batches, collecting failures and
 // counting each batch done.
 func (r *run) writeAll(ctx context.Context, kind string, ops []op, fails *failures, count *counter) {
 	r.runBatches(ctx, ops, func(ctx context.Context, batch []op) {
+		if r.outOfTime(ctx) {
+			fails.wait(batch)
+			return
+		}
 		ws := make([]registry.Write, len(batch))
 		for i, o := range batch {
 			ws[i] = o.write()
@@ -124,10 +135,24 @@ func (r *run) entryOf(it policy.Item, reg registryState, mig differ.Migration, n
 	return differ.WithLegacy(e, mig.Carry, r.start)
 }
 
+// maxWritesInFlight bounds the registry writes a run holds encoded at
+// once: at the default 50 a batch every one of Concurrency batches may be
+// in flight (800 writes at 16), at Cloudflare's 10,000 a batch one is — a
+// batch of 10,000 policy entries is some 10 MB of JSON, held as entries and
+// as the request body while it is sent. At 50,000 policies (docs/bench.md)
+// one batch at a time instead of two cost 0.3 s of 10 s and saved 70 MiB.
+const maxWritesInFlight = 10000
+
+// batchesInFlight is how many write batches a run sends at once:
+// Concurrency, as long as they hold no more than maxWritesInFlight writes.
+func (o Options) batchesInFlight() int {
+	return max(1, min(o.Concurrency, maxWritesInFlight/o.BatchSize))
+}
+
 // runBatches calls do for each batch of ops, with bounded concurrency.
 func (r *run) runBatches(ctx context.Context, ops []op, do func(context.Context, []op)) {
 	var g errgroup.Group
-	g.SetLimit(r.opt.Concurrency)
+	g.SetLimit(r.opt.batchesInFlight())
 	for batch := range slices.Chunk(ops, r.opt.BatchSize) {
 		g.Go(func() error {
 			do(ctx, batch)
@@ -137,13 +162,30 @@ func (r *run) runBatches(ctx context.Context, ops []op, do func(context.Context,
 	_ = g.Wait()
 }
 
-// failures collects the failed writes of concurrent batches, by policy.
+// failures collects the failed writes of concurrent batches, by policy,
+// and the writes the run had no time for.
 type failures struct {
 	mu     sync.Mutex
 	byName map[string]string
 	keys   int    // failed writes
 	limit  bool   // a write broke a registry limit: an item's fault, not an outage
 	first  string // the first failure, to name an outage
+	// deadline is the run's (zero: none); later names whose writes were
+	// not sent, or failed only because the deadline came (timeUp).
+	deadline time.Time
+	later    map[string]bool
+}
+
+// wait keeps the batch's policies for the next run: not sent.
+func (f *failures) wait(batch []op) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.later == nil {
+		f.later = map[string]bool{}
+	}
+	for _, o := range batch {
+		f.later[o.name] = true
+	}
 }
 
 func (f *failures) add(batch []op, errs map[string]error) {
@@ -158,6 +200,13 @@ func (f *failures) add(batch []op, errs map[string]error) {
 	for _, o := range batch {
 		err, ok := errs[o.key]
 		if !ok || err == nil {
+			continue
+		}
+		if timeUp(err, f.deadline) {
+			if f.later == nil {
+				f.later = map[string]bool{}
+			}
+			f.later[o.name] = true
 			continue
 		}
 		f.keys++
@@ -191,11 +240,25 @@ func (f *failures) addNamed(byName map[string]string) {
 	}
 }
 
-func (f *failures) has(name string) bool {
+// skip says whether the name's next writes are not to be sent: one of
+// its writes failed, or waits for the next run.
+func (f *failures) skip(name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, ok := f.byName[name]
-	return ok
+	return ok || f.later[name]
+}
+
+// waiting are the names left for the next run that did not fail, sorted.
+func (f *failures) waiting() []string {
+	var out []string
+	for name := range f.later {
+		if _, failed := f.byName[name]; !failed {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (f *failures) list() []policy.Failure {
@@ -211,10 +274,14 @@ func sortFailures(f []policy.Failure) []policy.Failure {
 	return f
 }
 
-func withoutFailed(p policy.Plan, failures []policy.Failure) policy.Plan {
-	failed := make(map[string]bool, len(failures))
+// withoutFailed is the plan less the items that failed or wait.
+func withoutFailed(p policy.Plan, failures []policy.Failure, waiting []string) policy.Plan {
+	failed := make(map[string]bool, len(failures)+len(waiting))
 	for _, f := range failures {
 		failed[f.PolicyName] = true
+	}
+	for _, name := range waiting {
+		failed[name] = true
 	}
 	p.Items = slices.DeleteFunc(slices.Clone(p.Items), func(it policy.Item) bool { return failed[it.PolicyName] })
 	return p

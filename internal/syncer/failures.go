@@ -23,11 +23,14 @@ type retried struct {
 // recordFailures is the record-failures step: for every failed add, update
 // or delete of plan (the items as planned), it writes its queue entry with
 // one more failure, or its dead letter at the last one (differ.RecordFailures
-// decides which).
+// decides which). A run whose deadline has passed still records them
+// (afterDeadline).
 func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []policy.Failure, pending map[string]policy.QueueEntry) *retried {
 	if len(failures) == 0 {
 		return &retried{owed: []string{}}
 	}
+	ctx, cancel := afterDeadline(ctx)
+	defer cancel()
 	rec := differ.RecordFailures(plan, failures, pending, r.attempt(), r.start)
 	var writes []registry.Write
 	for _, rt := range rec.Retries {

@@ -97,6 +97,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	}
 	sum.ErrorCount = len(sum.Failures)
 	sum.Waiting = rep.waiting
+	sum.StoppedEarly, sum.WaitingNames = len(rep.late) > 0, firstNames(rep.late)
 	sum.QueueOrphans = queueOrphans(rep)
 	sum.Pending = owed(rep, err)
 	sum.Policies, sum.LegacyV1 = registryAfter(rep)
@@ -292,6 +293,10 @@ func (r *run) logSummary(ctx context.Context, sum policy.RunSummary) {
 	attrs = appendNames(attrs, logkey.FailedPolicies, failed)
 	attrs = appendNames(attrs, logkey.SkippedPolicies, skipNames(sum.Skipped))
 	attrs = appendNames(attrs, logkey.HeldBackPolicies, skipNames(sum.HeldBack))
+	if sum.Waiting > 0 {
+		attrs = append(attrs, logkey.Waiting, sum.Waiting)
+	}
+	attrs = appendNames(attrs, logkey.WaitingPolicies, sum.WaitingNames)
 	if sum.Error != "" {
 		attrs = append(attrs, logkey.Error, sum.Error)
 	}

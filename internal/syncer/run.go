@@ -75,13 +75,13 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 		return
 	}
 	rep.wrote = true
-	failed, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
+	failed, waits, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
 	if err != nil {
 		return
 	}
-	rep.settle(plan, in, p.work, append(t.failures, failed...))
+	rep.settle(plan, in, p.work, append(t.failures, failed...), waits)
 	rep.retried = r.recordFailures(ctx, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in plan
-	return res, ctx.Err()
+	return res, abortErr(ctx)
 }
 
 // report is what the record step takes: what each step returned, as far as
@@ -95,8 +95,10 @@ type report struct {
 	// titled is the plan with its titles, guarded (on a dry run, what it
 	// would write); nil when the run stopped before.
 	titled  *titled
-	waiting int  // items left for another day by the daily write budget
-	wrote   bool // the run began writing policies and queue entries
+	waiting int // items left for another day by the daily write budget, or for the next run by the deadline
+	// late names the items the run had no time for (deadline.go), sorted
+	late  []string
+	wrote bool // the run began writing policies and queue entries
 	// failures are the items that failed (on a dry run, those unread);
 	// applied is the plan less them: nil when the run applied nothing.
 	failures []policy.Failure
@@ -235,7 +237,7 @@ func (r *run) refuse(st state) error {
 // applyAll is the apply step: the content mirror's objects first
 // (mirror.go), then the registry's writes (apply.go), which leave out a
 // policy whose object did not land.
-func (r *run) applyAll(ctx context.Context, head string, plan policy.Plan, in readForPlan, t titled, work differ.QueueWork, m *mirrorRun) ([]policy.Failure, error) {
+func (r *run) applyAll(ctx context.Context, head string, plan policy.Plan, in readForPlan, t titled, work differ.QueueWork, m *mirrorRun) ([]policy.Failure, []string, error) {
 	r.phases.enter("mirror")
 	mirrorFailed := r.mirrorUpload(ctx, m, head, plan, in.reg)
 	r.phases.enter("apply")
@@ -243,10 +245,13 @@ func (r *run) applyAll(ctx context.Context, head string, plan policy.Plan, in re
 }
 
 // settle keeps what the apply step leaves for the record: the failures,
-// the queue orphans left, and the plan less what failed.
-func (rep *report) settle(plan policy.Plan, in readForPlan, work differ.QueueWork, failures []policy.Failure) {
+// what waits for the next run, the queue orphans left, and the plan less
+// what failed or waits.
+func (rep *report) settle(plan policy.Plan, in readForPlan, work differ.QueueWork, failures []policy.Failure, late []string) {
 	rep.failures = sortFailures(failures)
+	rep.late = late
+	rep.waiting += len(late)
 	rep.orphans = orphansLeft(in, work.Orphans, rep.failures)
-	applied := withoutFailed(plan, rep.failures)
+	applied := withoutFailed(plan, rep.failures, late)
 	rep.applied = &applied
 }

@@ -36,22 +36,31 @@ func (st state) before() differ.Before {
 
 // readState reads the branch head, the last commit and run, the lease, and
 // the writes waiting for retry, and says whether the previous run ended
-// cleanly.
+// cleanly. The head and the registry's state are read at once: neither
+// read depends on the other, and a run that follows another by seconds
+// distrusts what it read either way (stale.go).
 func (r *run) readState(ctx context.Context) (state, error) {
 	var st state
 	var err error
-	if st.head, err = r.Source.Head(ctx); err != nil {
+	ssc := make(chan syncState, 1)
+	go func() {
+		ss, err := r.Registry.SyncState(ctx)
+		ssc <- syncState{ss, err}
+	}()
+	st.head, err = r.Source.Head(ctx)
+	got := <-ssc
+	ss := got.ss
+	if err != nil {
 		// What the last run recorded (its last full run, above all) is
 		// carried into this failed run's record: a GitHub outage must not
 		// make the next run full for "no full run recorded".
-		if ss, serr := r.Registry.SyncState(ctx); serr == nil {
+		if got.err == nil {
 			st.last, st.prev = ss.LastCommit, ss.LastRun
 		}
 		return st, err
 	}
-	ss, err := r.Registry.SyncState(ctx)
-	if err != nil {
-		return st, err
+	if got.err != nil {
+		return st, got.err
 	}
 	st.last, st.prev, st.lease = ss.LastCommit, ss.LastRun, ss.Lease
 	if st.head, err = r.awaitPush(ctx, st.head, st.last); err != nil {
@@ -72,6 +81,12 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
 	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
 	return st, err
+}
+
+// syncState is the registry's state as read beside the head.
+type syncState struct {
+	ss  registry.SyncState
+	err error
 }
 
 // pendingRetries returns the failed writes of earlier runs that the sync

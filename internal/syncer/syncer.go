@@ -104,6 +104,9 @@ type Options struct {
 	// repository or branch other than the one the registry was synced
 	// from (rewind.go); without it such a run is refused.
 	AllowRewind bool
+	// StopBefore is how long before the context's deadline the run stops
+	// sending writes (deadline.go); 0 → DefaultStopBefore.
+	StopBefore time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -127,6 +130,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ConsistencyWindow <= 0 {
 		o.ConsistencyWindow = DefaultConsistencyWindow
+	}
+	if o.StopBefore <= 0 {
+		o.StopBefore = DefaultStopBefore
 	}
 	return o
 }
@@ -226,6 +232,8 @@ func runError(sum policy.RunSummary, err error) error {
 		case sum.Status == policy.RunFailed:
 			// everything landed but the run could not be recorded
 			return fmt.Errorf("%w: %s", ErrNotRecorded, sum.Error)
+		case sum.Waiting > 0 && sum.StoppedEarly:
+			return fmt.Errorf("%w: %d changes wait: the run stopped before its deadline; the next run continues (%s)", ErrPartial, sum.Waiting, strings.Join(sum.WaitingNames, ", "))
 		case sum.Waiting > 0:
 			return fmt.Errorf("%w: %d changes wait for tomorrow's write budget (DAILY_WRITE_BUDGET); the next run continues", ErrPartial, sum.Waiting)
 		case len(sum.HeldBack) > 0:

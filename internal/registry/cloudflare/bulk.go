@@ -1,7 +1,6 @@
 package cloudflare
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -55,15 +54,46 @@ func encodePair(p registry.Pair) []byte {
 	return registry.MustJSON(bp)
 }
 
-// bulkBody is one request's worth of encoded elements and their keys.
+// bulkBody is one request's body, the JSON array of its elements, and
+// the keys of the elements in order. The elements are encoded straight
+// into the body, so a batch of 10,000 entries is held once, not once as
+// elements and again as the body.
 type bulkBody struct {
-	keys  []string
-	elems [][]byte
+	keys   []string
+	body   []byte
+	starts []int // where each element begins in body
 }
 
-// json is the request body: the elements as a JSON array.
-func (b bulkBody) json() []byte {
-	return append(append([]byte{'['}, bytes.Join(b.elems, []byte{','})...), ']')
+// json is the request body.
+func (b bulkBody) json() []byte { return b.body }
+
+// size is the body's length with one more element e.
+func (b bulkBody) sizeWith(e []byte) int {
+	if len(b.keys) == 0 {
+		return 2 + len(e)
+	}
+	return len(b.body) + 1 + len(e)
+}
+
+// add appends the element e of key.
+func (b *bulkBody) add(key string, e []byte) {
+	if len(b.keys) == 0 {
+		b.body = append(b.body, '[')
+	} else {
+		b.body[len(b.body)-1] = ',' // the closing bracket
+	}
+	b.starts = append(b.starts, len(b.body))
+	b.body = append(append(b.body, e...), ']')
+	b.keys = append(b.keys, key)
+}
+
+// elem is the ith element.
+func (b bulkBody) elem(i int) []byte {
+	end := len(b.body) - 1
+	if i+1 < len(b.starts) {
+		end = b.starts[i+1] - 1
+	}
+	return b.body[b.starts[i]:end]
 }
 
 // only is b with only the given keys, in b's order.
@@ -75,32 +105,24 @@ func (b bulkBody) only(keys []string) bulkBody {
 	var out bulkBody
 	for i, k := range b.keys {
 		if keep[k] {
-			out.keys = append(out.keys, k)
-			out.elems = append(out.elems, b.elems[i])
+			out.add(k, b.elem(i))
 		}
 	}
 	return out
 }
 
-// chunk groups encoded elements into bodies of at most MaxBulkPairs
-// elements and maxBytes bytes.
-func chunk(keys []string, elems [][]byte, maxBytes int) []bulkBody {
+// chunk encodes the elements of keys (encode(i) is the ith) into bodies of
+// at most MaxBulkPairs elements and maxBytes bytes.
+func chunk(keys []string, encode func(i int) []byte, maxBytes int) []bulkBody {
 	var out []bulkBody
 	var cur bulkBody
-	size := 0 // of cur's JSON array
-	for i, e := range elems {
-		if len(cur.keys) == MaxBulkPairs || (len(cur.keys) > 0 && size+1+len(e) > maxBytes) {
+	for i, k := range keys {
+		e := encode(i)
+		if len(cur.keys) == MaxBulkPairs || (len(cur.keys) > 0 && cur.sizeWith(e) > maxBytes) {
 			out = append(out, cur)
-			cur, size = bulkBody{}, 0
+			cur = bulkBody{}
 		}
-		if len(cur.keys) == 0 {
-			size = 2 // [ ]
-		} else {
-			size++ // ,
-		}
-		size += len(e)
-		cur.keys = append(cur.keys, keys[i])
-		cur.elems = append(cur.elems, e)
+		cur.add(k, e)
 	}
 	if len(cur.keys) > 0 {
 		out = append(out, cur)
@@ -123,12 +145,8 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 	if err := ctx.Err(); err != nil {
 		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), err))
 	}
-	elems := make([][]byte, len(valid))
-	for i, p := range valid {
-		elems[i] = encodePair(p)
-	}
 	op := bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
-	for _, b := range chunk(keys, elems, s.cfg.MaxBulkBytes) {
+	for _, b := range chunk(keys, func(i int) []byte { return encodePair(valid[i]) }, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome
@@ -147,12 +165,8 @@ func (s *Store) Delete(ctx context.Context, keys []string) map[string]error {
 	if err := ctx.Err(); err != nil {
 		return registry.FailAll(outcome, valid, fmt.Errorf("cloudflare: bulk delete %d keys: %w", len(valid), err))
 	}
-	elems := make([][]byte, len(valid))
-	for i, k := range valid {
-		elems[i] = registry.MustJSON(k)
-	}
 	op := bulkOp{verb: "delete", method: http.MethodPost, path: s.namespacePath("bulk/delete"), billed: &s.deletes}
-	for _, b := range chunk(valid, elems, s.cfg.MaxBulkBytes) {
+	for _, b := range chunk(valid, func(i int) []byte { return registry.MustJSON(valid[i]) }, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome

@@ -1,56 +1,52 @@
 package cloudflare
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 )
 
-// TestChunk_At100MB splits at Cloudflare's real limits: 100 MB a body and
-// 10,000 pairs. The elements share one backing array, so 120 MB of them
-// cost nothing to build.
-func TestChunk_At100MB(t *testing.T) {
+// TestChunk_SplitsAtTheLimits splits bodies at a byte limit exactly (a
+// body is [e,e,…]: n elements take n-1 commas and two brackets) and at
+// Cloudflare's 10,000 pairs; the store's byte limit is Cloudflare's 100 MB
+// unless a test lowers it.
+func TestChunk_SplitsAtTheLimits(t *testing.T) {
 	t.Parallel()
 	if MaxBulkBytes != 100_000_000 || MaxBulkPairs != 10000 {
 		t.Fatalf("limits %d bytes, %d pairs: Cloudflare's are 100,000,000 and 10,000", MaxBulkBytes, MaxBulkPairs)
 	}
-	big := make([]byte, MaxBulkBytes+1)
-	sizes := func(n, each int) []int {
-		elems := make([][]byte, n)
+	if got := (Config{}).withDefaults().MaxBulkBytes; got != MaxBulkBytes {
+		t.Errorf("default byte limit %d, want Cloudflare's %d", got, MaxBulkBytes)
+	}
+	const limit = 1001 // odd: two elements of (limit-3)/2 bytes fill it exactly
+	sizes := func(n, each, maxBytes int) []int {
 		keys := make([]string, n)
-		for i := range elems {
-			elems[i], keys[i] = big[:each], "k"+strconv.Itoa(i)
+		for i := range keys {
+			keys[i] = "k" + strconv.Itoa(i)
 		}
+		e := make([]byte, each)
 		var got []int
-		for _, b := range chunk(keys, elems, MaxBulkBytes) {
-			if len(b.keys) != len(b.elems) {
-				t.Fatalf("body of %d keys and %d elements", len(b.keys), len(b.elems))
+		for _, b := range chunk(keys, func(int) []byte { return e }, maxBytes) {
+			if len(b.body) > maxBytes && len(b.keys) > 1 {
+				t.Errorf("a body of %d bytes and %d pairs passes the %d-byte limit", len(b.body), len(b.keys), maxBytes)
 			}
 			got = append(got, len(b.keys))
 		}
 		return got
 	}
 	for _, c := range []struct {
-		name    string
-		n, each int
-		want    []int
+		name           string
+		n, each, limit int
+		want           []int
 	}{
-		{"six of 20 MiB: four fit in 100 MB", 6, 20 << 20, []int{4, 2}},
-		// a body is [e,e,…]: n elements take n-1 commas and 2 brackets
-		{"exactly 100 MB in one body", 2, (MaxBulkBytes - 3) / 2, []int{2}},
-		{"one byte over splits", 2, (MaxBulkBytes-3)/2 + 1, []int{1, 1}},
-		{"one pair over the limit goes alone", 1, MaxBulkBytes + 1, []int{1}},
-		{"10,001 small pairs: a second body", MaxBulkPairs + 1, 1, []int{MaxBulkPairs, 1}},
+		{"six of a fifth of the limit: four fit", 6, limit / 5, limit, []int{4, 2}},
+		{"exactly the limit in one body", 2, (limit - 3) / 2, limit, []int{2}},
+		{"one byte over splits", 2, (limit-3)/2 + 1, limit, []int{1, 1}},
+		{"one pair over the limit goes alone", 1, limit + 1, limit, []int{1}},
+		{"10,001 small pairs: a second body", MaxBulkPairs + 1, 1, MaxBulkBytes, []int{MaxBulkPairs, 1}},
 	} {
-		got := sizes(c.n, c.each)
-		if len(got) != len(c.want) {
+		if got := sizes(c.n, c.each, c.limit); !slices.Equal(got, c.want) {
 			t.Errorf("%s: bodies %v, want %v", c.name, got, c.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != c.want[i] {
-				t.Errorf("%s: bodies %v, want %v", c.name, got, c.want)
-				break
-			}
 		}
 	}
 }

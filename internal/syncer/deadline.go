@@ -1,0 +1,80 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// DefaultStopBefore is how long before its context's deadline a run stops
+// sending writes, when Options leave it 0: time for the batches in flight
+// to land and for the failures to be recorded for retry. (The Lambda
+// handler's own reserve, before the deadline it gives the run, is for the
+// record.)
+const DefaultStopBefore = 5 * time.Second
+
+// A run that will not finish before its deadline — the Lambda's, or a
+// Cloudflare rate window that would make it wait past it — stops applying:
+// the writes it has not sent, and those the deadline cut, wait for the
+// next run (by name, in the summary's waitingNames), which plans from the
+// registry as it is and so writes again only what did not land. The run is
+// partial, not failed, and lastCommit stays.
+
+// outOfTime says whether the run must send no more writes: its deadline is
+// less than StopBefore away, or has passed.
+func (r *run) outOfTime(ctx context.Context) bool {
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) < r.opt.StopBefore
+}
+
+// deadlineOf is ctx's deadline, zero when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// timeUp says whether a write failed only because the run's time ran out:
+// the deadline came while it was in flight, or the registry's rate window
+// (or a 429's block) would let it go only after the deadline.
+func timeUp(err error, deadline time.Time) bool {
+	if deadline.IsZero() {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var rl *policy.RateLimitError
+	return errors.As(err, &rl) && !rl.RetryAt.IsZero() && !rl.RetryAt.Before(deadline)
+}
+
+// afterDeadline is ctx, or, when its deadline has passed (not when it was
+// cancelled: a lost lease stops everything), a context that lets the run
+// record its failures for retry within recordTimeout.
+func afterDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+}
+
+// abortErr is why the run stopped when its context ended: nil when only
+// its deadline came (what it had no time for waits, see above).
+func abortErr(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return nil
+	}
+	return ctx.Err()
+}
+
+// firstNames are the first maxNamed names, for a log line or a summary.
+func firstNames(names []string) []string {
+	if len(names) > maxNamed {
+		return names[:maxNamed]
+	}
+	return names
+}
