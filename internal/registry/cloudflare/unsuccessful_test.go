@@ -117,7 +117,10 @@ func TestStore_Put_ReSendPastTheDeadline_NotStarted(t *testing.T) {
 
 func TestStore_Usage_CountsEveryRequestRetriesAndReSendsIncluded(t *testing.T) {
 	t.Parallel()
-	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.RequestTimeout = 200 * time.Millisecond })
+	// A hang ends at the request timeout. It is long enough that no request
+	// the fake answers times out on a busy machine first: the client would
+	// count a try the fake never saw (200 ms did, under load).
+	w := mustWorld(t, nil, func(c *cloudflare.Config) { c.RequestTimeout = 2 * time.Second })
 	w.fake.SetRates(cloudflaretest.Rates{RateLimit: 0.1, ServerError: 0.1, Hang: 0.02})
 	w.fake.FailKeyFraction(0.2)
 	pairs := hundredPairs()
