@@ -403,6 +403,7 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 	for _, st := range stages {
 		for _, tc := range faults {
 			t.Run(st.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
 				forEachBackend(t, func(t *testing.T, w *world) {
 					first := seed(w)
 					w.sync(0)

@@ -191,10 +191,7 @@ func TestStaleReads_RangeOverTheCap_WaitsOutTheWindow(t *testing.T) {
 	seedStale(t, r)
 	r.repo.Write("a/가.md", "# 가\n")
 	r.repo.Commit("restore 가")
-	var head string
-	for i := range 100 {
-		head = r.repo.Commit(fmt.Sprintf("empty %d", i))
-	}
+	head := r.repo.EmptyCommits(100, "empty")
 	res, err := r.run(5 * time.Second)
 	if err != nil || res.Summary.Status != policy.RunSuccess {
 		t.Fatalf("run over the cap: %v (status %s)", err, res.Summary.Status)

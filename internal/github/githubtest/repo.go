@@ -399,6 +399,35 @@ func (r *Repo) Commit(msg string) string {
 	return r.head()
 }
 
+// EmptyCommits adds n commits that change nothing to the current branch,
+// in one git process (git fast-import), and returns the last one's sha.
+// Their dates follow on, as Commit's do.
+func (r *Repo) EmptyCommits(n int, msg string) string {
+	r.t.Helper()
+	branch := r.Git("symbolic-ref", "HEAD")
+	parent := r.head()
+	var in bytes.Buffer
+	for i := range n {
+		r.tick()
+		r.mu.Lock()
+		when := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.commits) * time.Second).Unix()
+		r.mu.Unlock()
+		text := fmt.Sprintf("%s %d\n", msg, i) // as git commit -m writes it
+		fmt.Fprintf(&in, "commit %s\nauthor githubtest <githubtest@example.invalid> %d +0000\ncommitter githubtest <githubtest@example.invalid> %d +0000\ndata %d\n%s", branch, when, when, len(text), text)
+		if i == 0 {
+			fmt.Fprintf(&in, "from %s\n", parent)
+		}
+		in.WriteString("\n")
+	}
+	r.mu.Lock()
+	r.reads = nil
+	r.mu.Unlock()
+	if _, err := r.git(in.Bytes(), "fast-import", "--quiet", "--force"); err != nil {
+		r.t.Fatalf("githubtest: %v", err)
+	}
+	return r.head()
+}
+
 // Branch creates a branch at the current commit (it does not switch to it).
 func (r *Repo) Branch(name string) {
 	r.t.Helper()
