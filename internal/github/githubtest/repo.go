@@ -536,11 +536,46 @@ func (r *Repo) resolve(ref, kind string) (string, bool) {
 	if ref == "" || strings.HasPrefix(ref, "-") || strings.ContainsAny(ref, "\x00\n") {
 		return "", false
 	}
+	if kind == "commit" {
+		if sha, ok := r.branchFile(ref); ok {
+			return sha, true
+		}
+	}
 	out, err := r.read("rev-parse", "-q", "--verify", "--end-of-options", ref+"^{"+kind+"}")
 	if err != nil {
 		return "", false
 	}
 	return strings.TrimSpace(string(out)), true
+}
+
+// branchName is a ref that can only name a branch's file: no revision
+// syntax (^, ~, :, @{…}) and no dot-dot.
+var branchName = regexp.MustCompile(`^[A-Za-z0-9_/-][A-Za-z0-9._/-]*$`)
+
+// branchFile answers, from the ref files, the commit a branch name (main,
+// heads/main, refs/heads/main) points at, as git rev-parse would: only
+// when the name can mean nothing else (no file of the same name earlier in
+// git's search order, no packed refs); ok is false when git must answer.
+func (r *Repo) branchFile(ref string) (string, bool) {
+	if !branchName.MatchString(ref) || strings.Contains(ref, "..") {
+		return "", false
+	}
+	git := filepath.Join(r.dir, ".git")
+	exists := func(p string) bool { _, err := os.Lstat(filepath.Join(git, filepath.FromSlash(p))); return err == nil }
+	if exists("packed-refs") {
+		return "", false
+	}
+	name := strings.TrimPrefix(strings.TrimPrefix(ref, "refs/"), "heads/")
+	for _, shadow := range []string{ref, "refs/" + ref, "refs/tags/" + ref} { // rev-parse looks there first
+		if shadow != "refs/heads/"+name && exists(shadow) {
+			return "", false
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(git, "refs", "heads", filepath.FromSlash(name)))
+	if sha := strings.TrimSpace(string(b)); err == nil && byIDArg.MatchString(sha) && len(sha) == 40 {
+		return sha, true
+	}
+	return "", false
 }
 
 // ReadFile returns the exact content of path at commit.
