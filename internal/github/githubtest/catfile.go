@@ -95,7 +95,7 @@ func (r *Repo) batched(args []string) (out []byte, handled bool, err error) {
 	if !byIDArg.MatchString(name) || strings.Contains(name, "..") {
 		return nil, false, nil
 	}
-	check, batch, err := r.catFiles()
+	check, err := r.catFile("--batch-check")
 	if err != nil {
 		return nil, true, err
 	}
@@ -112,6 +112,10 @@ func (r *Repo) batched(args []string) (out []byte, handled bool, err error) {
 	case kind != "blob" || size > maxCachedRead:
 		return nil, false, nil // git says what is wrong; a big blob is not held
 	}
+	batch, err := r.catFile("--batch")
+	if err != nil {
+		return nil, true, err
+	}
 	_, _, _, data, ok, err := batch.ask(id, true)
 	if err == nil && !ok {
 		err = fmt.Errorf("git %s: no such object", strings.Join(args, " "))
@@ -119,22 +123,25 @@ func (r *Repo) batched(args []string) (out []byte, handled bool, err error) {
 	return data, true, err
 }
 
-// catFiles starts the repository's cat-file processes on first use; they
-// end with the test.
-func (r *Repo) catFiles() (check, batch *catFile, err error) {
+// catFile returns the repository's cat-file process of mode
+// ("--batch-check" or "--batch"), started on first use; it ends with the
+// test. Most repositories only ever need the first.
+func (r *Repo) catFile(mode string) (*catFile, error) {
 	r.catMu.Lock() // not r.mu: command takes it
 	defer r.catMu.Unlock()
-	if r.check == nil {
-		if r.check, err = r.startCatFile("--batch-check"); err != nil {
-			return nil, nil, err
-		}
-		if r.batch, err = r.startCatFile("--batch"); err != nil {
-			return nil, nil, err
-		}
-		check, batch := r.check, r.batch
-		r.t.Cleanup(func() { check.stop(); batch.stop() })
+	p := &r.check
+	if mode == "--batch" {
+		p = &r.batch
 	}
-	return r.check, r.batch, nil
+	if *p == nil {
+		c, err := r.startCatFile(mode)
+		if err != nil {
+			return nil, err
+		}
+		*p = c
+		r.t.Cleanup(c.stop)
+	}
+	return *p, nil
 }
 
 // onlyVerifyFlags reports whether rev-parse's flags just ask it to resolve
