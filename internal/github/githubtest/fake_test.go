@@ -31,6 +31,7 @@ func mustClient(t *testing.T, s *githubtest.Server) *github.Client {
 }
 
 func TestServer_CommitSHAAndTree(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	repo.Write("규정/학칙 (2024).md", "# 학칙\n")
 	repo.Write("a/b/c.md", "c")
@@ -91,6 +92,7 @@ func TestServer_CommitSHAAndTree(t *testing.T) {
 }
 
 func TestServer_CompareRenameAndDiverged(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	repo.Write("old/a.md", "same content\n")
 	repo.Write("b.md", "b\n")
@@ -142,6 +144,7 @@ func TestServer_CompareRenameAndDiverged(t *testing.T) {
 }
 
 func TestServer_BlobAndArchive(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	nfd := "\u1112\u1161\u11a8\u110e\u1175\u11a8.md" // 학칙 in NFD
 	repo.Write(nfd, "# nfd\n")
@@ -182,6 +185,7 @@ func TestServer_BlobAndArchive(t *testing.T) {
 }
 
 func TestServer_Faults(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	repo.Commit("empty")
 	s := githubtest.NewServer(t, "o", "r", repo)
@@ -243,6 +247,7 @@ func TestServer_Faults(t *testing.T) {
 }
 
 func TestServer_Token(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	repo.Commit("empty")
 	s := githubtest.NewServer(t, "o", "r", repo)
@@ -264,6 +269,7 @@ func TestServer_Token(t *testing.T) {
 }
 
 func TestServer_LargeBlobAndArchive_Streamed(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	const size = 64 << 20
 	repo.WriteFrom("big.md", githubtest.Fill('a', size))
@@ -324,6 +330,7 @@ func TestServer_LargeBlobAndArchive_Streamed(t *testing.T) {
 }
 
 func TestServer_Stall_SendsThenHangs(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	repo.Write("a.md", strings.Repeat("x", 4096))
 	head := repo.Commit("a")
@@ -346,6 +353,7 @@ func TestServer_Stall_SendsThenHangs(t *testing.T) {
 // as "modified" with sha null and no line counts, and a submodule with
 // blob_url and raw_url null.
 func TestServer_CompareNullFields_AsGitHub(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	repo.Write("run.md", "# run\n")
 	repo.Write("edit.md", "v1\n")
@@ -391,6 +399,7 @@ func TestServer_CompareNullFields_AsGitHub(t *testing.T) {
 // TestServer_CompareWithoutFiles: with CompareWithoutFiles the answer has
 // no files key at all, as GitHub sends when it cannot list them.
 func TestServer_CompareWithoutFiles(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	repo.Write("a.md", "a\n")
 	base := repo.Commit("base")

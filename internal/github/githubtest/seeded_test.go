@@ -13,6 +13,7 @@ import (
 // A seeded fault depends on the request, not on the order requests arrive:
 // the same requests asked in another order meet the same faults.
 func TestServer_FailSeeded_SameFaultsInAnyOrder(t *testing.T) {
+	t.Parallel()
 	repo := githubtest.NewRepo(t)
 	repo.Commit("empty")
 	s := githubtest.NewServer(t, "o", "r", repo)
