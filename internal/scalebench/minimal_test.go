@@ -41,6 +41,10 @@ type minimalClient struct {
 	window      *minimalWindow
 	pairs       int // per bulk request
 	concurrency int // bulk requests in flight
+	// upload, when set, uploads each policy's mirror object while the
+	// archive is read (the bench's -scale.mirror)
+	upload *minimalUploader
+	now    string // the run's time: lastUpdated of every entry and object
 }
 
 func newMinimalClient(t scaleTarget) *minimalClient {
@@ -64,14 +68,18 @@ func (m *minimalClient) firstSync(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	sha := strings.TrimSpace(string(head))
+	m.now = time.Now().UTC().Format(policy.TimeLayout)
 	entries, err := m.titles(ctx, sha)
+	if m.upload != nil {
+		err = errors.Join(err, m.upload.wait())
+	}
 	if err != nil {
 		return 0, err
 	}
 	if _, err := m.cfDo(ctx, http.MethodGet, m.kv("keys?prefix="+url.QueryEscape(registry.PolicyPrefix)), nil); err != nil {
 		return 0, err
 	}
-	now := time.Now().UTC().Format(policy.TimeLayout)
+	now := m.now
 	pairs := make([]registry.Pair, 0, 2*len(entries))
 	for _, e := range entries {
 		e.Status, e.LastUpdated = policy.StatusActive, now
@@ -134,7 +142,11 @@ func (m *minimalClient) titles(ctx context.Context, sha string) ([]policy.Entry,
 		blob.Write([]byte("blob " + strconv.Itoa(len(data)) + "\x00"))
 		blob.Write(data)
 		name := policy.NameOf(path)
-		entries = append(entries, policy.Entry{PolicyName: name, Path: path, SHA: hex.EncodeToString(blob.Sum(nil)), Title: policy.Title(data, name)})
+		e := policy.Entry{PolicyName: name, Path: path, SHA: hex.EncodeToString(blob.Sum(nil)), Title: policy.Title(data, name)}
+		entries = append(entries, e)
+		if m.upload != nil && len(data) > 0 {
+			m.upload.put(e, data, m.now)
+		}
 	}
 }
 

@@ -72,6 +72,7 @@ func printScale(w io.Writer, sets []*scaleSet, head scaleHead) {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s%s | %d/%d |\n", thousands(s.n), s.files(), run, phases(m.phases), kinds(m.ghKinds), kinds(m.cfKinds), note, m.ghConns, m.cfConns)
 		}
 	}
+	printMirror(w, sets)
 	for _, s := range sets {
 		for _, p := range s.problems {
 			fmt.Fprintf(w, "\nproblem: %s\n", p)

@@ -23,6 +23,8 @@ type scaleResult struct {
 	wall               time.Duration
 	github, cloudflare int            // requests at the proxies
 	ghKinds, cfKinds   map[string]int // by endpoint
+	s3                 int            // requests at the S3 proxy (-scale.mirror)
+	s3Kinds            map[string]int // by operation
 	ghConns, cfConns   int            // connections the client opened
 	// leaseExpired is how long the stored lease had expired while the run
 	// still held it (see leaseWatch); leaseLongest its longest stretch
@@ -44,6 +46,7 @@ type scaleResult struct {
 // scaleTarget is where the program runs: the proxies in front of the fakes.
 type scaleTarget struct {
 	gh, cf *scaleProxy
+	s3     *scaleProxy // the content mirror's bucket; nil: no mirror
 }
 
 // scaleProgram runs the syncjob binary as a child process, so that its
@@ -95,6 +98,10 @@ func (p scaleProgram) sync(tb testing.TB, t scaleTarget, name string) scaleResul
 		"REGISTRY_PATH=" + filepath.Join(dir, "unused.db"),
 		"LOG_FORMAT=json",
 	}, p.extra...)
+	if t.s3 != nil {
+		cmd.Env = append(cmd.Env, mirrorEnv(t.s3.URL())...)
+		t.s3.take()
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t.gh.take()
@@ -129,6 +136,10 @@ func (p scaleProgram) sync(tb testing.TB, t scaleTarget, name string) scaleResul
 	r.ghKinds, ghLog, r.ghConns = t.gh.takeLog()
 	r.cfKinds, cfLog, r.cfConns = t.cf.takeLog()
 	r.github, r.cloudflare = total(r.ghKinds), total(r.cfKinds)
+	if t.s3 != nil {
+		r.s3Kinds, _ = t.s3.take()
+		r.s3 = total(r.s3Kinds)
+	}
 	if t.cf.lease != nil {
 		r.leaseExpired, r.leaseLongest = expiredWhileHeld(t.cf.lease.take())
 	}

@@ -145,7 +145,8 @@ func (s *scaleSet) bench(b *testing.B, prog scaleProgram) {
 	if *scaleProfile != "" {
 		s.profile(b, sr, ghp)
 	}
-	for _, run := range []struct{ name, unit string }{{runFirst, "first"}, {runIncr, "incr"}, {runUnchanged, "same"}, {runMinimal, "minimal"}} {
+	for _, run := range []struct{ name, unit string }{{runFirst, "first"}, {runIncr, "incr"}, {runUnchanged, "same"}, {runMinimal, "minimal"},
+		{runMirrorFirst, "mirror-first"}, {runMirrorIncr, "mirror-incr"}, {runMirrorMinimal, "mirror-minimal"}} {
 		m, ok := s.median(run.name)
 		if !ok {
 			continue
@@ -153,6 +154,9 @@ func (s *scaleSet) bench(b *testing.B, prog scaleProgram) {
 		b.ReportMetric(m.wall.Seconds(), run.unit+"-s")
 		b.ReportMetric(float64(m.github), run.unit+"-gh-req")
 		b.ReportMetric(float64(m.cloudflare), run.unit+"-cf-req")
+		if m.s3Kinds != nil {
+			b.ReportMetric(float64(m.s3), run.unit+"-s3-req")
+		}
 		if m.rssKiB > 0 {
 			b.ReportMetric(float64(m.rssKiB)/1024, run.unit+"-rss-MiB")
 		}
@@ -194,6 +198,9 @@ func (s *scaleSet) once(b *testing.B, prog scaleProgram, sr *scaleRepo, ghp *sca
 	}
 	if *scaleMinimal {
 		rep[runMinimal] = s.minimal(b, sr, ghp)
+	}
+	if *scaleMirror {
+		s.mirrorRuns(b, prog, sr, ghp, i, rep)
 	}
 	return rep
 }
@@ -251,6 +258,7 @@ func (s *scaleSet) median(run string) (m scaleResult, ok bool) {
 	m.rssKiB = int64(mid(func(r scaleResult) float64 { return float64(r.rssKiB) }))
 	m.github = int(mid(func(r scaleResult) float64 { return float64(r.github) }))
 	m.cloudflare = int(mid(func(r scaleResult) float64 { return float64(r.cloudflare) }))
+	m.s3 = int(mid(func(r scaleResult) float64 { return float64(r.s3) }))
 	m.ops = int(mid(func(r scaleResult) float64 { return float64(r.ops) }))
 	m.phases = map[string]float64{}
 	for k := range rs[0].phases {
