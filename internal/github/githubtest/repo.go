@@ -33,6 +33,10 @@ type Repo struct {
 	// batched), started on first use under catMu.
 	catMu        sync.Mutex
 	check, batch *catFile
+	// untracked says a path may have appeared since the last commit (a new
+	// file, a move, a symlink, a git command): Commit stages with add -A;
+	// otherwise commit -a stages the changes in one git process less.
+	untracked bool
 }
 
 // NewRepo initialises an empty repository whose current branch is "main".
@@ -41,7 +45,7 @@ func NewRepo(t testing.TB) *Repo {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatalf("githubtest: git not found: %v", err)
 	}
-	r := &Repo{t: t, dir: filepath.Join(t.TempDir(), "repo"), home: t.TempDir()}
+	r := &Repo{t: t, dir: filepath.Join(t.TempDir(), "repo"), home: t.TempDir(), untracked: true}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		t.Fatalf("githubtest: %v", err)
 	}
@@ -182,6 +186,9 @@ func (r *Repo) Git(args ...string) string {
 	}
 	r.mu.Lock()
 	r.reads = nil
+	if len(args) == 0 || args[0] != "commit" {
+		r.untracked = true
+	}
 	r.mu.Unlock()
 	out, err := r.git(nil, args...)
 	if err != nil {
@@ -296,6 +303,21 @@ func (r *Repo) abs(path string) string {
 	return filepath.Join(r.dir, filepath.FromSlash(path))
 }
 
+// created notes that path appears in the work tree unless it is there
+// already (then git tracks it, or an earlier call noted it).
+func (r *Repo) created(path string) {
+	if _, err := os.Lstat(path); err != nil {
+		r.markUntracked()
+	}
+}
+
+// markUntracked makes the next Commit stage with add -A.
+func (r *Repo) markUntracked() {
+	r.mu.Lock()
+	r.untracked = true
+	r.mu.Unlock()
+}
+
 // Write creates or replaces a file, creating its folders. Path bytes are kept
 // as given (NFD stays NFD).
 func (r *Repo) Write(path, content string) {
@@ -304,6 +326,7 @@ func (r *Repo) Write(path, content string) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		r.t.Fatalf("githubtest: write %s: %v", path, err)
 	}
+	r.created(p)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		r.t.Fatalf("githubtest: write %s: %v", path, err)
 	}
@@ -317,6 +340,7 @@ func (r *Repo) WriteFrom(path string, content io.Reader) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		r.t.Fatalf("githubtest: write %s: %v", path, err)
 	}
+	r.created(p)
 	f, err := os.Create(p)
 	if err != nil {
 		r.t.Fatalf("githubtest: write %s: %v", path, err)
@@ -362,6 +386,7 @@ func (r *Repo) Move(from, to string) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		r.t.Fatalf("githubtest: move %s: %v", from, err)
 	}
+	r.markUntracked() // a move makes a new path
 	if err := os.Rename(src, dst); err != nil {
 		r.t.Fatalf("githubtest: move %s to %s: %v", from, to, err)
 	}
@@ -374,6 +399,7 @@ func (r *Repo) Symlink(path, target string) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		r.t.Fatalf("githubtest: symlink %s: %v", path, err)
 	}
+	r.markUntracked()
 	if err := os.Symlink(target, p); err != nil {
 		r.t.Fatalf("githubtest: symlink %s: %v", path, err)
 	}
@@ -389,13 +415,24 @@ func (r *Repo) Submodule(path, commit string) {
 	r.Git("update-index", "--add", "--cacheinfo", "160000,"+commit+","+path)
 }
 
-// Commit stages everything (git add -A) and commits, allowing empty commits.
+// Commit stages everything (as git add -A would) and commits, allowing empty commits.
 // It returns the new commit sha.
 func (r *Repo) Commit(msg string) string {
 	r.t.Helper()
-	r.Git("add", "-A")
+	r.mu.Lock()
+	untracked := r.untracked
+	r.mu.Unlock()
+	commit := []string{"commit", "-q", "--allow-empty", "--no-verify", "-m", msg}
+	if untracked {
+		r.Git("add", "-A")
+	} else {
+		commit = append(commit, "--all") // tracked files changed or removed
+	}
 	r.tick()
-	r.Git("commit", "-q", "--allow-empty", "--no-verify", "-m", msg)
+	r.Git(commit...)
+	r.mu.Lock()
+	r.untracked = false
+	r.mu.Unlock()
 	return r.head()
 }
 
