@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
@@ -117,32 +115,33 @@ func (o Options) batchesInFlight() int {
 	return max(1, min(o.Concurrency, maxWritesInFlight/o.BatchSize))
 }
 
-// runBatches calls do for each batch of ops, with bounded concurrency.
-// A batch is made (its ops drawn from the sequence) only when the one
-// before it is handed on, so at most batchesInFlight batches and the one
-// being made exist at once.
+// runBatches calls do for each batch of ops, with bounded concurrency. A
+// batch is made (its ops drawn from the sequence) only once a slot is free
+// for it, so at most batchesInFlight batches exist at once.
 func (r *run) runBatches(ctx context.Context, ops iter.Seq[op], do func(context.Context, []op)) {
-	var g errgroup.Group
-	g.SetLimit(r.opt.batchesInFlight())
-	batch := make([]op, 0, r.opt.BatchSize)
-	send := func() {
-		b := batch
-		g.Go(func() error {
-			do(ctx, b)
-			return nil
-		})
-		batch = make([]op, 0, r.opt.BatchSize)
-	}
-	for o := range ops {
-		batch = append(batch, o)
-		if len(batch) == r.opt.BatchSize {
-			send()
+	next, stop := iter.Pull(ops)
+	defer stop()
+	slots := make(chan struct{}, r.opt.batchesInFlight())
+	var wg sync.WaitGroup
+	for {
+		slots <- struct{}{}
+		batch := make([]op, 0, r.opt.BatchSize)
+		for len(batch) < r.opt.BatchSize {
+			o, ok := next()
+			if !ok {
+				break
+			}
+			batch = append(batch, o)
 		}
+		if len(batch) == 0 {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			do(ctx, batch)
+		})
 	}
-	if len(batch) > 0 {
-		send()
-	}
-	_ = g.Wait()
+	wg.Wait()
 }
 
 // failures collects the failed writes of concurrent batches, by policy,
