@@ -51,6 +51,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
 	p := r.plan(rep.state, in)
 	rep.plan = p.plan
+	in.tree = nil // planned: not needed again, and per policy (docs/bench.md)
 	r.phases.enter("fetch")
 	t, err := r.titles(ctx, rep.state, in, p, rep.mirror)
 	if rep.plan = t.plan; err != nil {
