@@ -62,7 +62,7 @@ func (r *run) writeAll(ctx context.Context, kind string, ops iter.Seq[op], skip 
 	kept := func(yield func(op) bool) {
 		for o := range ops {
 			if skip(o.name) {
-				r.opt.madeWrites(-1)
+				r.madeWrites(-1)
 				count.add(1)
 				continue
 			}
@@ -73,7 +73,7 @@ func (r *run) writeAll(ctx context.Context, kind string, ops iter.Seq[op], skip 
 		}
 	}
 	r.runBatches(ctx, kept, func(ctx context.Context, batch []op) {
-		defer r.opt.madeWrites(-len(batch))
+		defer r.madeWrites(-len(batch))
 		if r.outOfTime(ctx) {
 			fails.wait(batch)
 			return

@@ -38,8 +38,7 @@ func TestApply_MakesWritesBatchByBatch_HoldsOnlyTheBatchesInFlight(t *testing.T)
 	r := newCFRig(t, policies, nil)
 	var held heldWrites
 	opt := syncer.Options{Full: true, BatchSize: batch, Concurrency: concurrency}
-	syncer.WatchWrites(&opt, held.tell)
-	res, err := r.run(context.Background(), opt)
+	res, err := r.run(syncer.WatchWrites(context.Background(), held.tell), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

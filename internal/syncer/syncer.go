@@ -107,18 +107,6 @@ type Options struct {
 	// StopBefore is how long before the context's deadline the run stops
 	// sending writes (deadline.go); 0 → DefaultStopBefore.
 	StopBefore time.Duration
-
-	// made, when set, is told of the registry writes a run makes (n > 0)
-	// and lets go of (n < 0), batch by batch: tests bound the writes held
-	// at once with it (export_test.go).
-	made func(n int)
-}
-
-// madeWrites tells made, if set, of n writes made (or, negative, let go).
-func (o Options) madeWrites(n int) {
-	if o.made != nil {
-		o.made(n)
-	}
 }
 
 func (o Options) withDefaults() Options {

@@ -71,10 +71,10 @@ func (p *planWrites) counts() (announce, publish, remove int) {
 	return announce + len(p.work.Requeue), publish, remove + len(p.work.Drop) + len(p.dead)
 }
 
-// op is a write made, told to Options.made: the batch that sends it (or
+// op is a write made, told to the run's made: the batch that sends it (or
 // writeAll, when it leaves it out) lets it go.
 func (p *planWrites) op(name string, w registry.Write) op {
-	p.r.opt.madeWrites(1)
+	p.r.madeWrites(1)
 	return op{name, w}
 }
 
@@ -137,5 +137,18 @@ func (p *planWrites) remove() iter.Seq[op] {
 				return
 			}
 		}
+	}
+}
+
+// madeKey is the context key of a hook told of the registry writes a run
+// makes (n > 0) and lets go of (n < 0), batch by batch: tests bound the
+// writes held at once with it (export_test.go).
+type madeKey struct{}
+
+// madeWrites tells the run's hook, if any, of n writes made (or, negative,
+// let go).
+func (r *run) madeWrites(n int) {
+	if r.made != nil {
+		r.made(n)
 	}
 }
