@@ -53,7 +53,7 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 			m.take(it.PolicyName, it.Title)
 		}
 	}
-	plan.Items = slices.Clone(plan.Items)
+	plan.Items = slices.Clip(plan.Items) // appends copy; nothing else changes
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[name]
 		if !full || planned[name] {

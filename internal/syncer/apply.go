@@ -4,33 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
 )
-
-// op is one registry write and the policy whose outcome it decides. A put
-// is encoded only when its batch is sent (write), so that a first sync does
-// not hold every encoded value at once.
-type op struct {
-	name  string
-	key   string
-	write func() registry.Write
-}
-
-// ready is an op whose write is already made (a delete: nothing to encode).
-func ready(name string, w registry.Write) op {
-	return op{name: name, key: w.Key(), write: func() registry.Write { return w }}
-}
 
 // apply writes the plan in three phases, each in batches of at most
 // BatchSize writes with at most Concurrency batches in flight: announce
@@ -45,16 +29,17 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 	w := r.writes(plan, reg, mig, work, m)
 	fails := failures{deadline: deadlineOf(ctx)}
 	fails.addNamed(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
-	count := &counter{total: len(w.announce) + len(w.publish) + len(w.remove), to: r.progress()}
+	nAnnounce, nPublish, nRemove := w.counts()
+	count := &counter{total: nAnnounce + nPublish + nRemove, to: r.progress()}
 	count.to.Advance(0, count.total)
-	announce := slices.DeleteFunc(w.announce, func(o op) bool { return fails.skip(o.name) })
-	r.writeAll(ctx, logkey.Puts, announce, &fails, count)
-	publish := slices.DeleteFunc(w.publish, func(o op) bool { return fails.skip(o.name) })
-	count.add(len(w.announce) + len(w.publish) - len(announce) - len(publish)) // left out: not to wait for
-	r.writeAll(ctx, logkey.Puts, publish, &fails, count)
-	r.writeAll(ctx, logkey.Deletes, w.remove, &fails, count)
-	if n := len(announce) + len(publish) + len(w.remove); n > 0 && fails.keys == n && !fails.limit {
-		return nil, nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, n, fails.first)
+	// A policy whose announcement failed or waits is not published (a
+	// queue: entry never lands after its policy: value); one left out is
+	// counted done, not to be waited for.
+	sent := r.writeAll(ctx, logkey.Puts, w.announce(), fails.skip, &fails, count)
+	sent += r.writeAll(ctx, logkey.Puts, w.publish(), fails.skip, &fails, count)
+	sent += r.writeAll(ctx, logkey.Deletes, w.remove(), func(string) bool { return false }, &fails, count)
+	if sent > 0 && fails.keys == sent && !fails.limit {
+		return nil, nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, sent, fails.first)
 	}
 	fails.addNamed(r.mirrorDelete(ctx, m, plan, fails.skip)) // the objects last
 	out := fails.list()
@@ -68,59 +53,40 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 	return out, waits, nil
 }
 
-// writeAll writes ops in concurrent batches, collecting failures and
-// counting each batch done.
-func (r *run) writeAll(ctx context.Context, kind string, ops []op, fails *failures, count *counter) {
-	r.runBatches(ctx, ops, func(ctx context.Context, batch []op) {
+// writeAll writes the ops of one phase in concurrent batches, collecting
+// failures and counting each batch done. An op whose policy skip names
+// is left out (counted done). It returns how many writes it sent or kept
+// for the next run.
+func (r *run) writeAll(ctx context.Context, kind string, ops iter.Seq[op], skip func(string) bool, fails *failures, count *counter) int {
+	sent := 0
+	kept := func(yield func(op) bool) {
+		for o := range ops {
+			if skip(o.name) {
+				r.madeWrites(-1)
+				count.add(1)
+				continue
+			}
+			sent++
+			if !yield(o) {
+				return
+			}
+		}
+	}
+	r.runBatches(ctx, kept, func(ctx context.Context, batch []op) {
+		defer r.madeWrites(-len(batch))
 		if r.outOfTime(ctx) {
 			fails.wait(batch)
 			return
 		}
 		ws := make([]registry.Write, len(batch))
 		for i, o := range batch {
-			ws[i] = o.write()
+			ws[i] = o.w
 		}
 		fails.add(batch, r.Registry.Write(ctx, ws...))
 		r.log.Debug("batch applied", kind, len(batch))
 		count.add(len(batch))
 	})
-}
-
-// planWrites are the registry writes of a plan, by phase.
-type planWrites struct{ announce, publish, remove []op }
-
-// writes turns the plan into registry writes: announcements (the queue
-// entry of an add or an update; queue work), publications (each entry) and
-// removals (a deleted policy and its queue entry, a v1 key whose fields
-// moved on, dropped queue entries, dead letters another version supersedes).
-func (r *run) writes(plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork, m *mirrorRun) planWrites {
-	now := r.start.Format(policy.TimeLayout)
-	var w planWrites
-	for _, it := range plan.Items {
-		if it.Action == policy.ActDelete || (it.Action == policy.ActMigrate && it.Path == "") {
-			w.remove = append(w.remove, ready(it.PolicyName, registry.DeletePolicy(it.PolicyName)), ready(it.PolicyName, registry.DeleteQueue(it.PolicyName)))
-			continue
-		}
-		entry := func() policy.Entry { return withContentETag(r.entryOf(it, reg, mig, now), it, m) }
-		w.publish = append(w.publish, op{it.PolicyName, registry.PolicyKey(it.PolicyName), func() registry.Write { return registry.PutPolicy(entry()) }})
-		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
-			w.announce = append(w.announce, op{it.PolicyName, registry.QueueKey(it.PolicyName), func() registry.Write {
-				q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: queue.Op(it), CreatedAt: now, FileNo: entry().FileNo}
-				return registry.PutQueue(q)
-			}})
-		}
-	}
-	w.publish = append(w.publish, repairedEntries(reg, m)...)
-	for _, q := range work.Requeue {
-		w.announce = append(w.announce, ready(q.PolicyName, registry.PutQueue(q)))
-	}
-	for _, name := range work.Drop {
-		w.remove = append(w.remove, ready(name, registry.DeleteQueue(name)))
-	}
-	for _, name := range differ.SupersededDeadLetters(plan, reg.dead) {
-		w.remove = append(w.remove, ready(name, registry.DeleteDeadLetter(name)))
-	}
-	return w
+	return sent
 }
 
 // entryOf is the entry the item writes: the registry's (its legacy fields
@@ -149,17 +115,33 @@ func (o Options) batchesInFlight() int {
 	return max(1, min(o.Concurrency, maxWritesInFlight/o.BatchSize))
 }
 
-// runBatches calls do for each batch of ops, with bounded concurrency.
-func (r *run) runBatches(ctx context.Context, ops []op, do func(context.Context, []op)) {
-	var g errgroup.Group
-	g.SetLimit(r.opt.batchesInFlight())
-	for batch := range slices.Chunk(ops, r.opt.BatchSize) {
-		g.Go(func() error {
+// runBatches calls do for each batch of ops, with bounded concurrency. A
+// batch is made (its ops drawn from the sequence) only once a slot is free
+// for it, so at most batchesInFlight batches exist at once.
+func (r *run) runBatches(ctx context.Context, ops iter.Seq[op], do func(context.Context, []op)) {
+	next, stop := iter.Pull(ops)
+	defer stop()
+	slots := make(chan struct{}, r.opt.batchesInFlight())
+	var wg sync.WaitGroup
+	for {
+		slots <- struct{}{}
+		batch := make([]op, 0, r.opt.BatchSize)
+		for len(batch) < r.opt.BatchSize {
+			o, ok := next()
+			if !ok {
+				break
+			}
+			batch = append(batch, o)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
 			do(ctx, batch)
-			return nil
 		})
 	}
-	_ = g.Wait()
+	wg.Wait()
 }
 
 // failures collects the failed writes of concurrent batches, by policy,
@@ -198,7 +180,7 @@ func (f *failures) add(batch []op, errs map[string]error) {
 		f.byName = map[string]string{}
 	}
 	for _, o := range batch {
-		err, ok := errs[o.key]
+		err, ok := errs[o.key()]
 		if !ok || err == nil {
 			continue
 		}
@@ -212,7 +194,7 @@ func (f *failures) add(batch []op, errs map[string]error) {
 		f.keys++
 		f.limit = f.limit || errors.Is(err, policy.ErrTooLarge)
 		if f.first == "" {
-			f.first = o.key + ": " + err.Error()
+			f.first = o.key() + ": " + err.Error()
 		}
 		if prev, seen := f.byName[o.name]; seen {
 			f.byName[o.name] = prev + "; " + err.Error()

@@ -25,6 +25,7 @@ import (
 // aborted; in every case but a dry run the run is recorded.
 func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	r := s.newRun(opt.withDefaults())
+	r.made, _ = ctx.Value(madeKey{}).(func(int))
 	rep := report{mirror: r.newMirrorRun()}
 	defer func(ctx context.Context) { res, err = r.finish(ctx, rep, err) }(ctx) // every return records the run
 	if rep.state, err = r.readState(ctx); err != nil {
@@ -51,6 +52,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
 	p := r.plan(rep.state, in)
 	rep.plan = p.plan
+	in.tree = nil // planned: not needed again, and per policy (docs/bench.md)
 	r.phases.enter("fetch")
 	t, err := r.titles(ctx, rep.state, in, p, rep.mirror)
 	if rep.plan = t.plan; err != nil {
@@ -158,6 +160,7 @@ type run struct {
 	baseGitHub int64
 	baseUsage  registry.Usage
 	baseMirror mirror.Stats
+	made       func(n int) // told of the registry writes made and let go (writes.go); nil: none
 }
 
 func (s *Syncer) newRun(opt Options) *run {
