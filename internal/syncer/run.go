@@ -24,8 +24,7 @@ import (
 // or ErrItemsFailed when items failed, and otherwise says why the run
 // aborted; in every case but a dry run the run is recorded.
 func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
-	r := s.newRun(opt.withDefaults())
-	r.made, _ = ctx.Value(madeKey{}).(func(int))
+	r := s.newRun(ctx, opt.withDefaults())
 	rep := report{mirror: r.newMirrorRun()}
 	defer func(ctx context.Context) { res, err = r.finish(ctx, rep, err) }(ctx) // every return records the run
 	if rep.state, err = r.readState(ctx); err != nil {
@@ -51,8 +50,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	}
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
 	p := r.plan(rep.state, in)
-	rep.plan = p.plan
-	in.tree = nil // planned: not needed again, and per policy (docs/bench.md)
+	rep.plan, in.tree = p.plan, nil // planned: the tree, per policy, is not needed again (docs/bench.md)
 	r.phases.enter("fetch")
 	t, err := r.titles(ctx, rep.state, in, p, rep.mirror)
 	if rep.plan = t.plan; err != nil {
@@ -163,7 +161,9 @@ type run struct {
 	made       func(n int) // told of the registry writes made and let go (writes.go); nil: none
 }
 
-func (s *Syncer) newRun(opt Options) *run {
+// newRun starts a run; ctx may carry a test's watch of the writes made
+// (WatchWrites).
+func (s *Syncer) newRun(ctx context.Context, opt Options) *run {
 	id := s.NewRunID
 	if id == nil {
 		id = newRunID
@@ -181,6 +181,7 @@ func (s *Syncer) newRun(opt Options) *run {
 	if s.Mirror == nil {
 		r.phases.untold = map[string]bool{"mirror": true} // timed, but nothing to watch
 	}
+	r.made, _ = ctx.Value(madeKey{}).(func(int))
 	r.phases.enter("read")
 	return r
 }
