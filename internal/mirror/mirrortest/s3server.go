@@ -341,8 +341,11 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, op string) bool {
 		delay = f.delay
 	}
 	f.mu.Unlock()
-	if delay > 0 {
-		return sleep(r.Context(), delay)
+	if delay > 0 && sleep(r.Context(), delay) {
+		// The client gave up: end the connection with no answer at all. A
+		// handler that just returned sent an empty 200, which a client that
+		// had not yet let go read as an empty listing (seen under load).
+		panic(http.ErrAbortHandler)
 	}
 	if status != 0 {
 		code := "InternalError"
