@@ -46,13 +46,7 @@ func newCFRig(t *testing.T, n int, store func(*cloudflare.Config)) *cfRig {
 	}
 	r.head = r.repo.Commit("policies")
 	gh := githubtest.NewServer(t, "knue", "policies", r.repo)
-	sleep := func(ctx context.Context, d time.Duration) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r.clock.Advance(d)
-		return nil
-	}
+	sleep := r.clock.Sleep
 	src, err := github.New(github.Config{Owner: "knue", Repo: "policies", Branch: "main", BaseURL: gh.URL(), Sleep: sleep, Now: r.clock.Now})
 	if err != nil {
 		t.Fatal(err)

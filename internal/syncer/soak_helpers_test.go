@@ -231,15 +231,8 @@ func newSoakRig(t testing.TB, backend string, seed uint64, repo *githubtest.Repo
 	t.Helper()
 	r := &soakRig{t: t, backend: backend, repo: repo, gh: gh, kill: &killSwitch{}, cache: blobs{},
 		clock: registrytest.NewClock(time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC))}
-	// Waits advance the clock instead of sleeping: a 429's Retry-After and
-	// the backoffs cost no time, and leases and TTLs see them pass.
-	sleep := func(ctx context.Context, d time.Duration) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r.clock.Advance(d)
-		return nil
-	}
+	// waits advance the clock instead of sleeping
+	sleep := r.clock.Sleep
 	src, err := github.New(github.Config{Owner: "knue", Repo: "policies", Branch: "main", BaseURL: gh.URL(), Sleep: sleep, Now: r.clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -85,7 +85,7 @@ func (r *Repo) head() string {
 			b, err = os.ReadFile(filepath.Join(git, filepath.FromSlash(ref)))
 		}
 	}
-	if sha := strings.TrimSpace(string(b)); err == nil && len(sha) == 40 && byIDArg.MatchString(sha) {
+	if sha := strings.TrimSpace(string(b)); err == nil && len(sha) == 40 && objectID.MatchString(sha) {
 		return sha
 	}
 	return r.Git("rev-parse", "HEAD")
@@ -609,7 +609,7 @@ func (r *Repo) branchFile(ref string) (string, bool) {
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(git, "refs", "heads", filepath.FromSlash(name)))
-	if sha := strings.TrimSpace(string(b)); err == nil && byIDArg.MatchString(sha) && len(sha) == 40 {
+	if sha := strings.TrimSpace(string(b)); err == nil && len(sha) == 40 && objectID.MatchString(sha) {
 		return sha, true
 	}
 	return "", false

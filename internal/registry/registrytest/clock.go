@@ -1,6 +1,7 @@
 package registrytest
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -34,4 +35,16 @@ func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = t
+}
+
+// Sleep waits d on the clock: it advances it by d at once, unless ctx is
+// done. Pass c.Sleep where a run or an adapter asks how to wait, so that
+// backoffs and Retry-After pauses cost no time while leases and TTLs see
+// them pass.
+func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Advance(d)
+	return nil
 }
