@@ -1,0 +1,9 @@
+package mirror_test
+
+import (
+	"testing"
+
+	"github.com/knue/syncjob/internal/testexit"
+)
+
+func TestMain(m *testing.M) { testexit.Main(m) }

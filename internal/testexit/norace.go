@@ -1,0 +1,5 @@
+//go:build !race
+
+package testexit
+
+const raceEnabled = false
