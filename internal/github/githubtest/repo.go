@@ -33,10 +33,17 @@ type Repo struct {
 	// batched), started on first use under catMu.
 	catMu        sync.Mutex
 	check, batch *catFile
-	// untracked says a path may have appeared since the last commit (a new
-	// file, a move, a symlink, a git command): Commit stages with add -A;
-	// otherwise commit -a stages the changes in one git process less.
-	untracked bool
+	// viaGit says a test staged by hand: Commit leaves staging and the
+	// commit to git from then on (see commit.go); untracked then says a
+	// path may have appeared since the last commit (a new file, a move, a
+	// symlink, a git command): Commit stages with add -A, otherwise commit
+	// -a stages the changes in one git process less.
+	viaGit, untracked bool
+	// indexStale says HEAD moved by a commit written here, not by git;
+	// hashes are the work tree's blob ids as last hashed, by path.
+	indexStale bool
+	hashes     map[string]hashed
+	objectDirs map[string]bool // .git/objects/xx made
 }
 
 // NewRepo initialises an empty repository whose current branch is "main".
@@ -190,6 +197,11 @@ func (r *Repo) Git(args ...string) string {
 		r.untracked = true
 	}
 	r.mu.Unlock()
+	if len(args) > 0 {
+		if err := r.beforeGit(args[0]); err != nil {
+			r.t.Fatalf("githubtest: %v", err)
+		}
+	}
 	out, err := r.git(nil, args...)
 	if err != nil {
 		r.t.Fatalf("githubtest: %v", err)
@@ -420,8 +432,16 @@ func (r *Repo) Submodule(path, commit string) {
 func (r *Repo) Commit(msg string) string {
 	r.t.Helper()
 	r.mu.Lock()
-	untracked := r.untracked
+	viaGit, untracked := r.viaGit, r.untracked
 	r.mu.Unlock()
+	if !viaGit {
+		r.tick()
+		id, err := r.writeCommit(msg)
+		if err != nil {
+			r.t.Fatalf("githubtest: commit: %v", err)
+		}
+		return id
+	}
 	commit := []string{"commit", "-q", "--allow-empty", "--no-verify", "-m", msg}
 	if untracked {
 		r.Git("add", "-A")

@@ -1,0 +1,413 @@
+package githubtest
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"hash/adler32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A commit is written here, object by object, as git would write it: the
+// blobs of the work tree, its trees and the commit, as loose objects, and the
+// branch's ref file. A git process costs milliseconds of CPU, and the tests
+// of a package make thousands of commits with `git add` and `git commit`.
+// The shas are git's (TestCommit_SameShasAsGit builds the same history both
+// ways).
+//
+// git's index is not updated: after such a commit it still holds the commit
+// before (indexStale), and is brought to HEAD before the next git command
+// that reads it (see Git). A test that stages by hand (Git add,
+// update-index, rm, mv, commit; Submodule) has its later commits made by git
+// (viaGit), which keeps what it staged.
+
+// noIndex are the git commands Git runs without bringing the index to HEAD:
+// they do not read it.
+var noIndex = map[string]bool{"hash-object": true, "update-ref": true, "branch": true, "symbolic-ref": true, "fetch": true, "tag": true, "config": true}
+
+// staging are the git commands that stage by hand: once one runs, Commit
+// leaves staging to git.
+var staging = map[string]bool{"add": true, "update-index": true, "rm": true, "mv": true, "commit": true, "read-tree": true, "apply": true}
+
+// beforeGit prepares the index for a git command that may change the
+// repository (see Git).
+func (r *Repo) beforeGit(verb string) error {
+	r.mu.Lock()
+	if staging[verb] {
+		r.viaGit = true
+	}
+	stale := r.indexStale && !noIndex[verb]
+	if stale {
+		r.indexStale = false
+	}
+	r.mu.Unlock()
+	if !stale {
+		return nil
+	}
+	_, err := r.git(nil, "reset", "-q") // the index to HEAD; the work tree stays
+	return err
+}
+
+// stableAfter is how long a file must have been unchanged before it was
+// hashed for its hash to be reused while its size, mtime, inode and mode
+// stay the same: a write after the hash then gives it a later mtime, even
+// on a file system with coarse timestamps.
+const stableAfter = time.Second
+
+// hashed is a work-tree file's blob id and the file's state when hashed.
+type hashed struct {
+	size  int64
+	mtime time.Time
+	inode uint64
+	mode  fs.FileMode
+	id    string
+	at    time.Time
+}
+
+// writeCommit commits the work tree on top of HEAD with msg, dated as the
+// repository's next commit, and returns its id.
+func (r *Repo) writeCommit(msg string) (string, error) {
+	git := filepath.Join(r.dir, ".git")
+	refFile, parent, err := r.headRef(git)
+	if err != nil {
+		return "", err
+	}
+	tree, err := r.writeTree(r.dir, true)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	when := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.commits) * time.Second).Unix()
+	r.mu.Unlock()
+	var body bytes.Buffer
+	fmt.Fprintf(&body, "tree %s\n", tree)
+	if parent != "" {
+		fmt.Fprintf(&body, "parent %s\n", parent)
+	}
+	fmt.Fprintf(&body, "author githubtest <githubtest@example.invalid> %d +0000\ncommitter githubtest <githubtest@example.invalid> %d +0000\n\n%s", when, when, cleanMessage(msg))
+	id, err := r.writeObject("commit", body.Bytes())
+	if err != nil {
+		return "", err
+	}
+	if err := writeFileAtomic(refFile, []byte(id+"\n")); err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	r.reads, r.indexStale = nil, true
+	r.mu.Unlock()
+	return id, nil
+}
+
+// headRef is the file HEAD's commit is kept in (the branch's ref file, or
+// HEAD itself when detached) and that commit ("" before the first).
+func (r *Repo) headRef(git string) (file, commit string, err error) {
+	if _, err := os.Lstat(filepath.Join(git, "packed-refs")); err == nil {
+		return "", "", fmt.Errorf("packed refs: not written here")
+	}
+	file = filepath.Join(git, "HEAD")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", err
+	}
+	if ref, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: "); ok {
+		file = filepath.Join(git, filepath.FromSlash(ref))
+		if b, err = os.ReadFile(file); os.IsNotExist(err) {
+			return file, "", nil
+		} else if err != nil {
+			return "", "", err
+		}
+	}
+	commit = strings.TrimSpace(string(b))
+	if !objectID.MatchString(commit) || len(commit) != 40 {
+		return "", "", fmt.Errorf("HEAD: %q is not a commit id", commit)
+	}
+	return file, commit, nil
+}
+
+// cleanMessage is msg as `git commit -m` keeps it: trailing blanks cut from
+// each line, blank lines at either end dropped, runs of them made one.
+func cleanMessage(msg string) string {
+	var out []string
+	blank := false
+	for line := range strings.SplitSeq(msg, "\n") {
+		line = strings.TrimRight(line, " \t\r\v\f")
+		if line == "" {
+			blank = len(out) > 0
+			continue
+		}
+		if blank {
+			out = append(out, "")
+			blank = false
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+type treeItem struct {
+	mode, name, id string
+}
+
+// writeTree writes the tree of the folder dir (the work tree without .git
+// when root) and returns its id, or "" for a folder git would not record
+// (nothing in it but empty folders).
+func (r *Repo) writeTree(dir string, root bool) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var items []treeItem
+	for _, e := range entries {
+		if root && e.Name() == ".git" {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		item, err := r.treeEntry(path, e)
+		if err != nil {
+			return "", err
+		}
+		if item.id != "" {
+			items = append(items, item)
+		}
+	}
+	if len(items) == 0 && !root {
+		return "", nil
+	}
+	// git orders a tree's entries by name, a folder's as if it ended in "/"
+	key := func(it treeItem) string {
+		if it.mode == "40000" {
+			return it.name + "/"
+		}
+		return it.name
+	}
+	sort.Slice(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
+	var body bytes.Buffer
+	for _, it := range items {
+		raw, _ := hex.DecodeString(it.id)
+		fmt.Fprintf(&body, "%s %s\x00%s", it.mode, it.name, raw)
+	}
+	return r.writeObject("tree", body.Bytes())
+}
+
+// treeEntry is the tree entry of one work-tree path (no id: nothing to record).
+func (r *Repo) treeEntry(path string, e fs.DirEntry) (treeItem, error) {
+	item := treeItem{name: e.Name()}
+	info, err := e.Info()
+	if err != nil {
+		return item, err
+	}
+	switch mode := info.Mode(); {
+	case mode.IsDir():
+		item.mode = "40000"
+		item.id, err = r.writeTree(path, false)
+	case mode&fs.ModeSymlink != 0:
+		var target string
+		if target, err = os.Readlink(path); err == nil {
+			item.mode = "120000"
+			item.id, err = r.writeObject("blob", []byte(target))
+		}
+	case mode.IsRegular():
+		item.mode = "100644"
+		if mode&0o100 != 0 {
+			item.mode = "100755"
+		}
+		item.id, err = r.writeBlob(path, info)
+	}
+	return item, err
+}
+
+// writeBlob writes the blob of the regular file at path, hashing it again
+// only when it may have changed since it was last hashed.
+func (r *Repo) writeBlob(path string, info fs.FileInfo) (string, error) {
+	now := hashed{size: info.Size(), mtime: info.ModTime(), inode: inode(info), mode: info.Mode()}
+	r.mu.Lock()
+	was, ok := r.hashes[path]
+	r.mu.Unlock()
+	if ok && was.size == now.size && was.mtime.Equal(now.mtime) && was.inode == now.inode && was.mode == now.mode && was.mtime.Before(was.at.Add(-stableAfter)) {
+		return was.id, nil
+	}
+	now.at = time.Now()
+	id, err := r.writeObjectFrom("blob", path, now.size)
+	if err != nil {
+		return "", err
+	}
+	now.id = id
+	r.mu.Lock()
+	if r.hashes == nil {
+		r.hashes = make(map[string]hashed)
+	}
+	r.hashes[path] = now
+	r.mu.Unlock()
+	return id, nil
+}
+
+// writeObject writes a loose object of kind holding content, unless the
+// repository has it, and returns its id.
+func (r *Repo) writeObject(kind string, content []byte) (string, error) {
+	h := objectHash(kind, int64(len(content)))
+	h.Write(content)
+	id := hex.EncodeToString(h.Sum(nil))
+	return id, r.writeLoose(id, kind, int64(len(content)), func(w io.Writer) error {
+		_, err := w.Write(content)
+		return err
+	})
+}
+
+// writeObjectFrom is writeObject for the size bytes of the file at path,
+// read twice (to hash, then to write if new) and never held whole.
+func (r *Repo) writeObjectFrom(kind, path string, size int64) (string, error) {
+	copyFile := func(w io.Writer) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		n, err := io.Copy(w, f)
+		if err == nil && n != size {
+			err = fmt.Errorf("%s: read %d bytes, want %d: changed while committed", path, n, size)
+		}
+		return err
+	}
+	h := objectHash(kind, size)
+	if err := copyFile(h); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(h.Sum(nil))
+	return id, r.writeLoose(id, kind, size, copyFile)
+}
+
+// objectHeader is a git object's header: "blob 12\x00".
+func objectHeader(kind string, size int64) []byte {
+	return append(strconv.AppendInt(append([]byte(kind), ' '), size, 10), 0)
+}
+
+// objectHash is a hash of an object's header, ready for its content.
+func objectHash(kind string, size int64) hash.Hash {
+	h := sha1.New()
+	h.Write(objectHeader(kind, size))
+	return h
+}
+
+// writeLoose writes object id (its header, then what content writes) as
+// git's loose object file, unless it exists.
+func (r *Repo) writeLoose(id, kind string, size int64, content func(io.Writer) error) error {
+	dir := filepath.Join(r.dir, ".git", "objects", id[:2])
+	file := filepath.Join(dir, id[2:])
+	if _, err := os.Stat(file); err == nil {
+		return nil
+	}
+	r.mu.Lock()
+	made := r.objectDirs[id[:2]]
+	r.mu.Unlock()
+	if !made {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		if r.objectDirs == nil {
+			r.objectDirs = make(map[string]bool)
+		}
+		r.objectDirs[id[:2]] = true
+		r.mu.Unlock()
+	}
+	tmp := file + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	header := objectHeader(kind, size)
+	z := newStoredZlib(f, int64(len(header))+size)
+	_, err = z.Write(header)
+	if err == nil {
+		err = content(z)
+	}
+	if err == nil {
+		err = z.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write object %s: %w", id, err)
+	}
+	return os.Rename(tmp, file)
+}
+
+// storedZlib writes a zlib stream of stored (uncompressed) deflate blocks:
+// a valid loose object that costs a copy, where compress/zlib's writer
+// costs its tables for every object.
+type storedZlib struct {
+	w     io.Writer
+	block []byte
+	sum   hash.Hash32
+	err   error
+}
+
+// maxStored is the most a stored deflate block holds.
+const maxStored = 65535
+
+func newStoredZlib(w io.Writer, total int64) *storedZlib {
+	z := &storedZlib{w: w, block: make([]byte, 0, min(total, maxStored)), sum: adler32.New()}
+	_, z.err = w.Write([]byte{0x78, 0x01}) // deflate, 32K window, no dictionary
+	return z
+}
+
+func (z *storedZlib) Write(p []byte) (int, error) {
+	z.sum.Write(p)
+	n := len(p)
+	for len(p) > 0 && z.err == nil {
+		if len(z.block) == maxStored {
+			z.flush(false)
+		}
+		k := min(len(p), maxStored-len(z.block))
+		z.block = append(z.block, p[:k]...)
+		p = p[k:]
+	}
+	return n, z.err
+}
+
+func (z *storedZlib) flush(final bool) {
+	if z.err != nil {
+		return
+	}
+	head := []byte{0, byte(len(z.block)), byte(len(z.block) >> 8), ^byte(len(z.block)), ^byte(len(z.block) >> 8)}
+	if final {
+		head[0] = 1
+	}
+	if _, z.err = z.w.Write(head); z.err == nil {
+		_, z.err = z.w.Write(z.block)
+	}
+	z.block = z.block[:0]
+}
+
+// Close ends the stream with its last block and checksum.
+func (z *storedZlib) Close() error {
+	z.flush(true)
+	if z.err == nil {
+		_, z.err = z.w.Write(binary.BigEndian.AppendUint32(nil, z.sum.Sum32()))
+	}
+	return z.err
+}
+
+// writeFileAtomic replaces file with content, creating its folder.
+func writeFileAtomic(file string, content []byte) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	tmp := file + ".lock" // git's own lock file name: git refuses to update the ref meanwhile
+	if err := os.WriteFile(tmp, content, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}
