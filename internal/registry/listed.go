@@ -44,23 +44,33 @@ type deadLetterMetadata struct {
 
 // queueMetadataOf is q's metadata, its error message cut to fit.
 func queueMetadataOf(q policy.QueueEntry) json.RawMessage {
+	return fitMetadata(queueMetadataAt(q), ptrText(q.ErrorMessage), 1)
+}
+
+// queueMetadataAt is q's metadata with its error message cut at budget bytes.
+func queueMetadataAt(q policy.QueueEntry) func(budget int) any {
 	md := queueMetadata{
 		SHA: q.SHA, RetryCount: q.RetryCount, Failed: q.ErrorMessage != nil,
 		Operation: q.Operation, CreatedAt: q.CreatedAt, ErrorMessage: q.ErrorMessage,
 		FileNo: q.FileNo, AttemptID: q.AttemptID,
 	}
-	return fitMetadata(func(budget int) any {
+	return func(budget int) any {
 		if q.ErrorMessage != nil {
 			msg, cut := cutText(*q.ErrorMessage, budget)
 			md.ErrorMessage, md.Cut = &msg, cut
 		}
 		return md
-	}, len(ptrText(q.ErrorMessage)))
+	}
 }
 
 // deadLetterMetadataOf is d's metadata, its texts cut to fit.
 func deadLetterMetadataOf(d policy.DeadLetter) json.RawMessage {
-	return fitMetadata(func(budget int) any {
+	return fitMetadata(deadLetterMetadataAt(d), longer(d.Reason, ptrText(d.ErrorMessage)), 2)
+}
+
+// deadLetterMetadataAt is d's metadata with its texts cut at budget/2 bytes.
+func deadLetterMetadataAt(d policy.DeadLetter) func(budget int) any {
+	return func(budget int) any {
 		md := deadLetterMetadata{DeadAt: d.DeadAt}
 		var cutMsg, cutReason bool
 		md.Reason, cutReason = cutText(d.Reason, budget/2)
@@ -76,14 +86,28 @@ func deadLetterMetadataOf(d policy.DeadLetter) json.RawMessage {
 		}
 		md.Cut = cutMsg || cutReason
 		return md
-	}, 2*max(len(d.Reason), len(ptrText(d.ErrorMessage))))
+	}
+}
+
+// longer is the longer of a and b.
+func longer(a, b string) string {
+	if len(b) > len(a) {
+		return b
+	}
+	return a
 }
 
 // fitMetadata encodes build(budget) with the largest text budget (starting
-// at want bytes) whose encoding fits policy.MaxMetadataBytes; failing that,
-// the encoding with no text at all.
-func fitMetadata(build func(budget int) any, want int) json.RawMessage {
-	for budget := want; budget > 0; budget = budget * 3 / 4 {
+// at per times the longest text's length, each text cut at budget/per
+// bytes) whose encoding fits policy.MaxMetadataBytes; failing that, the
+// encoding with no text at all. A budget at which the longest text alone is
+// too long is passed over unencoded: a 14 KB error message took a dozen
+// encodings of itself.
+func fitMetadata(build func(budget int) any, longest string, per int) json.RawMessage {
+	for budget := per * len(longest); budget > 0; budget = budget * 3 / 4 {
+		if cut, _ := cutText(longest, budget/per); len(cut) > policy.MaxMetadataBytes {
+			continue // encoded, it is no shorter
+		}
 		if b := MustJSON(build(budget)); len(b) <= policy.MaxMetadataBytes {
 			return b
 		}
