@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/mirror/mirrortest"
 	"github.com/knue/syncjob/internal/policy"
@@ -58,7 +59,7 @@ func mustMirrored(t *testing.T, target mirror.Target, read func(key string) []by
 func (r *rig) mirrorWant(files map[string]string) map[string]mirrored {
 	want := map[string]mirrored{}
 	for path, content := range files {
-		want[policy.NameOf(path)] = mirrored{SHA: r.repo.Git("hash-object", r.repo.Dir()+"/"+path), Path: path, Content: content}
+		want[policy.NameOf(path)] = mirrored{SHA: githubtest.BlobID(content), Path: path, Content: content}
 	}
 	return want
 }

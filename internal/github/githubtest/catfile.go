@@ -95,6 +95,19 @@ func (r *Repo) batched(args []string) (out []byte, handled bool, err error) {
 	if !byIDArg.MatchString(name) || strings.Contains(name, "..") {
 		return nil, false, nil
 	}
+	if id, kind, size, data, ok, err := r.looseAnswer(name, content); err != nil || ok {
+		switch {
+		case err != nil:
+			return nil, true, err
+		case args[0] == "rev-parse":
+			return []byte(id + "\n"), true, nil
+		case !content:
+			return []byte(strconv.Itoa(size) + "\n"), true, nil
+		case kind == "blob":
+			return data, true, nil
+		}
+		return nil, false, nil // git says what is wrong
+	}
 	check, err := r.catFile("--batch-check")
 	if err != nil {
 		return nil, true, err

@@ -411,3 +411,11 @@ func writeFileAtomic(file string, content []byte) error {
 	}
 	return os.Rename(tmp, file)
 }
+
+// BlobID is the blob id git gives content (git hash-object), without a git
+// process.
+func BlobID(content string) string {
+	h := objectHash("blob", int64(len(content)))
+	io.WriteString(h, content)
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -120,3 +120,14 @@ func TestCommit_RunsNoGit(t *testing.T) {
 		t.Errorf("b/c.md at head = %q", got)
 	}
 }
+
+func TestBlobID_AsGitHashObject(t *testing.T) {
+	t.Parallel()
+	r := githubtest.NewRepo(t)
+	for _, content := range []string{"", "# 학칙\n", strings.Repeat("x", 70000)} {
+		r.Write("f", content)
+		if got, want := githubtest.BlobID(content), r.Git("hash-object", "f"); got != want {
+			t.Errorf("BlobID of %d bytes = %s, git says %s", len(content), got, want)
+		}
+	}
+}

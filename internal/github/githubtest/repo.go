@@ -220,6 +220,24 @@ var (
 	byIDArg  = regexp.MustCompile(`^[0-9a-f]{40}((\^\{[a-z]+\})?(\.\.\.?[0-9a-f]{40})?|:[^\x00\n]+)$`)
 )
 
+// objectIDs are the matches of objectID in b, as FindAll finds them (a run
+// of 80 hex digits is two), without a regular expression: every answer git
+// gives is scanned, some of them megabytes.
+func objectIDs(b []byte) [][]byte {
+	var ids [][]byte
+	for i := 0; i < len(b); {
+		j := i
+		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] >= 'a' && b[j] <= 'f') {
+			j++
+		}
+		for ; i+40 <= j; i += 40 {
+			ids = append(ids, b[i:i+40])
+		}
+		i = j + 1
+	}
+	return ids
+}
+
 // answers holds git's answers to read-only questions that name objects by
 // full id only (cat-file blob ID, ls-tree TREE, diff A B): an object id is
 // its content's hash, so the answer is the same in every repository that has
@@ -275,8 +293,8 @@ func (r *Repo) cached(question string, byID bool, args []string) ([]byte, bool) 
 		return out, ok
 	}
 	for _, a := range args[1:] {
-		for _, id := range objectID.FindAllString(a, -1) {
-			if !r.has[id] {
+		for _, id := range objectIDs([]byte(a)) {
+			if !r.has[string(id)] {
 				return nil, false
 			}
 		}
@@ -296,12 +314,12 @@ func (r *Repo) learn(args []string, out []byte) {
 		r.has = make(map[string]bool)
 	}
 	for _, a := range args[1:] {
-		for _, id := range objectID.FindAllString(a, -1) {
-			r.has[id] = true
+		for _, id := range objectIDs([]byte(a)) {
+			r.has[string(id)] = true
 		}
 	}
 	if args[0] != "cat-file" { // a file's content may quote ids it lacks
-		for _, id := range objectID.FindAll(out, -1) {
+		for _, id := range objectIDs(out) {
 			r.has[string(id)] = true
 		}
 	}

@@ -1,0 +1,74 @@
+package githubtest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// looseObject reads object id from its loose file: its kind and size, and
+// with content its bytes. ok is false when the repository has no loose
+// object id (it may still be packed: git answers then).
+func (r *Repo) looseObject(id string, content bool) (kind string, size int, data []byte, ok bool, err error) {
+	f, err := os.Open(filepath.Join(r.dir, ".git", "objects", id[:2], id[2:]))
+	if err != nil {
+		return "", 0, nil, false, nil
+	}
+	defer f.Close()
+	z, err := zlib.NewReader(bufio.NewReaderSize(f, 4096))
+	if err != nil {
+		return "", 0, nil, false, fmt.Errorf("object %s: %w", id, err)
+	}
+	in := bufio.NewReaderSize(z, 512)
+	header, err := in.ReadString(0)
+	if err != nil {
+		return "", 0, nil, false, fmt.Errorf("object %s: %w", id, err)
+	}
+	kind, n, found := strings.Cut(strings.TrimSuffix(header, "\x00"), " ")
+	if size, err = strconv.Atoi(n); !found || err != nil {
+		return "", 0, nil, false, fmt.Errorf("object %s: header %q", id, header)
+	}
+	if content {
+		data = make([]byte, size)
+		if _, err := io.ReadFull(in, data); err != nil {
+			return "", 0, nil, false, fmt.Errorf("object %s: %w", id, err)
+		}
+	}
+	return kind, size, data, true, nil
+}
+
+// looseAnswer answers from loose objects what batched would ask cat-file:
+// name is a full id, or ID^{commit} / ID^{tree} to resolve. ok is false
+// when git must answer (a packed object, a path, another kind).
+func (r *Repo) looseAnswer(name string, content bool) (id, kind string, size int, data []byte, ok bool, err error) {
+	id, peel, _ := strings.Cut(name, "^")
+	if len(id) != 40 || strings.Contains(id, ":") || strings.Contains(id, ".") {
+		return "", "", 0, nil, false, nil
+	}
+	switch peel {
+	case "", "{commit}", "{tree}":
+	default:
+		return "", "", 0, nil, false, nil
+	}
+	kind, size, data, ok, err = r.looseObject(id, content || peel == "{tree}")
+	if !ok || err != nil {
+		return "", "", 0, nil, false, err
+	}
+	switch {
+	case peel == "{commit}" && kind != "commit", peel == "{tree}" && kind != "commit" && kind != "tree":
+		return "", "", 0, nil, false, nil // git says what is wrong
+	case peel == "{tree}" && kind == "commit":
+		tree, found := bytes.CutPrefix(data, []byte("tree "))
+		if !found || len(tree) < 40 {
+			return "", "", 0, nil, false, fmt.Errorf("commit %s: no tree", id)
+		}
+		return string(tree[:40]), "tree", 0, nil, true, nil
+	}
+	return id, kind, size, data, true, nil
+}
