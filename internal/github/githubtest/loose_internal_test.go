@@ -65,3 +65,64 @@ func must(t *testing.T) func([]byte, error) []byte {
 		return b
 	}
 }
+
+// TestRead_HistoryFromLooseObjects_AsGitAnswers asks history's questions of
+// a history with a merge, a criss-cross merge (two best merge bases: git
+// answers), a gitlink, a symlink and an executable, loose and then packed:
+// each answer equals a git process's.
+func TestRead_HistoryFromLooseObjects_AsGitAnswers(t *testing.T) {
+	t.Parallel()
+	r := NewRepo(t)
+	r.Write("규정/a.md", "# a\n")
+	r.Write("run.sh", "#!/bin/sh\n")
+	r.Chmod("run.sh", true)
+	r.Symlink("link.md", "규정/a.md")
+	first := r.Commit("first")
+	r.Branch("side")
+	r.Write("규정/깊은/b.md", "# b\n")
+	main1 := r.Commit("main 1")
+	r.Checkout("side")
+	r.Write("c.md", "# c\n")
+	side1 := r.Commit("side 1")
+	r.Checkout("main")
+	merged := r.Merge("side") // main: first, main 1, merge of side 1
+	r.Checkout("side")
+	crossSide := r.Merge("main") // side merges main 1 too: criss-cross
+	r.Checkout("main")
+	r.Write("d.md", "# d\n")
+	main2 := r.Commit("main 2")
+	r.Submodule("vendor/sub", first)
+	withLink := r.Commit("gitlink")
+	ids := []string{first, main1, side1, merged, crossSide, main2, withLink}
+	var questions [][]string
+	for i, a := range ids {
+		questions = append(questions, []string{"ls-tree", "-z", "-l", "--full-tree", "-r", "-t", a, "--"}, []string{"ls-tree", "-z", "-l", "--full-tree", a, "--"})
+		for _, b := range ids[i+1:] {
+			questions = append(questions, []string{"rev-list", "--count", a + ".." + b, "--"}, []string{"rev-list", "--count", b + ".." + a, "--"}, []string{"merge-base", a, b})
+		}
+	}
+	tree := strings.TrimSpace(string(must(t)(r.git(nil, "rev-parse", withLink+"^{tree}"))))
+	questions = append(questions, []string{"ls-tree", "-z", "-l", "--full-tree", "-r", "-t", tree, "--"})
+	ask := func(when string, questions [][]string) (answered int) {
+		for _, q := range questions {
+			want, wantErr := r.git(nil, q...)
+			got, handled, gotErr := r.history(q)
+			if handled {
+				answered++
+			} else {
+				got, gotErr = r.git(nil, q...)
+			}
+			if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+				t.Errorf("%s, %s: got %q (%v), git says %q (%v)", when, strings.Join(q, " "), got, gotErr, want, wantErr)
+			}
+		}
+		return answered
+	}
+	if n := ask("loose", questions); n < len(questions)*9/10 {
+		t.Errorf("answered %d of %d questions from loose objects", n, len(questions))
+	}
+	r.Git("repack", "-a", "-d", "-q")
+	if n := ask("packed", questions[:12]); n != 0 {
+		t.Errorf("answered %d questions of packed objects", n)
+	}
+}

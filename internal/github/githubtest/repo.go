@@ -265,6 +265,9 @@ func (r *Repo) read(args ...string) ([]byte, error) {
 	}
 	out, handled, err := r.batched(args)
 	if !handled {
+		out, handled, err = r.history(args)
+	}
+	if !handled {
 		out, err = r.git(nil, args...)
 	}
 	if err != nil || len(out) > maxCachedRead {

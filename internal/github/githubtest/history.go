@@ -1,0 +1,216 @@
+package githubtest
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The questions the server asks most after objects by id — how many
+// commits one has that another lacks (rev-list --count), their merge base,
+// and a tree's listing (ls-tree) — are answered here from loose objects
+// when every object they touch is loose; otherwise by git. Each answer is
+// git's (TestRead_HistoryFromLooseObjects_AsGitAnswers).
+
+// parsedCommits are commits read from loose objects, by id: an id names
+// the same commit in every repository.
+var parsedCommits sync.Map // id → []string (parents)
+
+// parents is the parent list of commit id, if it is loose here.
+func (r *Repo) parents(id string) ([]string, bool, error) {
+	if p, ok := parsedCommits.Load(id); ok && r.hasLoose(id) {
+		return p.([]string), true, nil
+	}
+	kind, _, data, ok, err := r.looseObject(id, true)
+	if !ok || err != nil || kind != "commit" {
+		return nil, false, err
+	}
+	var parents []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if line == "" {
+			break // the message follows
+		}
+		if p, found := strings.CutPrefix(line, "parent "); found {
+			parents = append(parents, p)
+		}
+	}
+	parsedCommits.Store(id, parents)
+	return parents, true, nil
+}
+
+// ancestors is every commit reachable from id, id included; ok is false
+// when one of them is not loose.
+func (r *Repo) ancestors(id string) (map[string]bool, bool, error) {
+	seen := map[string]bool{}
+	stack := []string{id}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[c] {
+			continue
+		}
+		parents, ok, err := r.parents(c)
+		if !ok || err != nil {
+			return nil, false, err
+		}
+		seen[c] = true
+		stack = append(stack, parents...)
+	}
+	return seen, true, nil
+}
+
+// history answers rev-list --count A..B --, merge-base A B and ls-tree of
+// a full id; handled is false for any other question or when git must
+// answer.
+func (r *Repo) history(args []string) (out []byte, handled bool, err error) {
+	switch {
+	case len(args) == 4 && args[0] == "rev-list" && args[1] == "--count" && args[3] == "--":
+		a, b, found := strings.Cut(args[2], "..")
+		if !found || !isID(a) || !isID(b) {
+			return nil, false, nil
+		}
+		return r.countRange(a, b)
+	case len(args) == 3 && args[0] == "merge-base" && isID(args[1]) && isID(args[2]):
+		return r.mergeBase(args[1], args[2])
+	case args[0] == "ls-tree" && args[len(args)-1] == "--" && isID(args[len(args)-2]):
+		flags := strings.Join(args[1:len(args)-2], " ")
+		if flags != "-z -l --full-tree" && flags != "-z -l --full-tree -r -t" {
+			return nil, false, nil
+		}
+		return r.listTree(args[len(args)-2], strings.HasSuffix(flags, "-r -t"))
+	}
+	return nil, false, nil
+}
+
+func isID(s string) bool { return len(s) == 40 && len(objectIDs([]byte(s))) == 1 }
+
+// countRange is rev-list --count a..b: the commits b reaches and a does not.
+func (r *Repo) countRange(a, b string) ([]byte, bool, error) {
+	from, ok, err := r.ancestors(b)
+	if !ok || err != nil {
+		return nil, false, nil
+	}
+	not, ok, err := r.ancestors(a)
+	if !ok || err != nil {
+		return nil, false, nil
+	}
+	n := 0
+	for c := range from {
+		if !not[c] {
+			n++
+		}
+	}
+	return []byte(strconv.Itoa(n) + "\n"), true, nil
+}
+
+// mergeBase is git merge-base a b when the two have exactly one best
+// common ancestor (one that is no other common ancestor's ancestor); git
+// chooses among several.
+func (r *Repo) mergeBase(a, b string) ([]byte, bool, error) {
+	left, ok, err := r.ancestors(a)
+	if !ok || err != nil {
+		return nil, false, nil
+	}
+	right, ok, err := r.ancestors(b)
+	if !ok || err != nil {
+		return nil, false, nil
+	}
+	common := map[string]bool{}
+	for c := range left {
+		if right[c] {
+			common[c] = true
+		}
+	}
+	if len(common) == 0 {
+		return nil, true, fmt.Errorf("git merge-base %s %s: no common ancestor", a, b)
+	}
+	best := maps.Clone(common)
+	for c := range common { // the common ancestors are closed under parents
+		parents, _, _ := r.parents(c)
+		for _, p := range parents {
+			delete(best, p)
+		}
+	}
+	if len(best) != 1 {
+		return nil, false, nil
+	}
+	for c := range best {
+		return []byte(c + "\n"), true, nil
+	}
+	return nil, false, nil
+}
+
+// listTree is ls-tree -z -l --full-tree [-r -t] of a commit or tree id.
+func (r *Repo) listTree(id string, recursive bool) ([]byte, bool, error) {
+	kind, _, data, ok, err := r.looseObject(id, true)
+	if !ok || err != nil {
+		return nil, false, nil
+	}
+	switch kind {
+	case "commit":
+		tree, found := bytes.CutPrefix(data, []byte("tree "))
+		if !found || len(tree) < 40 {
+			return nil, false, nil
+		}
+		return r.listTree(string(tree[:40]), recursive)
+	case "tree":
+	default:
+		return nil, false, nil
+	}
+	var out bytes.Buffer
+	if !r.writeListing(&out, data, "", recursive) {
+		return nil, false, nil
+	}
+	return out.Bytes(), true, nil
+}
+
+// writeListing writes ls-tree's records of the tree object data under
+// prefix; false when an object it needs is not loose.
+func (r *Repo) writeListing(out *bytes.Buffer, data []byte, prefix string, recursive bool) bool {
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		nul := bytes.IndexByte(data, 0)
+		if sp < 0 || nul < sp || len(data) < nul+21 {
+			return false
+		}
+		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
+		if err != nil {
+			return false
+		}
+		name, id := prefix+string(data[sp+1:nul]), hex.EncodeToString(data[nul+1:nul+21])
+		data = data[nul+21:]
+		kind, size := "blob", "-"
+		switch mode {
+		case 0o40000:
+			kind = "tree"
+		case 0o160000:
+			kind = "commit"
+		default:
+			_, n, _, ok, err := r.looseObject(id, false)
+			if !ok || err != nil {
+				return false
+			}
+			size = strconv.Itoa(n)
+		}
+		fmt.Fprintf(out, "%06o %s %s %7s\t%s\x00", mode, kind, id, size, name)
+		if kind == "tree" && recursive {
+			_, _, sub, ok, err := r.looseObject(id, true)
+			if !ok || err != nil || !r.writeListing(out, sub, name+"/", true) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasLoose reports whether object id is a loose object here.
+func (r *Repo) hasLoose(id string) bool {
+	_, err := os.Stat(filepath.Join(r.dir, ".git", "objects", id[:2], id[2:]))
+	return err == nil
+}
