@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -47,8 +48,14 @@ func (r *Repo) looseObject(id string, content bool) (kind string, size int, data
 // name is a full id, or ID^{commit} / ID^{tree} to resolve. ok is false
 // when git must answer (a packed object, a path, another kind).
 func (r *Repo) looseAnswer(name string, content bool) (id, kind string, size int, data []byte, ok bool, err error) {
+	if commit, path, found := strings.Cut(name, ":"); found {
+		if id, ok, err = r.lookPath(commit, path); !ok || err != nil {
+			return "", "", 0, nil, false, err
+		}
+		name = id
+	}
 	id, peel, _ := strings.Cut(name, "^")
-	if len(id) != 40 || strings.Contains(id, ":") || strings.Contains(id, ".") {
+	if len(id) != 40 || strings.Contains(id, ".") {
 		return "", "", 0, nil, false, nil
 	}
 	switch peel {
@@ -71,4 +78,48 @@ func (r *Repo) looseAnswer(name string, content bool) (id, kind string, size int
 		return string(tree[:40]), "tree", 0, nil, true, nil
 	}
 	return id, kind, size, data, true, nil
+}
+
+// lookPath is the id of the entry at path in commit (a full id), walked
+// down its loose trees; ok is false when git must answer (an object not
+// loose, no such path, a path git would read otherwise).
+func (r *Repo) lookPath(commit, path string) (string, bool, error) {
+	if !isID(commit) || path == "" || strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") || strings.Contains(path, "//") {
+		return "", false, nil
+	}
+	kind, _, data, ok, err := r.looseObject(commit, true)
+	if !ok || err != nil || kind != "commit" {
+		return "", false, err
+	}
+	tree, found := bytes.CutPrefix(data, []byte("tree "))
+	if !found || len(tree) < 40 {
+		return "", false, nil
+	}
+	id := string(tree[:40])
+	for name := range strings.SplitSeq(path, "/") {
+		kind, _, data, ok, err := r.looseObject(id, true)
+		if !ok || err != nil || kind != "tree" {
+			return "", false, err
+		}
+		if id, ok = treeEntryID(data, name); !ok {
+			return "", false, nil
+		}
+	}
+	return id, true, nil
+}
+
+// treeEntryID is the id of the entry called name in the tree object data.
+func treeEntryID(data []byte, name string) (string, bool) {
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		nul := bytes.IndexByte(data, 0)
+		if sp < 0 || nul < sp || len(data) < nul+21 {
+			return "", false
+		}
+		if string(data[sp+1:nul]) == name {
+			return hex.EncodeToString(data[nul+1 : nul+21]), true
+		}
+		data = data[nul+21:]
+	}
+	return "", false
 }

@@ -14,6 +14,7 @@ func TestRead_FromLooseObjects_AsGitAnswers(t *testing.T) {
 	r := NewRepo(t)
 	r.Write("a.md", "# a\n")
 	r.Write("big.md", strings.Repeat("x", maxCachedRead+10))
+	r.Write("규정/깊은/c.md", "# c\n")
 	first := r.Commit("first")
 	r.Branch("side")
 	r.Checkout("side")
@@ -32,8 +33,14 @@ func TestRead_FromLooseObjects_AsGitAnswers(t *testing.T) {
 			[]string{"cat-file", "-s", id},
 			[]string{"cat-file", "blob", id})
 	}
-	questions = append(questions, []string{"cat-file", "blob", first + ":a.md"}, []string{"cat-file", "blob", BlobID(strings.Repeat("x", maxCachedRead+10))})
-	ask := func(when string) {
+	questions = append(questions, []string{"cat-file", "blob", BlobID(strings.Repeat("x", maxCachedRead+10))})
+	for _, path := range []string{"a.md", "규정/깊은/c.md", "규정/깊은", "규정/없음.md", "a.md/x", "big.md"} {
+		questions = append(questions,
+			[]string{"cat-file", "blob", first + ":" + path},
+			[]string{"cat-file", "-s", merged + ":" + path},
+			[]string{"rev-parse", "--verify", first + ":" + path})
+	}
+	ask := func(when string, questions [][]string) {
 		for _, q := range questions {
 			want, wantErr := r.git(nil, q...)
 			got, handled, gotErr := r.batched(q)
@@ -48,12 +55,12 @@ func TestRead_FromLooseObjects_AsGitAnswers(t *testing.T) {
 	if _, _, _, _, ok, _ := r.looseAnswer(merged+"^{tree}", false); !ok {
 		t.Error("git's merge commit was not read from its loose object")
 	}
-	ask("loose")
+	ask("loose", questions)
 	r.Git("repack", "-a", "-d", "-q")
 	if _, _, _, _, ok, _ := r.looseAnswer(first+"^{commit}", false); ok {
 		t.Error("a packed commit was answered as loose")
 	}
-	ask("packed")
+	ask("packed", questions[len(questions)-12:])
 }
 
 func must(t *testing.T) func([]byte, error) []byte {

@@ -543,6 +543,9 @@ func (r *Repo) tick() {
 // Head returns the commit sha a branch points at.
 func (r *Repo) Head(branch string) string {
 	r.t.Helper()
+	if sha, ok := r.branchFile("refs/heads/" + branch); ok {
+		return sha
+	}
 	return r.Git("rev-parse", "--verify", "refs/heads/"+branch+"^{commit}")
 }
 
