@@ -22,11 +22,10 @@ func TestRead_FromLooseObjects_AsGitAnswers(t *testing.T) {
 	r.Commit("side")
 	r.Checkout("main")
 	merged := r.Merge("side")
-	packed := r.EmptyCommits(2, "packed")
 	blob := BlobID("# a\n")
 	tree := strings.TrimSpace(string(must(t)(r.git(nil, "rev-parse", first+"^{tree}"))))
 	var questions [][]string
-	for _, id := range []string{first, merged, packed, blob, tree, strings.Repeat("0", 40)} {
+	for _, id := range []string{first, blob, tree, strings.Repeat("0", 40)} {
 		questions = append(questions,
 			[]string{"rev-parse", "-q", "--verify", "--end-of-options", id + "^{commit}"},
 			[]string{"rev-parse", "-q", "--verify", "--end-of-options", id + "^{tree}"},
@@ -34,11 +33,10 @@ func TestRead_FromLooseObjects_AsGitAnswers(t *testing.T) {
 			[]string{"cat-file", "blob", id})
 	}
 	questions = append(questions, []string{"cat-file", "blob", BlobID(strings.Repeat("x", maxCachedRead+10))})
-	for _, path := range []string{"a.md", "규정/깊은/c.md", "규정/깊은", "규정/없음.md", "a.md/x", "big.md"} {
+	for _, path := range []string{"a.md", "규정/깊은/c.md", "규정/깊은", "규정/없음.md", "a.md/x"} {
 		questions = append(questions,
 			[]string{"cat-file", "blob", first + ":" + path},
-			[]string{"cat-file", "-s", merged + ":" + path},
-			[]string{"rev-parse", "--verify", first + ":" + path})
+			[]string{"rev-parse", "--verify", merged + ":" + path})
 	}
 	ask := func(when string, questions [][]string) {
 		for _, q := range questions {
@@ -60,7 +58,7 @@ func TestRead_FromLooseObjects_AsGitAnswers(t *testing.T) {
 	if _, _, _, _, ok, _ := r.looseAnswer(first+"^{commit}", false); ok {
 		t.Error("a packed commit was answered as loose")
 	}
-	ask("packed", questions[len(questions)-12:])
+	ask("packed", questions[len(questions)-8:])
 }
 
 func must(t *testing.T) func([]byte, error) []byte {
@@ -87,7 +85,7 @@ func TestRead_HistoryFromLooseObjects_AsGitAnswers(t *testing.T) {
 	first := r.Commit("first")
 	r.Branch("side")
 	r.Write("규정/깊은/b.md", "# b\n")
-	main1 := r.Commit("main 1")
+	r.Commit("main 1")
 	r.Checkout("side")
 	r.Write("c.md", "# c\n")
 	side1 := r.Commit("side 1")
@@ -97,10 +95,10 @@ func TestRead_HistoryFromLooseObjects_AsGitAnswers(t *testing.T) {
 	crossSide := r.Merge("main") // side merges main 1 too: criss-cross
 	r.Checkout("main")
 	r.Write("d.md", "# d\n")
-	main2 := r.Commit("main 2")
+	r.Commit("main 2")
 	r.Submodule("vendor/sub", first)
 	withLink := r.Commit("gitlink")
-	ids := []string{first, main1, side1, merged, crossSide, main2, withLink}
+	ids := []string{first, side1, merged, crossSide, withLink}
 	var questions [][]string
 	for i, a := range ids {
 		questions = append(questions, []string{"ls-tree", "-z", "-l", "--full-tree", "-r", "-t", a, "--"}, []string{"ls-tree", "-z", "-l", "--full-tree", a, "--"})
@@ -129,7 +127,7 @@ func TestRead_HistoryFromLooseObjects_AsGitAnswers(t *testing.T) {
 		t.Errorf("answered %d of %d questions from loose objects", n, len(questions))
 	}
 	r.Git("repack", "-a", "-d", "-q")
-	if n := ask("packed", questions[:12]); n != 0 {
+	if n := ask("packed", questions[:8]); n != 0 {
 		t.Errorf("answered %d questions of packed objects", n)
 	}
 }
