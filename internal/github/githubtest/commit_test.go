@@ -42,6 +42,7 @@ func TestCommit_SameShasAsGit(t *testing.T) {
 			r.Move("규정/하위", "규정/옮김")
 			r.Remove("a.b")
 			r.WriteFrom("big.md", strings.NewReader(strings.Repeat("# 큰 파일\n", 20000)))
+			r.WriteFrom("huge.md", strings.NewReader(strings.Repeat("# 아주 큰 파일\n", 300000))) // 5.4 MB: git writes it
 			if err := os.MkdirAll(filepath.Join(r.Dir(), "only/empty/folders"), 0o755); err != nil {
 				t.Fatal(err)
 			}
