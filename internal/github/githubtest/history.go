@@ -7,9 +7,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The questions the server asks most after objects by id — how many
@@ -78,6 +80,8 @@ func (r *Repo) history(args []string) (out []byte, handled bool, err error) {
 		return r.countRange(a, b)
 	case len(args) == 3 && args[0] == "merge-base" && isID(args[1]) && isID(args[2]):
 		return r.mergeBase(args[1], args[2])
+	case len(args) > 3 && args[0] == "log" && args[1] == "-z" && args[2] == logFormat:
+		return r.log(args)
 	case args[0] == "ls-tree" && args[len(args)-1] == "--" && isID(args[len(args)-2]):
 		flags := strings.Join(args[1:len(args)-2], " ")
 		if flags != "-z -l --full-tree" && flags != "-z -l --full-tree -r -t" {
@@ -213,4 +217,136 @@ func (r *Repo) writeListing(out *bytes.Buffer, data []byte, prefix string, recur
 func (r *Repo) hasLoose(id string) bool {
 	_, err := os.Stat(filepath.Join(r.dir, ".git", "objects", id[:2], id[2:]))
 	return err == nil
+}
+
+// logFormat is the one format the server asks git log for.
+const logFormat = "--format=%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B"
+
+// log answers git log -z logFormat of one commit (-1 ID --) or of a range
+// (--reverse --topo-order A..B --) when the range is one line of commits
+// with one parent each: git orders merges.
+func (r *Repo) log(args []string) ([]byte, bool, error) {
+	var ids []string
+	switch rest := args[3:]; {
+	case len(rest) == 3 && rest[0] == "-1" && isID(rest[1]) && rest[2] == "--":
+		ids = []string{rest[1]}
+	case len(rest) == 4 && rest[0] == "--reverse" && rest[1] == "--topo-order" && rest[3] == "--":
+		a, b, found := strings.Cut(rest[2], "..")
+		if !found || !isID(a) || !isID(b) {
+			return nil, false, nil
+		}
+		var ok bool
+		if ids, ok = r.line(a, b); !ok {
+			return nil, false, nil
+		}
+	default:
+		return nil, false, nil
+	}
+	var out bytes.Buffer
+	for _, id := range ids {
+		if !r.writeLogRecord(&out, id) {
+			return nil, false, nil
+		}
+	}
+	return out.Bytes(), true, nil
+}
+
+// line is the commits b reaches and a does not, oldest first, when they
+// are one line of commits with one parent each.
+func (r *Repo) line(a, b string) ([]string, bool) {
+	from, ok, _ := r.ancestors(b)
+	if !ok {
+		return nil, false
+	}
+	not, ok, _ := r.ancestors(a)
+	if !ok {
+		return nil, false
+	}
+	var ids []string
+	for c := b; from[c] && !not[c]; {
+		parents, _, _ := r.parents(c)
+		if len(parents) > 1 {
+			return nil, false
+		}
+		ids = append(ids, c)
+		if len(parents) == 0 {
+			break
+		}
+		c = parents[0]
+	}
+	n := 0
+	for c := range from {
+		if !not[c] {
+			n++
+		}
+	}
+	if n != len(ids) {
+		return nil, false
+	}
+	slices.Reverse(ids)
+	return ids, true
+}
+
+// writeLogRecord writes commit id as git log -z logFormat does.
+func (r *Repo) writeLogRecord(out *bytes.Buffer, id string) bool {
+	kind, _, data, ok, err := r.looseObject(id, true)
+	if !ok || err != nil || kind != "commit" {
+		return false
+	}
+	head, message, found := strings.Cut(string(data), "\n\n")
+	if !found {
+		return false
+	}
+	var tree string
+	var parents []string
+	var author, committer []string
+	for line := range strings.SplitSeq(head, "\n") {
+		key, value, _ := strings.Cut(line, " ")
+		switch key {
+		case "tree":
+			tree = value
+		case "parent":
+			parents = append(parents, value)
+		case "author":
+			author = signatureFields(value)
+		case "committer":
+			committer = signatureFields(value)
+		default:
+			return false // gpgsig, encoding, ...: git knows
+		}
+	}
+	if tree == "" || author == nil || committer == nil {
+		return false
+	}
+	fields := append([]string{id, tree, strings.Join(parents, " ")}, author...)
+	fields = append(append(fields, committer...), message)
+	out.WriteString(strings.Join(fields, "\x1f"))
+	out.WriteByte(0)
+	return true
+}
+
+// signatureFields are the name, email and strict ISO date of an author
+// or committer line ("Name <email> 1704067205 +0000"); nil when it is not
+// one.
+func signatureFields(s string) []string {
+	lt, gt := strings.LastIndex(s, " <"), strings.LastIndex(s, "> ")
+	if lt < 0 || gt < lt {
+		return nil
+	}
+	when := strings.Fields(s[gt+2:])
+	if len(when) != 2 || len(when[1]) != 5 {
+		return nil
+	}
+	secs, err1 := strconv.ParseInt(when[0], 10, 64)
+	hours, err2 := strconv.Atoi(when[1][1:3])
+	minutes, err3 := strconv.Atoi(when[1][3:5])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return nil
+	}
+	offset := hours*3600 + minutes*60
+	if when[1][0] == '-' {
+		offset = -offset
+	}
+	date := time.Unix(secs, 0).In(time.FixedZone("", offset)).Format("2006-01-02T15:04:05-07:00")
+	return []string{s[:lt], s[lt+2 : gt], date}
 }

@@ -417,7 +417,7 @@ type shaURL struct {
 
 // commits reads commit objects with git log (args select them).
 func (s *Server) commits(args ...string) ([]commitJSON, error) {
-	out, err := s.repo.read(append([]string{"log", "-z", "--format=%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B"}, args...)...)
+	out, err := s.repo.read(append([]string{"log", "-z", logFormat}, args...)...)
 	if err != nil {
 		return nil, err
 	}
