@@ -2,7 +2,6 @@ package githubtest
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
@@ -177,18 +176,12 @@ func (r *Repo) listTree(id string, recursive bool) ([]byte, bool, error) {
 // writeListing writes ls-tree's records of the tree object data under
 // prefix; false when an object it needs is not loose.
 func (r *Repo) writeListing(out *bytes.Buffer, data []byte, prefix string, recursive bool) bool {
-	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		nul := bytes.IndexByte(data, 0)
-		if sp < 0 || nul < sp || len(data) < nul+21 {
-			return false
-		}
-		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
-		if err != nil {
-			return false
-		}
-		name, id := prefix+string(data[sp+1:nul]), hex.EncodeToString(data[nul+1:nul+21])
-		data = data[nul+21:]
+	entries, ok := parseTree(data)
+	if !ok {
+		return false
+	}
+	for _, e := range entries {
+		mode, name, id := e.mode, prefix+e.name, e.id
 		kind, size := "blob", "-"
 		switch mode {
 		case 0o40000:

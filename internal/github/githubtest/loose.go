@@ -110,16 +110,36 @@ func (r *Repo) lookPath(commit, path string) (string, bool, error) {
 
 // treeEntryID is the id of the entry called name in the tree object data.
 func treeEntryID(data []byte, name string) (string, bool) {
+	entries, _ := parseTree(data)
+	for _, e := range entries {
+		if e.name == name {
+			return e.id, true
+		}
+	}
+	return "", false
+}
+
+// rawEntry is one entry of a tree object.
+type rawEntry struct {
+	mode     uint64
+	name, id string
+}
+
+// parseTree reads the entries of the tree object data ("mode name\0" and
+// 20 bytes of id each); ok is false when it is not one.
+func parseTree(data []byte) (entries []rawEntry, ok bool) {
 	for len(data) > 0 {
 		sp := bytes.IndexByte(data, ' ')
 		nul := bytes.IndexByte(data, 0)
 		if sp < 0 || nul < sp || len(data) < nul+21 {
-			return "", false
+			return nil, false
 		}
-		if string(data[sp+1:nul]) == name {
-			return hex.EncodeToString(data[nul+1 : nul+21]), true
+		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
+		if err != nil {
+			return nil, false
 		}
+		entries = append(entries, rawEntry{mode: mode, name: string(data[sp+1 : nul]), id: hex.EncodeToString(data[nul+1 : nul+21])})
 		data = data[nul+21:]
 	}
-	return "", false
+	return entries, true
 }
