@@ -3,7 +3,7 @@ package redact_test
 import (
 	"testing"
 
-	"github.com/knue/syncjob/internal/testexit"
+	"github.com/knue/syncjob/internal/testmain"
 )
 
-func TestMain(m *testing.M) { testexit.Main(m) }
+func TestMain(m *testing.M) { testmain.Run(m) }

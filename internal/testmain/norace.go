@@ -1,5 +1,5 @@
 //go:build !race
 
-package testexit_test
+package testmain
 
 const raceEnabled = false

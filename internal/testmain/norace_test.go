@@ -1,5 +1,5 @@
 //go:build !race
 
-package testexit
+package testmain_test
 
 const raceEnabled = false

@@ -1,5 +1,5 @@
 //go:build race
 
-package testexit
+package testmain
 
 const raceEnabled = true

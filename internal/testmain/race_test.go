@@ -1,6 +1,6 @@
 //go:build race
 
-package testexit_test
+package testmain_test
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func TestHelper_Races(t *testing.T) {
 
 // Skipping the detector's finalizer must not hide a race: the testing
 // package fails the run itself.
-func TestMain_RaceFailsTheRun(t *testing.T) {
+func TestRun_RaceFailsTheRun(t *testing.T) {
 	t.Parallel()
 	out, code, _ := child(t, "TestHelper_Races")
 	if code == 0 || !strings.Contains(out, "DATA RACE") {
