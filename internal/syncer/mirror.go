@@ -460,7 +460,7 @@ func repairedEntries(reg registryState, m *mirrorRun) []op {
 			continue
 		}
 		e.ContentETag = etag
-		ops = append(ops, op{rp.PolicyName, registry.PutPolicy(e)})
+		ops = append(ops, newOp(rp.PolicyName, registry.PutPolicy(e)))
 	}
 	return ops
 }

@@ -1,0 +1,40 @@
+package syncer
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// TestTakeWrites_BatchKeepsNamesAndKeys_NotTheValues: a batch sent keeps
+// what its outcome needs (each op's policy and key), not its writes, so that
+// an encoded entry is let go once the store has put it in the request body
+// (cloudflare's TestStore_Put_ValuesLetGoOnceInTheBody): at 10,000 a batch
+// the entries were held twice while the request was sent.
+func TestTakeWrites_BatchKeepsNamesAndKeys_NotTheValues(t *testing.T) {
+	t.Parallel()
+	batch := []op{
+		newOp("학칙", registry.PutPolicy(policy.Entry{PolicyName: "학칙", SHA: "abc", Path: "학칙.md"})),
+		newOp("학칙", registry.PutQueue(policy.QueueEntry{PolicyName: "학칙", SHA: "abc", Operation: policy.OpAdd})),
+		newOp("규정", registry.DeletePolicy("규정")),
+	}
+	ws := takeWrites(batch)
+	var keys, sent []string
+	for i, o := range batch {
+		keys = append(keys, o.name+" "+o.key)
+		sent = append(sent, ws[i].Key())
+		if o.w != (registry.Write{}) {
+			t.Errorf("op %d still holds its write", i)
+		}
+	}
+	want := []string{"학칙 policy:학칙", "학칙 queue:학칙", "규정 policy:규정"}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("ops' names and keys (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"policy:학칙", "queue:학칙", "policy:규정"}, sent); diff != "" {
+		t.Errorf("writes' keys (-want +got):\n%s", diff)
+	}
+}
