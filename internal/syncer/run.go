@@ -74,13 +74,13 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if rep.waiting = waiting; err != nil {
 		return
 	}
-	rep.wrote = true
+	rep.wrote, p.plan, p.desired = true, unreadItems(p.plan, t.failures), nil // planned items and the desired map are not held while applying (docs/bench.md)
 	failed, waits, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
 	if err != nil {
 		return
 	}
 	rep.settle(plan, in, p.work, append(t.failures, failed...), waits)
-	rep.retried = r.recordFailures(ctx, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in plan
+	rep.retried = r.recordFailures(ctx, t.plan, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in t.plan
 	return res, abortErr(ctx)
 }
 

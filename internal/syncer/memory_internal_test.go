@@ -38,3 +38,22 @@ func TestTakeWrites_BatchKeepsNamesAndKeys_NotTheValues(t *testing.T) {
 		t.Errorf("writes' keys (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnreadItems_OnlyTheItemsWhoseReadFailed: what a run keeps of its plan
+// as planned while it applies is the items the titles step dropped for a
+// failed read, not every planned item.
+func TestUnreadItems_OnlyTheItemsWhoseReadFailed(t *testing.T) {
+	t.Parallel()
+	planned := policy.Plan{Items: []policy.Item{
+		{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", SHA: "1"},
+		{Action: policy.ActUpdate, PolicyName: "b", Path: "b.md", SHA: "2", OldSHA: "0"},
+		{Action: policy.ActDelete, PolicyName: "c", OldPath: "c.md", OldSHA: "3"},
+	}}
+	got := unreadItems(planned, []policy.Failure{{PolicyName: "b", Error: "read content: boom"}})
+	if diff := cmp.Diff([]policy.Item{planned.Items[1]}, got.Items); diff != "" {
+		t.Errorf("unread items (-want +got):\n%s", diff)
+	}
+	if got := unreadItems(planned, nil); len(got.Items) != 0 {
+		t.Errorf("no failures: %d items kept, want none", len(got.Items))
+	}
+}
