@@ -57,3 +57,18 @@ func TestUnreadItems_OnlyTheItemsWhoseReadFailed(t *testing.T) {
 		t.Errorf("no failures: %d items kept, want none", len(got.Items))
 	}
 }
+
+// TestWithoutFailed_NothingFailed_ThePlanItself: the applied plan of a run
+// where nothing failed is its plan, not a copy of every item; one where
+// something failed is a copy without it, the plan left as it was.
+func TestWithoutFailed_NothingFailed_ThePlanItself(t *testing.T) {
+	t.Parallel()
+	p := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "a"}, {Action: policy.ActAdd, PolicyName: "b"}}}
+	if got := withoutFailed(p, nil, nil); &got.Items[0] != &p.Items[0] || len(got.Items) != 2 {
+		t.Errorf("nothing failed: items %v copied or changed", got.Items)
+	}
+	got := withoutFailed(p, []policy.Failure{{PolicyName: "a", Error: "x"}}, []string{"c"})
+	if len(got.Items) != 1 || got.Items[0].PolicyName != "b" || p.Items[0].PolicyName != "a" || len(p.Items) != 2 {
+		t.Errorf("a failed: got %v, plan now %v; want [b], the plan unchanged", got.Items, p.Items)
+	}
+}
