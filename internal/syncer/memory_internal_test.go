@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
@@ -70,5 +71,31 @@ func TestWithoutFailed_NothingFailed_ThePlanItself(t *testing.T) {
 	got := withoutFailed(p, []policy.Failure{{PolicyName: "a", Error: "x"}}, []string{"c"})
 	if len(got.Items) != 1 || got.Items[0].PolicyName != "b" || p.Items[0].PolicyName != "a" || len(p.Items) != 2 {
 		t.Errorf("a failed: got %v, plan now %v; want [b], the plan unchanged", got.Items, p.Items)
+	}
+}
+
+// TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan: the titles
+// step gets the desired map (to size the files it reads); the run keeps it
+// only when a full run's mirror plan will use it.
+func TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		m    *mirrorRun
+		mode string
+		keep bool
+	}{
+		{"no mirror, full", nil, differ.ModeFull, false},
+		{"mirror, full", &mirrorRun{}, differ.ModeFull, true},
+		{"mirror, incremental", &mirrorRun{}, differ.ModeIncremental, false},
+	} {
+		p := planned{desired: map[string]policy.Desired{"a": {PolicyName: "a"}}}
+		q := p.forTitles(c.m, c.mode)
+		if len(q.desired) != 1 {
+			t.Errorf("%s: the titles step got no desired map", c.name)
+		}
+		if kept := p.desired != nil; kept != c.keep {
+			t.Errorf("%s: run kept the desired map %t, want %t", c.name, kept, c.keep)
+		}
 	}
 }

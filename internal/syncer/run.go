@@ -52,7 +52,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	p := r.plan(rep.state, in)
 	rep.plan, in.tree = p.plan, nil // planned: the tree, per policy, is not needed again (docs/bench.md)
 	r.phases.enter("fetch")
-	t, err := r.titles(ctx, rep.state, in, p, rep.mirror)
+	t, err := r.titles(ctx, rep.state, in, p.forTitles(rep.mirror, rep.mode), rep.mirror)
 	if rep.plan = t.plan; err != nil {
 		return
 	}
