@@ -49,7 +49,16 @@ func WithContent(plan policy.Plan, read map[string]policy.Content, readErrs map[
 // desired says the tree gave (-1 when unknown), so that a file known to be
 // too large is not downloaded.
 func Unread(plan policy.Plan, desired map[string]policy.Desired) []policy.File {
-	var files []policy.File
+	n := 0
+	for _, it := range plan.Items {
+		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	files := make([]policy.File, 0, n) // read by a 50,000-policy first sync: not grown twice over
 	for _, it := range plan.Items {
 		if it.Action != policy.ActAdd && it.Action != policy.ActUpdate {
 			continue

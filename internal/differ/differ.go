@@ -164,16 +164,19 @@ func Touched(cs policy.Changeset) map[string]bool {
 // carry OldPath and OldSHA; a delete carries only OldPath and OldSHA, the
 // entry it removes.
 func Plan(desired map[string]policy.Desired, known map[string]policy.Known, scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) policy.Plan {
-	plan := policy.Plan{
-		Items:     []policy.Item{},
-		Skipped:   append([]policy.Skip{}, skipped...),
-		Conflicts: append([]policy.Conflict{}, conflicts...),
-	}
 	isSkipped := make(map[string]bool, len(skipped))
 	for _, s := range skipped {
 		isSkipped[s.PolicyName] = true
 	}
 	inScope := func(name string) bool { return scope == nil || scope[name] }
+	plan := policy.Plan{
+		// room for the items the plan has (countItems), no more: at
+		// 50,000 policies a slice grown by appends holds up to twice the
+		// items' 5.6 MB
+		Items:     make([]policy.Item, 0, countItems(desired, known, inScope, isSkipped)),
+		Skipped:   append([]policy.Skip{}, skipped...),
+		Conflicts: append([]policy.Conflict{}, conflicts...),
+	}
 
 	for name, d := range desired {
 		if !inScope(name) || isSkipped[name] {
@@ -208,6 +211,24 @@ func Plan(desired map[string]policy.Desired, known map[string]policy.Known, scop
 	return plan
 }
 
+// countItems is how many items Plan makes at most: a name in scope and not skipped
+// that is desired and not known the same (sha and path), or known and not
+// desired.
+func countItems(desired map[string]policy.Desired, known map[string]policy.Known, inScope func(string) bool, isSkipped map[string]bool) int {
+	n := 0
+	for name, d := range desired {
+		if k, ok := known[name]; inScope(name) && !isSkipped[name] && (!ok || k.SHA != d.SHA || k.Path != d.Path) {
+			n++
+		}
+	}
+	for name := range known {
+		if _, ok := desired[name]; !ok && inScope(name) && !isSkipped[name] {
+			n++
+		}
+	}
+	return n
+}
+
 func isDelete(it policy.Item) int {
 	if it.Action == policy.ActDelete {
 		return 1
@@ -215,10 +236,23 @@ func isDelete(it policy.Item) int {
 	return 0
 }
 
+// groups are policy files by policyName: the first file of each name, and
+// the others of a name that has more than one (few: conflicts). A map of
+// one file per name, not a slice per name: at 50,000 policies the slices
+// were 50,000 allocations and the largest part of planning's garbage.
+type groups struct {
+	first map[string]policy.File
+	more  map[string][]policy.File
+}
+
 // groupByName groups policy files by policyName, keeping only names in keep
 // (all when keep is nil).
-func groupByName(files []policy.File, keep map[string]bool) map[string][]policy.File {
-	groups := make(map[string][]policy.File)
+func groupByName(files []policy.File, keep map[string]bool) groups {
+	hint := len(files)
+	if keep != nil {
+		hint = min(hint, len(keep))
+	}
+	g := groups{first: make(map[string]policy.File, hint)}
 	for _, f := range files {
 		if !policy.IsPolicyPath(f.Path) {
 			continue
@@ -227,31 +261,30 @@ func groupByName(files []policy.File, keep map[string]bool) map[string][]policy.
 		if keep != nil && !keep[name] {
 			continue
 		}
-		groups[name] = append(groups[name], f)
+		if _, seen := g.first[name]; !seen {
+			g.first[name] = f
+			continue
+		}
+		if g.more == nil {
+			g.more = map[string][]policy.File{}
+		}
+		g.more[name] = append(g.more[name], f)
 	}
-	return groups
+	return g
 }
 
-// resolve picks each name's winner, reports conflicts and skips.
-func resolve(groups map[string][]policy.File, opt Options) (map[string]policy.Desired, []policy.Skip, []policy.Conflict) {
-	desired := make(map[string]policy.Desired, len(groups))
+// resolve picks each name's winner, reports conflicts and skips, each
+// sorted by name.
+func resolve(g groups, opt Options) (map[string]policy.Desired, []policy.Skip, []policy.Conflict) {
+	desired := make(map[string]policy.Desired, len(g.first))
 	var skipped []policy.Skip
 	var conflicts []policy.Conflict
-	for _, name := range slices.Sorted(maps.Keys(groups)) {
-		files := groups[name]
-		// Order by path, then sha and size so that a path listed twice
-		// resolves the same way whatever the input order.
-		slices.SortFunc(files, func(a, b policy.File) int {
-			return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.SHA, b.SHA), cmp.Compare(a.Size, b.Size))
-		})
-		files = slices.CompactFunc(files, func(a, b policy.File) bool { return a.Path == b.Path })
-		win := files[0]
-		if len(files) > 1 {
-			losers := make([]string, 0, len(files)-1)
-			for _, f := range files[1:] {
-				losers = append(losers, f.Path)
+	for name, win := range g.first {
+		if more, ok := g.more[name]; ok {
+			var c *policy.Conflict
+			if win, c = winner(name, append([]policy.File{win}, more...)); c != nil {
+				conflicts = append(conflicts, *c)
 			}
-			conflicts = append(conflicts, policy.Conflict{PolicyName: name, Winner: win.Path, Losers: losers})
 		}
 		if reason := opt.SkipReason(name, win.Size); reason != "" {
 			skipped = append(skipped, policy.Skip{PolicyName: name, Path: win.Path, Reason: reason})
@@ -259,5 +292,26 @@ func resolve(groups map[string][]policy.File, opt Options) (map[string]policy.De
 		}
 		desired[name] = policy.Desired{PolicyName: name, Path: win.Path, SHA: win.SHA, Size: win.Size}
 	}
+	slices.SortFunc(skipped, func(a, b policy.Skip) int { return strings.Compare(a.PolicyName, b.PolicyName) })
+	slices.SortFunc(conflicts, func(a, b policy.Conflict) int { return strings.Compare(a.PolicyName, b.PolicyName) })
 	return desired, skipped, conflicts
+}
+
+// winner is the bytewise-first of the name's paths, and the conflict when
+// more than one path gives it.
+func winner(name string, files []policy.File) (policy.File, *policy.Conflict) {
+	// Order by path, then sha and size so that a path listed twice
+	// resolves the same way whatever the input order.
+	slices.SortFunc(files, func(a, b policy.File) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.SHA, b.SHA), cmp.Compare(a.Size, b.Size))
+	})
+	files = slices.CompactFunc(files, func(a, b policy.File) bool { return a.Path == b.Path })
+	if len(files) == 1 {
+		return files[0], nil
+	}
+	losers := make([]string, 0, len(files)-1)
+	for _, f := range files[1:] {
+		losers = append(losers, f.Path)
+	}
+	return files[0], &policy.Conflict{PolicyName: name, Winner: files[0].Path, Losers: losers}
 }

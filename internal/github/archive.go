@@ -33,9 +33,9 @@ func (s *Source) fromArchive(ctx context.Context, commit string, files []policy.
 		return err
 	}
 	op := "download archive " + commit
-	want := make(map[string]policy.File, len(files))
-	for _, f := range files {
-		want[f.Path] = f
+	want := wantedFiles{files: files, index: make(map[string]int32, len(files))}
+	for i, f := range files {
+		want.index[f.Path] = int32(i)
 	}
 	budget := s.archiveBudget(commit, files, r.limit)
 	err = s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
@@ -130,7 +130,7 @@ func (s *Source) archiveBudget(commit string, files []policy.File, limit int64) 
 // download streams the tarball at link into untar, within the archive
 // timeout and the idle timeout. A download that stalls or takes too long
 // is not retried: blob reads are its retry.
-func (s *Source) download(ctx context.Context, link *url.URL, want map[string]policy.File, budget int64, r *reading) error {
+func (s *Source) download(ctx context.Context, link *url.URL, want wantedFiles, budget int64, r *reading) error {
 	ctx, w := s.watched(ctx, s.archiveTimeout)
 	defer w.stop()
 	err := w.why(ctx, s.fetchArchive(ctx, w, link, want, budget, r))
@@ -140,7 +140,7 @@ func (s *Source) download(ctx context.Context, link *url.URL, want map[string]po
 	return err
 }
 
-func (s *Source) fetchArchive(ctx context.Context, w *watch, link *url.URL, want map[string]policy.File, budget int64, r *reading) error {
+func (s *Source) fetchArchive(ctx context.Context, w *watch, link *url.URL, want wantedFiles, budget int64, r *reading) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link.String(), nil)
 	if err != nil {
 		return err
@@ -169,7 +169,7 @@ func (s *Source) fetchArchive(ctx context.Context, w *watch, link *url.URL, want
 // so the archive's size is not trusted unless the blob cannot be read). It
 // inflates at most budget bytes (errOverBudget), and gives up before an
 // entry whose header says it would pass them.
-func untar(body io.Reader, want map[string]policy.File, budget int64, r *reading) error {
+func untar(body io.Reader, want wantedFiles, budget int64, r *reading) error {
 	zr, err := gzip.NewReader(body)
 	if err != nil {
 		return fmt.Errorf("read gzip: %w", err)
@@ -178,7 +178,7 @@ func untar(body io.Reader, want map[string]policy.File, budget int64, r *reading
 	tr := tar.NewReader(in)
 	var buf []byte
 	left := 0
-	for path := range want {
+	for path := range want.index {
 		if !r.isDone(path) {
 			left++
 		}
@@ -195,7 +195,7 @@ func untar(body io.Reader, want map[string]policy.File, budget int64, r *reading
 		}
 		// Every entry sits under one top folder "{owner}-{repo}-{sha7}/".
 		_, path, ok := strings.Cut(h.Name, "/")
-		f, wanted := want[path]
+		f, wanted := want.get(path)
 		if h.Typeflag != tar.TypeReg || !ok || !wanted || r.isDone(path) {
 			continue
 		}
@@ -215,6 +215,22 @@ func untar(body io.Reader, want map[string]policy.File, budget int64, r *reading
 		}
 	}
 	return nil
+}
+
+// wantedFiles are the files an archive read looks for, by path: an index
+// into the files, not a copy of each (at 50,000 files a map of copies was
+// 3.5 MB, held through the download).
+type wantedFiles struct {
+	files []policy.File
+	index map[string]int32
+}
+
+func (w wantedFiles) get(path string) (policy.File, bool) {
+	i, ok := w.index[path]
+	if !ok {
+		return policy.File{}, false
+	}
+	return w.files[i], true
 }
 
 // readEntry reads the size bytes of an entry into buf, grown as needed.

@@ -85,8 +85,8 @@ type sink func(path string, size int64, data []byte)
 // file of files at commit to put once, or records why it could not, and
 // returns those failures and the error that aborts the whole read.
 func (s *Source) read(ctx context.Context, commit string, files []policy.File, limit int64, put sink) (map[string]error, error) {
-	r := &reading{limit: limit, put: put, done: map[string]bool{}, failed: map[string]error{}}
-	var todo []policy.File
+	r := &reading{limit: limit, put: put, done: make(map[string]bool, len(files)), failed: map[string]error{}}
+	todo := make([]policy.File, 0, len(files))
 	seen := make(map[string]bool, len(files))
 	for _, f := range files {
 		if !seen[f.Path] {

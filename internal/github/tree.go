@@ -3,6 +3,8 @@ package github
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"sort"
 	"sync"
 
@@ -17,20 +19,23 @@ import (
 // recursive listing is not trusted: the tree is then walked folder by folder.
 // The Source keeps what the listing says the commit's archive holds, the
 // bound on what its archive may inflate to (see archiveBudget).
+// The answers are decoded entry by entry (treejson.go): what a listing
+// holds is its files, not the document nor an entry per folder.
 // Errors: policy.ErrNotFound (unknown commit), policy.ErrRateLimited, policy.ErrConfig.
 func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error) {
-	root, err := s.getTree(ctx, commit, true)
+	root, err := s.listTree(ctx, commit, true, "")
 	if err != nil {
 		return nil, err
 	}
-	l := &listing{archive: archiveOverhead}
-	if !root.GetTruncated() {
-		l.add("", root.Entries)
-	} else {
-		s.log.InfoContext(ctx, "tree truncated, walking folders", logkey.Commit, commit, logkey.Entries, len(root.Entries))
+	l := &root.listing
+	if root.truncated {
+		s.log.InfoContext(ctx, "tree truncated, walking folders", logkey.Commit, commit, logkey.Entries, root.entries)
+		l = &listing{archive: archiveOverhead}
 		if err = s.walk(ctx, commit, "", l); err != nil {
 			return nil, err
 		}
+	} else {
+		l.archive += archiveOverhead
 	}
 	sort.Slice(l.files, func(i, j int) bool { return l.files[i].Path < l.files[j].Path })
 	s.listed.remember(commit, l.archive)
@@ -40,31 +45,28 @@ func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error)
 // walk lists the tree sha one level deep and each sub-tree recursively,
 // walking further into any sub-tree whose listing is truncated too.
 func (s *Source) walk(ctx context.Context, sha, prefix string, l *listing) error {
-	level, err := s.getTree(ctx, sha, false)
+	level, err := s.listTree(ctx, sha, false, prefix)
 	if err != nil {
 		return err
 	}
-	if level.GetTruncated() {
+	if level.truncated {
 		return s.masked(fmt.Errorf("github: get tree %s: one folder level is truncated", sha))
 	}
-	l.add(prefix, level.Entries)
-	for _, e := range level.Entries {
-		if e.GetType() != "tree" {
-			continue
-		}
+	l.merge(level.listing)
+	for _, sub := range level.trees {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		sub, err := s.getTree(ctx, e.GetSHA(), true)
+		subPrefix := prefix + sub.Path + "/"
+		got, err := s.listTree(ctx, sub.SHA, true, subPrefix)
 		if err != nil {
 			return err
 		}
-		subPrefix := prefix + e.GetPath() + "/"
-		if !sub.GetTruncated() {
-			l.add(subPrefix, sub.Entries)
+		if !got.truncated {
+			l.merge(got.listing)
 			continue
 		}
-		if err = s.walk(ctx, e.GetSHA(), subPrefix, l); err != nil {
+		if err = s.walk(ctx, sub.SHA, subPrefix, l); err != nil {
 			return err
 		}
 	}
@@ -88,25 +90,34 @@ const (
 	archiveOverhead      = 64 << 10
 )
 
-// add takes the entries of one listing under prefix: every entry counts
-// toward the archive (a blob of any mode with its size), regular files
-// are kept.
-func (l *listing) add(prefix string, entries []*gh.TreeEntry) {
-	for _, e := range entries {
-		l.archive += archiveEntryOverhead + int64(len(prefix)+len(e.GetPath()))
-		if e.GetType() != "blob" {
-			continue
-		}
-		size := int64(-1)
-		if e.Size != nil {
-			size = int64(*e.Size)
-			l.archive += max(size, 0)
-		}
-		if e.GetMode() != "100644" && e.GetMode() != "100755" {
-			continue
-		}
-		l.files = append(l.files, policy.File{Path: prefix + e.GetPath(), SHA: e.GetSHA(), Size: size})
+// add takes one entry of a listing under prefix: every entry counts toward
+// the archive (a blob of any mode with its size), regular files are kept.
+func (l *listing) add(prefix string, e treeEntry) {
+	l.archive += archiveEntryOverhead + int64(len(prefix)+len(e.Path))
+	if e.Type != "blob" {
+		return
 	}
+	l.archive += max(e.Size, 0)
+	if e.Mode != "100644" && e.Mode != "100755" {
+		return
+	}
+	l.files = append(l.files, policy.File{Path: prefix + e.Path, SHA: e.SHA, Size: e.Size})
+}
+
+// merge takes the files and bytes of another listing.
+func (l *listing) merge(o listing) {
+	l.files = append(l.files, o.files...)
+	l.archive += o.archive
+}
+
+// treeListing is one answer of the trees API as the listing keeps it: its
+// files under the prefix asked for, its sub-trees (one level only), how
+// many entries it had and whether GitHub truncated it.
+type treeListing struct {
+	listing
+	trees     []treeEntry // sub-trees: Path and SHA
+	entries   int
+	truncated bool
 }
 
 // treeSizes remembers what the last tree listed says its commit's archive
@@ -130,16 +141,45 @@ func (t *treeSizes) archiveOf(commit string) (int64, bool) {
 	return t.archive, t.commit == commit && commit != ""
 }
 
-func (s *Source) getTree(ctx context.Context, sha string, recursive bool) (*gh.Tree, error) {
+// listTree lists the tree sha (recursively, or one level) with the files
+// under prefix. A retried request starts the listing over.
+func (s *Source) listTree(ctx context.Context, sha string, recursive bool, prefix string) (treeListing, error) {
 	op := "get tree " + sha
-	var tree *gh.Tree
+	var got treeListing
 	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
-		t, resp, err := s.client.Git.GetTree(ctx, s.owner, s.repo, sha, recursive)
-		tree = t
-		return resp, err
+		got = treeListing{}
+		return s.readTree(ctx, sha, recursive, func(e treeEntry) {
+			got.entries++
+			got.add(prefix, e)
+			if !recursive && e.Type == "tree" {
+				got.trees = append(got.trees, treeEntry{Path: e.Path, SHA: e.SHA})
+			}
+		}, &got.truncated)
 	})
 	if err != nil {
-		return nil, s.translate(op, err)
+		return treeListing{}, s.translate(op, err)
 	}
-	return tree, nil
+	return got, nil
+}
+
+// readTree makes one trees request and decodes its answer as it arrives.
+func (s *Source) readTree(ctx context.Context, sha string, recursive bool, each func(treeEntry), truncated *bool) (*gh.Response, error) {
+	u := fmt.Sprintf("repos/%s/%s/git/trees/%s", s.owner, s.repo, url.PathEscape(sha))
+	if recursive {
+		u += "?recursive=1"
+	}
+	req, err := s.client.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.client.BareDo(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	*truncated, err = decodeTree(resp.Body, each)
+	if err != nil {
+		return resp, fmt.Errorf("decode tree: %w", err)
+	}
+	return resp, nil
 }

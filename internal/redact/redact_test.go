@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
 )
 
@@ -73,5 +74,31 @@ func TestString_ShortSecret_OnlyWhereItStandsAlone(t *testing.T) {
 		if got := redact.String(tc.in, tc.secret); got != tc.want {
 			t.Errorf("String(%q, %q) = %q, want %q", tc.in, tc.secret, got, tc.want)
 		}
+	}
+}
+
+// TestPlan_CopiesItemsOnlyWhenASecretIsMasked: a plan with no secret in it
+// is returned with its items as they are (a first sync's plan holds one
+// item per policy: copying 200,000 was the run's last peak of memory); a
+// plan with one gets a copy, and the caller's plan is not changed.
+func TestPlan_CopiesItemsOnlyWhenASecretIsMasked(t *testing.T) {
+	t.Parallel()
+	clean := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", Title: "제목"}, {Action: policy.ActDelete, PolicyName: "b"}}}
+	if got := redact.Plan(clean, []string{"tok-123456"}); &got.Items[0] != &clean.Items[0] {
+		t.Error("a plan without secrets was copied")
+	}
+	leaky := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "a", Title: "x"}, {Action: policy.ActAdd, PolicyName: "b", Title: "see tok-123456"}}}
+	got := redact.Plan(leaky, []string{"tok-123456"})
+	if &got.Items[0] == &leaky.Items[0] {
+		t.Fatal("a plan with a secret was masked in place")
+	}
+	if got.Items[1].Title == leaky.Items[1].Title || leaky.Items[1].Title != "see tok-123456" {
+		t.Errorf("titles: got %q, caller's %q: want the copy masked, the caller's kept", got.Items[1].Title, leaky.Items[1].Title)
+	}
+	if got.Items[0] != leaky.Items[0] {
+		t.Errorf("item 0 = %+v, want it as it was", got.Items[0])
+	}
+	if empty := redact.Plan(policy.Plan{Items: []policy.Item{}}, nil); empty.Items == nil {
+		t.Error("an empty plan's items became nil")
 	}
 }

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"log/slog"
+	"slices"
 
 	"github.com/knue/syncjob/internal/policy"
 )
@@ -47,12 +48,16 @@ func Summary(s policy.RunSummary, secrets []string) policy.RunSummary {
 func Plan(p policy.Plan, secrets []string) policy.Plan {
 	str := func(s string) string { return String(s, secrets...) }
 	out := policy.Plan{Unchanged: p.Unchanged}
-	if p.Items != nil {
-		out.Items = make([]policy.Item, len(p.Items))
-		for i, it := range p.Items {
-			it.PolicyName, it.Path, it.OldPath, it.Title = str(it.PolicyName), str(it.Path), str(it.OldPath), str(it.Title)
-			out.Items[i] = it
+	out.Items = p.Items // copied only when a secret is masked: a plan may hold 200,000 items
+	for i, it := range p.Items {
+		it.PolicyName, it.Path, it.OldPath, it.Title = str(it.PolicyName), str(it.Path), str(it.OldPath), str(it.Title)
+		if it == p.Items[i] {
+			continue
 		}
+		if &out.Items[0] == &p.Items[0] {
+			out.Items = slices.Clone(p.Items)
+		}
+		out.Items[i] = it
 	}
 	if p.Skipped != nil {
 		out.Skipped = make([]policy.Skip, len(p.Skipped))

@@ -21,17 +21,21 @@ type retried struct {
 }
 
 // recordFailures is the record-failures step: for every failed add, update
-// or delete of plan (the items as planned), it writes its queue entry with
-// one more failure, or its dead letter at the last one (differ.RecordFailures
+// or delete of the plan as planned (titled, the plan with its titles, and
+// unread, the planned items whose files could not be read, which the
+// titles step dropped: see unreadItems), it writes its queue entry with one
+// more failure, or its dead letter at the last one (differ.RecordFailures
 // decides which). A run whose deadline has passed still records them
 // (afterDeadline).
-func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []policy.Failure, pending map[string]policy.QueueEntry) *retried {
+func (r *run) recordFailures(ctx context.Context, titled, unread policy.Plan, failures []policy.Failure, pending map[string]policy.QueueEntry) *retried {
 	if len(failures) == 0 {
 		return &retried{owed: []string{}}
 	}
 	ctx, cancel := afterDeadline(ctx)
 	defer cancel()
-	rec := differ.RecordFailures(plan, failures, pending, r.attempt(), r.start)
+	// an unread item wins over a migration of its name the titles step added
+	planned := policy.Plan{Items: append(slices.Clip(titled.Items), unread.Items...)}
+	rec := differ.RecordFailures(planned, failures, pending, r.attempt(), r.start)
 	var writes []registry.Write
 	for _, rt := range rec.Retries {
 		name := rt.Entry.PolicyName
@@ -50,4 +54,22 @@ func (r *run) recordFailures(ctx context.Context, plan policy.Plan, failures []p
 		}
 	}
 	return &retried{owed: rec.Owed, newlyDead: rec.HeldBack, err: errors.Join(errs...)}
+}
+
+// unreadItems are the items of the plan as planned whose files could not
+// be read (failures of the titles step): with the titled plan, all that
+// recording failures needs of it, so that a run does not hold every
+// planned item twice (as planned and with its titles) while it applies.
+func unreadItems(planned policy.Plan, failures []policy.Failure) policy.Plan {
+	names := make(map[string]bool, len(failures))
+	for _, f := range failures {
+		names[f.PolicyName] = true
+	}
+	var out policy.Plan
+	for _, it := range planned.Items {
+		if names[it.PolicyName] {
+			out.Items = append(out.Items, it)
+		}
+	}
+	return out
 }

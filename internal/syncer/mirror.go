@@ -102,14 +102,19 @@ func (r *run) newMirrorRun() *mirrorRun {
 type uploader struct {
 	ctx    context.Context
 	m      *mirrorRun
-	byPath map[string]mirror.Doc // the doc of each wanted path, without title and content
+	byPath map[string]wanted // each wanted path
 	g      errgroup.Group
 }
 
+// wanted is what the uploader keeps of a doc until its file streams by (the
+// path is its key; the title and the content come with the file): a
+// compact record per policy, held for the whole read.
+type wanted struct{ name, sha, lastUpdated string }
+
 func (r *run) newUploader(ctx context.Context, m *mirrorRun, docs []mirror.Doc) *uploader {
-	u := &uploader{ctx: ctx, m: m, byPath: make(map[string]mirror.Doc, len(docs))}
+	u := &uploader{ctx: ctx, m: m, byPath: make(map[string]wanted, len(docs))}
 	for _, d := range docs {
-		u.byPath[d.Path] = d
+		u.byPath[d.Path] = wanted{name: d.PolicyName, sha: d.SHA, lastUpdated: d.LastUpdated}
 	}
 	u.g.SetLimit(r.opt.Concurrency)
 	return u
@@ -118,11 +123,12 @@ func (r *run) newUploader(ctx context.Context, m *mirrorRun, docs []mirror.Doc) 
 // each is the read's callback: it renders the file's object (a copy of
 // data) and uploads it.
 func (u *uploader) each(path string, data []byte) {
-	d, ok := u.byPath[path]
+	w, ok := u.byPath[path]
 	if !ok || len(data) == 0 { // an empty file is skipped, never mirrored
 		return
 	}
-	d.Title, d.Content = policy.Title(data, policy.NameOf(path)), data
+	d := mirror.Doc{PolicyName: w.name, SHA: w.sha, Path: path, LastUpdated: w.lastUpdated,
+		Title: policy.Title(data, policy.NameOf(path)), Content: data}
 	o, err := mirror.Render(u.m.prefix, d)
 	if err != nil {
 		u.m.up.done(d.PolicyName, "", err)
@@ -460,7 +466,7 @@ func repairedEntries(reg registryState, m *mirrorRun) []op {
 			continue
 		}
 		e.ContentETag = etag
-		ops = append(ops, op{rp.PolicyName, registry.PutPolicy(e)})
+		ops = append(ops, newOp(rp.PolicyName, registry.PutPolicy(e)))
 	}
 	return ops
 }

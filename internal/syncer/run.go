@@ -52,7 +52,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	p := r.plan(rep.state, in)
 	rep.plan, in.tree = p.plan, nil // planned: the tree, per policy, is not needed again (docs/bench.md)
 	r.phases.enter("fetch")
-	t, err := r.titles(ctx, rep.state, in, p, rep.mirror)
+	t, err := r.titles(ctx, rep.state, in, p.forTitles(rep.mirror, rep.mode), rep.mirror)
 	if rep.plan = t.plan; err != nil {
 		return
 	}
@@ -74,13 +74,13 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if rep.waiting = waiting; err != nil {
 		return
 	}
-	rep.wrote = true
+	rep.wrote, p.plan, p.desired = true, unreadItems(p.plan, t.failures), nil // planned items and the desired map are not held while applying (docs/bench.md)
 	failed, waits, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
 	if err != nil {
 		return
 	}
 	rep.settle(plan, in, p.work, append(t.failures, failed...), waits)
-	rep.retried = r.recordFailures(ctx, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in plan
+	rep.retried = r.recordFailures(ctx, t.plan, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in t.plan
 	return res, abortErr(ctx)
 }
 

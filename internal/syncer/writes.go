@@ -14,11 +14,11 @@ import (
 // (planWrites), so that a run holds the writes of the batches in flight,
 // not those of the whole plan.
 type op struct {
-	name string
-	w    registry.Write
+	name, key string
+	w         registry.Write
 }
 
-func (o op) key() string { return o.w.Key() }
+func newOp(name string, w registry.Write) op { return op{name: name, key: w.Key(), w: w} }
 
 // planWrites makes the registry writes of a plan, by phase: announcements
 // (the queue entry of an add or an update; queue work), publications (each
@@ -75,7 +75,7 @@ func (p *planWrites) counts() (announce, publish, remove int) {
 // writeAll, when it leaves it out) lets it go.
 func (p *planWrites) op(name string, w registry.Write) op {
 	p.r.madeWrites(1)
-	return op{name, w}
+	return newOp(name, w)
 }
 
 // entry is the entry the item publishes.

@@ -54,6 +54,18 @@ func encodePair(p registry.Pair) []byte {
 	return registry.MustJSON(bp)
 }
 
+// encodeLettingGo encodes the ith pair and lets go of it: the caller holds
+// no pair (the syncer's batch keeps names and keys), so each value is free
+// once its element is in the body, and a batch of 10,000 entries is not
+// held twice, as pairs and as the body, while the body is made.
+func encodeLettingGo(pairs []registry.Pair) func(i int) []byte {
+	return func(i int) []byte {
+		e := encodePair(pairs[i])
+		pairs[i] = registry.Pair{}
+		return e
+	}
+}
+
 // bulkBody is one request's body, the JSON array of its elements, and
 // the keys of the elements in order. The elements are encoded straight
 // into the body, so a batch of 10,000 entries is held once, not once as
@@ -146,7 +158,7 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), err))
 	}
 	op := bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
-	for _, b := range chunk(keys, func(i int) []byte { return encodePair(valid[i]) }, s.cfg.MaxBulkBytes) {
+	for _, b := range chunk(keys, encodeLettingGo(valid), s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // TestChunk_SplitsAtTheLimits splits bodies at a byte limit exactly (a
@@ -48,5 +50,26 @@ func TestChunk_SplitsAtTheLimits(t *testing.T) {
 		if got := sizes(c.n, c.each, c.limit); !slices.Equal(got, c.want) {
 			t.Errorf("%s: bodies %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestEncodeLettingGo_EachPairLetGoOnceEncoded: a bulk write's pairs are
+// let go one by one as their elements go into the body, so that the values
+// and the body of a batch of 10,000 are not held at once.
+func TestEncodeLettingGo_EachPairLetGoOnceEncoded(t *testing.T) {
+	t.Parallel()
+	pairs := []registry.Pair{{Key: "a", Value: []byte(`{"x":1}`)}, {Key: "b", Value: []byte("\xff")}}
+	encode := encodeLettingGo(pairs)
+	if got := string(encode(0)); got != `{"key":"a","value":"{\"x\":1}"}` {
+		t.Errorf("element 0 = %s", got)
+	}
+	if pairs[0].Value != nil || pairs[0].Key != "" || pairs[1].Value == nil {
+		t.Errorf("after encoding the first: pairs %q, want the first let go, the second kept", pairs)
+	}
+	if got := string(encode(1)); got != `{"key":"b","value":"/w==","base64":true}` {
+		t.Errorf("element 1 = %s", got)
+	}
+	if pairs[1].Value != nil {
+		t.Error("the second pair is held after it was encoded")
 	}
 }

@@ -1,0 +1,101 @@
+package syncer
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// TestTakeWrites_BatchKeepsNamesAndKeys_NotTheValues: a batch sent keeps
+// what its outcome needs (each op's policy and key), not its writes, so that
+// an encoded entry is let go once the store has put it in the request body
+// (cloudflare's TestStore_Put_ValuesLetGoOnceInTheBody): at 10,000 a batch
+// the entries were held twice while the request was sent.
+func TestTakeWrites_BatchKeepsNamesAndKeys_NotTheValues(t *testing.T) {
+	t.Parallel()
+	batch := []op{
+		newOp("학칙", registry.PutPolicy(policy.Entry{PolicyName: "학칙", SHA: "abc", Path: "학칙.md"})),
+		newOp("학칙", registry.PutQueue(policy.QueueEntry{PolicyName: "학칙", SHA: "abc", Operation: policy.OpAdd})),
+		newOp("규정", registry.DeletePolicy("규정")),
+	}
+	ws := takeWrites(batch)
+	var keys, sent []string
+	for i, o := range batch {
+		keys = append(keys, o.name+" "+o.key)
+		sent = append(sent, ws[i].Key())
+		if o.w != (registry.Write{}) {
+			t.Errorf("op %d still holds its write", i)
+		}
+	}
+	want := []string{"학칙 policy:학칙", "학칙 queue:학칙", "규정 policy:규정"}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("ops' names and keys (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"policy:학칙", "queue:학칙", "policy:규정"}, sent); diff != "" {
+		t.Errorf("writes' keys (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnreadItems_OnlyTheItemsWhoseReadFailed: what a run keeps of its plan
+// as planned while it applies is the items the titles step dropped for a
+// failed read, not every planned item.
+func TestUnreadItems_OnlyTheItemsWhoseReadFailed(t *testing.T) {
+	t.Parallel()
+	planned := policy.Plan{Items: []policy.Item{
+		{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", SHA: "1"},
+		{Action: policy.ActUpdate, PolicyName: "b", Path: "b.md", SHA: "2", OldSHA: "0"},
+		{Action: policy.ActDelete, PolicyName: "c", OldPath: "c.md", OldSHA: "3"},
+	}}
+	got := unreadItems(planned, []policy.Failure{{PolicyName: "b", Error: "read content: boom"}})
+	if diff := cmp.Diff([]policy.Item{planned.Items[1]}, got.Items); diff != "" {
+		t.Errorf("unread items (-want +got):\n%s", diff)
+	}
+	if got := unreadItems(planned, nil); len(got.Items) != 0 {
+		t.Errorf("no failures: %d items kept, want none", len(got.Items))
+	}
+}
+
+// TestWithoutFailed_NothingFailed_ThePlanItself: the applied plan of a run
+// where nothing failed is its plan, not a copy of every item; one where
+// something failed is a copy without it, the plan left as it was.
+func TestWithoutFailed_NothingFailed_ThePlanItself(t *testing.T) {
+	t.Parallel()
+	p := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "a"}, {Action: policy.ActAdd, PolicyName: "b"}}}
+	if got := withoutFailed(p, nil, nil); &got.Items[0] != &p.Items[0] || len(got.Items) != 2 {
+		t.Errorf("nothing failed: items %v copied or changed", got.Items)
+	}
+	got := withoutFailed(p, []policy.Failure{{PolicyName: "a", Error: "x"}}, []string{"c"})
+	if len(got.Items) != 1 || got.Items[0].PolicyName != "b" || p.Items[0].PolicyName != "a" || len(p.Items) != 2 {
+		t.Errorf("a failed: got %v, plan now %v; want [b], the plan unchanged", got.Items, p.Items)
+	}
+}
+
+// TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan: the titles
+// step gets the desired map (to size the files it reads); the run keeps it
+// only when a full run's mirror plan will use it.
+func TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		m    *mirrorRun
+		mode string
+		keep bool
+	}{
+		{"no mirror, full", nil, differ.ModeFull, false},
+		{"mirror, full", &mirrorRun{}, differ.ModeFull, true},
+		{"mirror, incremental", &mirrorRun{}, differ.ModeIncremental, false},
+	} {
+		p := planned{desired: map[string]policy.Desired{"a": {PolicyName: "a"}}}
+		q := p.forTitles(c.m, c.mode)
+		if len(q.desired) != 1 {
+			t.Errorf("%s: the titles step got no desired map", c.name)
+		}
+		if kept := p.desired != nil; kept != c.keep {
+			t.Errorf("%s: run kept the desired map %t, want %t", c.name, kept, c.keep)
+		}
+	}
+}
