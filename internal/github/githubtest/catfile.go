@@ -95,24 +95,10 @@ func (r *Repo) batched(args []string) (out []byte, handled bool, err error) {
 	if !byIDArg.MatchString(name) || strings.Contains(name, "..") {
 		return nil, false, nil
 	}
-	if id, kind, size, data, ok, err := r.looseAnswer(name, content); err != nil || ok {
-		switch {
-		case err != nil:
-			return nil, true, err
-		case args[0] == "rev-parse":
-			return []byte(id + "\n"), true, nil
-		case !content:
-			return []byte(strconv.Itoa(size) + "\n"), true, nil
-		case kind == "blob":
-			return data, true, nil
-		}
-		return nil, false, nil // git says what is wrong
+	id, kind, size, data, ok, err := r.looseAnswer(name, content)
+	if err == nil && !ok {
+		id, kind, size, data, ok, err = r.catFileAnswer(name, content)
 	}
-	check, err := r.catFile("--batch-check")
-	if err != nil {
-		return nil, true, err
-	}
-	id, kind, size, _, ok, err := check.ask(name, false)
 	switch {
 	case err != nil:
 		return nil, true, err
@@ -125,15 +111,26 @@ func (r *Repo) batched(args []string) (out []byte, handled bool, err error) {
 	case kind != "blob" || size > maxCachedRead:
 		return nil, false, nil // git says what is wrong; a big blob is not held
 	}
+	return data, true, nil
+}
+
+// catFileAnswer is what the cat-file processes say of name: its id, kind
+// and size, and with content a small blob's bytes.
+func (r *Repo) catFileAnswer(name string, content bool) (id, kind string, size int, data []byte, ok bool, err error) {
+	check, err := r.catFile("--batch-check")
+	if err != nil {
+		return "", "", 0, nil, false, err
+	}
+	id, kind, size, _, ok, err = check.ask(name, false)
+	if err != nil || !ok || !content || kind != "blob" || size > maxCachedRead {
+		return id, kind, size, nil, ok, err
+	}
 	batch, err := r.catFile("--batch")
 	if err != nil {
-		return nil, true, err
+		return "", "", 0, nil, false, err
 	}
-	_, _, _, data, ok, err := batch.ask(id, true)
-	if err == nil && !ok {
-		err = fmt.Errorf("git %s: no such object", strings.Join(args, " "))
-	}
-	return data, true, err
+	_, _, _, data, ok, err = batch.ask(id, true)
+	return id, kind, size, data, ok, err
 }
 
 // catFile returns the repository's cat-file process of mode

@@ -77,8 +77,7 @@ type hashed struct {
 // writeCommit commits the work tree on top of HEAD with msg, dated as the
 // repository's next commit, and returns its id.
 func (r *Repo) writeCommit(msg string) (string, error) {
-	git := filepath.Join(r.dir, ".git")
-	refFile, parent, err := r.headRef(git)
+	refFile, parent, err := r.headRef()
 	if err != nil {
 		return "", err
 	}
@@ -110,7 +109,8 @@ func (r *Repo) writeCommit(msg string) (string, error) {
 
 // headRef is the file HEAD's commit is kept in (the branch's ref file, or
 // HEAD itself when detached) and that commit ("" before the first).
-func (r *Repo) headRef(git string) (file, commit string, err error) {
+func (r *Repo) headRef() (file, commit string, err error) {
+	git := filepath.Join(r.dir, ".git")
 	if _, err := os.Lstat(filepath.Join(git, "packed-refs")); err == nil {
 		return "", "", fmt.Errorf("packed refs: not written here")
 	}

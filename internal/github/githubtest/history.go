@@ -23,14 +23,15 @@ import (
 // the same commit in every repository.
 var parsedCommits sync.Map // id → []string (parents)
 
-// parents is the parent list of commit id, if it is loose here.
-func (r *Repo) parents(id string) ([]string, bool, error) {
+// parents is the parent list of commit id; ok is false when it is not a
+// loose commit here (git answers then).
+func (r *Repo) parents(id string) ([]string, bool) {
 	if p, ok := parsedCommits.Load(id); ok && r.hasLoose(id) {
-		return p.([]string), true, nil
+		return p.([]string), true
 	}
 	kind, _, data, ok, err := r.looseObject(id, true)
 	if !ok || err != nil || kind != "commit" {
-		return nil, false, err
+		return nil, false
 	}
 	var parents []string
 	for line := range strings.SplitSeq(string(data), "\n") {
@@ -42,12 +43,12 @@ func (r *Repo) parents(id string) ([]string, bool, error) {
 		}
 	}
 	parsedCommits.Store(id, parents)
-	return parents, true, nil
+	return parents, true
 }
 
 // ancestors is every commit reachable from id, id included; ok is false
 // when one of them is not loose.
-func (r *Repo) ancestors(id string) (map[string]bool, bool, error) {
+func (r *Repo) ancestors(id string) (map[string]bool, bool) {
 	seen := map[string]bool{}
 	stack := []string{id}
 	for len(stack) > 0 {
@@ -56,14 +57,33 @@ func (r *Repo) ancestors(id string) (map[string]bool, bool, error) {
 		if seen[c] {
 			continue
 		}
-		parents, ok, err := r.parents(c)
-		if !ok || err != nil {
-			return nil, false, err
+		parents, ok := r.parents(c)
+		if !ok {
+			return nil, false
 		}
 		seen[c] = true
 		stack = append(stack, parents...)
 	}
-	return seen, true, nil
+	return seen, true
+}
+
+// ancestries are the ancestors of a and of b (see ancestors).
+func (r *Repo) ancestries(a, b string) (ofA, ofB map[string]bool, ok bool) {
+	if ofA, ok = r.ancestors(a); ok {
+		ofB, ok = r.ancestors(b)
+	}
+	return ofA, ofB, ok
+}
+
+// beyond is how many commits of ofB are not in ofA: rev-list --count a..b.
+func beyond(ofA, ofB map[string]bool) int {
+	n := 0
+	for c := range ofB {
+		if !ofA[c] {
+			n++
+		}
+	}
+	return n
 }
 
 // history answers rev-list --count A..B --, merge-base A B and ls-tree of
@@ -95,47 +115,32 @@ func isID(s string) bool { return len(s) == 40 && len(objectIDs([]byte(s))) == 1
 
 // countRange is rev-list --count a..b: the commits b reaches and a does not.
 func (r *Repo) countRange(a, b string) ([]byte, bool, error) {
-	from, ok, err := r.ancestors(b)
-	if !ok || err != nil {
+	ofA, ofB, ok := r.ancestries(a, b)
+	if !ok {
 		return nil, false, nil
 	}
-	not, ok, err := r.ancestors(a)
-	if !ok || err != nil {
-		return nil, false, nil
-	}
-	n := 0
-	for c := range from {
-		if !not[c] {
-			n++
-		}
-	}
-	return []byte(strconv.Itoa(n) + "\n"), true, nil
+	return []byte(strconv.Itoa(beyond(ofA, ofB)) + "\n"), true, nil
 }
 
 // mergeBase is git merge-base a b when the two have exactly one best
 // common ancestor (one that is no other common ancestor's ancestor); git
 // chooses among several.
 func (r *Repo) mergeBase(a, b string) ([]byte, bool, error) {
-	left, ok, err := r.ancestors(a)
-	if !ok || err != nil {
+	ofA, ofB, ok := r.ancestries(a, b)
+	if !ok {
 		return nil, false, nil
 	}
-	right, ok, err := r.ancestors(b)
-	if !ok || err != nil {
-		return nil, false, nil
-	}
-	common := map[string]bool{}
-	for c := range left {
-		if right[c] {
-			common[c] = true
+	best := map[string]bool{}
+	for c := range ofA {
+		if ofB[c] {
+			best[c] = true
 		}
 	}
-	if len(common) == 0 {
+	if len(best) == 0 {
 		return nil, true, fmt.Errorf("git merge-base %s %s: no common ancestor", a, b)
 	}
-	best := maps.Clone(common)
-	for c := range common { // the common ancestors are closed under parents
-		parents, _, _ := r.parents(c)
+	for c := range maps.Clone(best) { // the common ancestors are closed under parents
+		parents, _ := r.parents(c)
 		for _, p := range parents {
 			delete(best, p)
 		}
@@ -157,11 +162,11 @@ func (r *Repo) listTree(id string, recursive bool) ([]byte, bool, error) {
 	}
 	switch kind {
 	case "commit":
-		tree, found := bytes.CutPrefix(data, []byte("tree "))
-		if !found || len(tree) < 40 {
+		tree, found := treeOf(data)
+		if !found {
 			return nil, false, nil
 		}
-		return r.listTree(string(tree[:40]), recursive)
+		return r.listTree(tree, recursive)
 	case "tree":
 	default:
 		return nil, false, nil
@@ -247,17 +252,13 @@ func (r *Repo) log(args []string) ([]byte, bool, error) {
 // line is the commits b reaches and a does not, oldest first, when they
 // are one line of commits with one parent each.
 func (r *Repo) line(a, b string) ([]string, bool) {
-	from, ok, _ := r.ancestors(b)
-	if !ok {
-		return nil, false
-	}
-	not, ok, _ := r.ancestors(a)
+	ofA, ofB, ok := r.ancestries(a, b)
 	if !ok {
 		return nil, false
 	}
 	var ids []string
-	for c := b; from[c] && !not[c]; {
-		parents, _, _ := r.parents(c)
+	for c := b; ofB[c] && !ofA[c]; {
+		parents, _ := r.parents(c)
 		if len(parents) > 1 {
 			return nil, false
 		}
@@ -267,13 +268,7 @@ func (r *Repo) line(a, b string) ([]string, bool) {
 		}
 		c = parents[0]
 	}
-	n := 0
-	for c := range from {
-		if !not[c] {
-			n++
-		}
-	}
-	if n != len(ids) {
+	if len(ids) != beyond(ofA, ofB) {
 		return nil, false
 	}
 	slices.Reverse(ids)

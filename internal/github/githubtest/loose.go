@@ -71,11 +71,11 @@ func (r *Repo) looseAnswer(name string, content bool) (id, kind string, size int
 	case peel == "{commit}" && kind != "commit", peel == "{tree}" && kind != "commit" && kind != "tree":
 		return "", "", 0, nil, false, nil // git says what is wrong
 	case peel == "{tree}" && kind == "commit":
-		tree, found := bytes.CutPrefix(data, []byte("tree "))
-		if !found || len(tree) < 40 {
+		tree, found := treeOf(data)
+		if !found {
 			return "", "", 0, nil, false, fmt.Errorf("commit %s: no tree", id)
 		}
-		return string(tree[:40]), "tree", 0, nil, true, nil
+		return tree, "tree", 0, nil, true, nil
 	}
 	return id, kind, size, data, true, nil
 }
@@ -91,11 +91,10 @@ func (r *Repo) lookPath(commit, path string) (string, bool, error) {
 	if !ok || err != nil || kind != "commit" {
 		return "", false, err
 	}
-	tree, found := bytes.CutPrefix(data, []byte("tree "))
-	if !found || len(tree) < 40 {
+	id, found := treeOf(data)
+	if !found {
 		return "", false, nil
 	}
-	id := string(tree[:40])
 	for name := range strings.SplitSeq(path, "/") {
 		kind, _, data, ok, err := r.looseObject(id, true)
 		if !ok || err != nil || kind != "tree" {
@@ -106,6 +105,15 @@ func (r *Repo) lookPath(commit, path string) (string, bool, error) {
 		}
 	}
 	return id, true, nil
+}
+
+// treeOf is the tree id of the commit object data (its first line).
+func treeOf(commit []byte) (string, bool) {
+	tree, found := bytes.CutPrefix(commit, []byte("tree "))
+	if !found || len(tree) < 40 {
+		return "", false
+	}
+	return string(tree[:40]), true
 }
 
 // treeEntryID is the id of the entry called name in the tree object data.

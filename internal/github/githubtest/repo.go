@@ -85,14 +85,7 @@ func (r *Repo) init() {
 // written (a loose ref: nothing here packs refs); git answers otherwise.
 func (r *Repo) head() string {
 	r.t.Helper()
-	git := filepath.Join(r.dir, ".git")
-	b, err := os.ReadFile(filepath.Join(git, "HEAD"))
-	if err == nil {
-		if ref, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: "); ok {
-			b, err = os.ReadFile(filepath.Join(git, filepath.FromSlash(ref)))
-		}
-	}
-	if sha := strings.TrimSpace(string(b)); err == nil && len(sha) == 40 && objectID.MatchString(sha) {
+	if _, sha, err := r.headRef(); err == nil && sha != "" {
 		return sha
 	}
 	return r.Git("rev-parse", "HEAD")
