@@ -16,6 +16,7 @@ import (
 // included. A queue entry whose sha is not its policy's is rewritten for
 // the policy's version.
 func TestFullRun_RepairsOrphanAndStaleQueueEntries(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()

@@ -50,6 +50,7 @@ func mustRefuseRewind(t *testing.T, r *rig, opt syncer.Options) {
 // GITHUB_BRANCH pointing at a stale branch at the first commit must not
 // wipe the registry: the branch is not the one it was synced from.
 func TestRewind_StaleBranch_RefusedUnlessAllowed(t *testing.T) {
+	t.Parallel()
 	r, first := rewindRig(t)
 	src, err := github.New(github.Config{
 		Owner: "knue", Repo: "policies", Branch: "stale", BaseURL: r.gh.URL(),
@@ -74,6 +75,7 @@ func TestRewind_StaleBranch_RefusedUnlessAllowed(t *testing.T) {
 // is refused in incremental and full runs; a diverged one (a force-push)
 // is a full run.
 func TestRewind_HeadBehindRefused_DivergedIsFull(t *testing.T) {
+	t.Parallel()
 	r, first := rewindRig(t)
 	r.repo.Reset(first)
 	for _, opt := range []syncer.Options{{}, {Full: true}} {

@@ -92,6 +92,7 @@ func (r *staleRig) headMismatch(head string) string {
 // stale base shows nothing: the run must still not report success while
 // the registry differs from the head.
 func TestStaleReads_RunSecondsAfterAnother_RevertIsNotMissed(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		first, second func(r *staleRig)
 	}{
@@ -162,6 +163,7 @@ func seedStale(t *testing.T, r *staleRig) {
 // that run: the names the commits since the stale lastCommit touched are
 // written from the head all the same.
 func TestStaleReads_FullRunSecondsAfterAnother_RevertIsNotMissed(t *testing.T) {
+	t.Parallel()
 	r := newStaleRig(t)
 	seedStale(t, r)
 	r.repo.Write("a/가.md", "# 가\n")
@@ -186,6 +188,7 @@ func TestStaleReads_FullRunSecondsAfterAnother_RevertIsNotMissed(t *testing.T) {
 // one, the run waits out the consistency window under the lease and reads
 // the state again: every earlier write is visible then.
 func TestStaleReads_RangeOverTheCap_WaitsOutTheWindow(t *testing.T) {
+	t.Parallel()
 	r := newStaleRig(t)
 	r.opt.ConsistencyWindow = 61 * time.Second
 	seedStale(t, r)
@@ -210,6 +213,7 @@ func TestStaleReads_RangeOverTheCap_WaitsOutTheWindow(t *testing.T) {
 // A range of one commit: its compare names every name it touched, so the
 // run makes no request more than it would on a strongly consistent store.
 func TestStaleReads_OneCommitRange_NoExtraRequest(t *testing.T) {
+	t.Parallel()
 	r := newStaleRig(t)
 	seedStale(t, r)
 	before := r.gh.Requests()
@@ -237,6 +241,7 @@ func TestStaleReads_OneCommitRange_NoExtraRequest(t *testing.T) {
 // A strongly consistent registry (memory, bolt) skips all of it: a range
 // of several commits costs no commit request and no wait.
 func TestStaleReads_StronglyConsistentStore_NoExtraRequests(t *testing.T) {
+	t.Parallel()
 	r := newStaleRig(t)
 	r.s.Registry = r.truth // memory: reads what was written
 	seedStale(t, r)
