@@ -10,6 +10,7 @@ import (
 )
 
 func TestGuardWithin_LimitAndPinnedCount(t *testing.T) {
+	t.Parallel()
 	reg := map[string]policy.Entry{}
 	var deletes []policy.Item
 	for i := 0; i < 100; i++ {

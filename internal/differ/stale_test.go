@@ -14,6 +14,7 @@ import (
 // read said: the same version again, an add, a delete; a name the plan
 // already writes or skips is left as planned.
 func TestDistrust_TouchedNamesWrittenFromHead(t *testing.T) {
+	t.Parallel()
 	desired := map[string]policy.Desired{
 		"same": {PolicyName: "same", Path: "same.md", SHA: "s1"},
 		"new":  {PolicyName: "new", Path: "new.md", SHA: "n1"},
@@ -46,6 +47,7 @@ func TestDistrust_TouchedNamesWrittenFromHead(t *testing.T) {
 // rewrites those whose sha is not their policy's; planned, owed and
 // skipped names are left alone.
 func TestRepairQueue_OrphansRemovedStaleRewritten(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
 	entries := map[string]policy.Entry{"ok": {SHA: "o1"}, "stale": {SHA: "s2"}, "owed": {SHA: "w2"}}
 	queued := map[string]string{"ok": "o1", "stale": "s1", "orphan": "x1", "owed": "w1", "planned": "p1", "skip": "k1"}

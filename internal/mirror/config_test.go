@@ -12,6 +12,7 @@ import (
 )
 
 func TestConfig_Validate(t *testing.T) {
+	t.Parallel()
 	r2 := mirror.Config{Bucket: "policies", Endpoint: "https://acct.r2.cloudflarestorage.com", AccessKeyID: "id", SecretAccessKey: "secret"}
 	with := func(f func(*mirror.Config)) mirror.Config { c := r2; f(&c); return c }
 	tests := []struct {
@@ -61,6 +62,7 @@ func TestConfig_Validate(t *testing.T) {
 }
 
 func TestNew_BuildsTheConfiguredTarget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	f, err := mirror.New(ctx, mirror.Config{Dir: dir})
@@ -93,6 +95,7 @@ func TestNew_BuildsTheConfiguredTarget(t *testing.T) {
 }
 
 func TestNewS3_ValidatesItsSettings(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []mirror.Config{
 		{Dir: t.TempDir()},
 		{Bucket: "b-1", Endpoint: "https://id:hunter2@host"},

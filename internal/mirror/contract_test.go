@@ -14,6 +14,7 @@ import (
 )
 
 func TestFolder_Contract(t *testing.T) {
+	t.Parallel()
 	mirrortest.Run(t, func(t *testing.T) mirrortest.Harness {
 		dir := t.TempDir()
 		f, err := mirror.NewFolder(dir, mirror.DefaultPrefix)
@@ -32,6 +33,7 @@ func TestFolder_Contract(t *testing.T) {
 }
 
 func TestMemory_Contract(t *testing.T) {
+	t.Parallel()
 	mirrortest.Run(t, func(t *testing.T) mirrortest.Harness {
 		m := mirrortest.NewMemory(mirror.DefaultPrefix)
 		return mirrortest.Harness{Target: m, Prefix: mirror.DefaultPrefix, PutRaw: m.PutRaw, ReadRaw: m.ReadRaw}
@@ -39,6 +41,7 @@ func TestMemory_Contract(t *testing.T) {
 }
 
 func TestS3_Contract(t *testing.T) {
+	t.Parallel()
 	mirrortest.Run(t, func(t *testing.T) mirrortest.Harness {
 		srv := mirrortest.NewS3Server(t)
 		cfg := s3Config(srv)

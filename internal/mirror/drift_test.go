@@ -9,6 +9,7 @@ import (
 )
 
 func TestDrift(t *testing.T) {
+	t.Parallel()
 	const p = mirror.DefaultPrefix
 	ok := mirror.Want{SHA: "s1", UploadedSHA: "s1", ETag: "e1"}
 	key := func(name string) string { return mirror.Key(p, name) }

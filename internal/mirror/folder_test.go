@@ -27,6 +27,7 @@ func mustFolder(t *testing.T) (*mirror.Folder, string) {
 
 // A reader never sees part of a file, however often it is replaced.
 func TestFolder_Put_ReaderSeesOldOrNewNeverPart(t *testing.T) {
+	t.Parallel()
 	f, dir := mustFolder(t)
 	ctx := context.Background()
 	small := mirror.Object{Key: mirror.Key(mirror.DefaultPrefix, "a"), Body: []byte("small")}
@@ -75,6 +76,7 @@ func TestFolder_Put_ReaderSeesOldOrNewNeverPart(t *testing.T) {
 }
 
 func TestFolder_Delete_RemovesEmptyFoldersUnderThePrefixOnly(t *testing.T) {
+	t.Parallel()
 	f, dir := mustFolder(t)
 	ctx := context.Background()
 	keep := mirror.Key(mirror.DefaultPrefix, "keep")
@@ -104,6 +106,7 @@ func assertExists(t *testing.T, path string, want bool) {
 }
 
 func TestFolder_List_NothingMirroredYet(t *testing.T) {
+	t.Parallel()
 	f, _ := mustFolder(t)
 	if l, err := f.List(context.Background()); err != nil || len(l) != 0 {
 		t.Fatalf("list of a folder never written: %v, %v", l, err)
@@ -113,6 +116,7 @@ func TestFolder_List_NothingMirroredYet(t *testing.T) {
 // A symlink under the prefix is foreign: listed without an ETag, deleted
 // as a link (its target is not followed).
 func TestFolder_Symlink_ListedAsForeign_TargetUntouched(t *testing.T) {
+	t.Parallel()
 	f, dir := mustFolder(t)
 	outside := filepath.Join(t.TempDir(), "secret.md")
 	mustWriteFile(t, outside, []byte("outside"))
@@ -141,6 +145,7 @@ func TestFolder_Symlink_ListedAsForeign_TargetUntouched(t *testing.T) {
 }
 
 func TestFolder_PermissionDenied_IsAccessDenied(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("root ignores permissions")
 	}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestMemory_InjectedFailures_PerKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := mirrortest.NewMemory(mirror.DefaultPrefix)
 	a, _ := mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: "a"})

@@ -15,6 +15,7 @@ import (
 )
 
 func TestRender_KeyContentTypeAndBody(t *testing.T) {
+	t.Parallel()
 	d := mirror.Doc{PolicyName: "학칙", Title: "학칙", SHA: strings.Repeat("a", 40), Path: "규정/학칙.md",
 		LastUpdated: "2026-01-01T00:00:00Z", Content: []byte("\ufeff# 학칙\r\n\r\n본문\r\n")}
 	o, err := mirror.Render("kb/policies/", d)
@@ -37,6 +38,7 @@ func TestRender_KeyContentTypeAndBody(t *testing.T) {
 }
 
 func TestRender_SameVersionSameBytes(t *testing.T) {
+	t.Parallel()
 	d := mirror.Doc{PolicyName: "a", Title: "A", SHA: "s", Path: "a.md", LastUpdated: "2026-01-01T00:00:00Z", Content: []byte("x")}
 	a, _ := mirror.Render(mirror.DefaultPrefix, d)
 	b, _ := mirror.Render(mirror.DefaultPrefix, d)
@@ -46,6 +48,7 @@ func TestRender_SameVersionSameBytes(t *testing.T) {
 }
 
 func TestFrontMatter_HardTitles_RoundTripThroughYAML(t *testing.T) {
+	t.Parallel()
 	titles := []string{
 		"plain", "학칙: 제1조", `say "hi" and 'bye'`, "line one\nline two", "yes", "no", "null", "~", "123", "1e3",
 		"#not a comment", "- list", "[a, b]", "{a: b}", "---", "...", "  leading and trailing  ", "tab\there",
@@ -79,6 +82,7 @@ func TestFrontMatter_HardTitles_RoundTripThroughYAML(t *testing.T) {
 }
 
 func TestFrontMatter_InvalidUTF8_Replaced(t *testing.T) {
+	t.Parallel()
 	front, err := mirror.FrontMatter(mirror.Doc{PolicyName: "p", Title: "bad \xff byte"})
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +93,7 @@ func TestFrontMatter_InvalidUTF8_Replaced(t *testing.T) {
 }
 
 func TestEncodeHeader_RoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{
 		"", "plain ascii (path).md", "학칙 제1조", "two\nlines", "=?UTF-8?B?aGk=?=", "ends with =?", "tab\t", "\xff\xfe invalid",
 		"emoji 😀", strings.Repeat("규정", 200),
@@ -109,6 +114,7 @@ func TestEncodeHeader_RoundTrip(t *testing.T) {
 }
 
 func TestDecodeHeader_ReadsWhatS3AndMIMEWrite(t *testing.T) {
+	t.Parallel()
 	// S3 returns non-ASCII metadata as RFC 2047 words; a Q-encoded or
 	// split value, as other writers send, reads as well.
 	for _, enc := range []string{mime.BEncoding.Encode("UTF-8", "학칙 제1조"), mime.QEncoding.Encode("utf-8", "학칙 제1조")} {
@@ -122,6 +128,7 @@ func TestDecodeHeader_ReadsWhatS3AndMIMEWrite(t *testing.T) {
 }
 
 func TestRender_LongValues_MetadataBounded(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("가", 400) // 1,200 bytes
 	name := strings.Repeat("나", 166) // 498 bytes: the longest name the registry takes
 	o, err := mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: name, Title: long, SHA: strings.Repeat("f", 40), Path: long + "/" + long + ".md"})
@@ -147,6 +154,7 @@ func TestRender_LongValues_MetadataBounded(t *testing.T) {
 }
 
 func TestRender_RefusesNamesThatLeaveTheirFolder(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"", "a/b", "..", ".", "a\\b", "nul\x00"} {
 		if _, err := mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: name}); !errors.Is(err, mirror.ErrOutsidePrefix) {
 			t.Errorf("Render(%q): %v, want ErrOutsidePrefix", name, err)
@@ -155,6 +163,7 @@ func TestRender_RefusesNamesThatLeaveTheirFolder(t *testing.T) {
 }
 
 func TestPolicyNameOf(t *testing.T) {
+	t.Parallel()
 	for key, want := range map[string]string{
 		"policies/학칙 제1조/policy.md": "학칙 제1조",
 		"policies/a/policy.md":      "a",
@@ -172,6 +181,7 @@ func TestPolicyNameOf(t *testing.T) {
 }
 
 func TestValidatePrefix(t *testing.T) {
+	t.Parallel()
 	for prefix, ok := range map[string]bool{
 		"policies/": true, "kb/policies/": true, "규정/": true,
 		"": false, "policies": false, "/policies/": false, "a//": false, "../x/": false, "./": false, "a\\b/": false,

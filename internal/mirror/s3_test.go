@@ -41,6 +41,7 @@ func hangulDoc() mirror.Doc {
 // checksum settings the same upload carries what R2 mishandles, so the
 // contract case would catch a target that lost the setting.
 func TestS3_SDKDefaultChecksums_WouldSendTrailer(t *testing.T) {
+	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
 	s, err := mirror.NewS3WithSDKChecksums(context.Background(), s3Config(srv))
 	if err != nil {
@@ -69,6 +70,7 @@ func TestS3_SDKDefaultChecksums_WouldSendTrailer(t *testing.T) {
 
 // Hangul metadata survives encode → the S3 server → a reader's SDK → decode.
 func TestS3_HangulMetadata_RoundTripThroughSDK(t *testing.T) {
+	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
 	cfg := s3Config(srv)
 	d := hangulDoc()
@@ -98,6 +100,7 @@ func TestS3_HangulMetadata_RoundTripThroughSDK(t *testing.T) {
 }
 
 func TestS3_Delete_BatchesOfAtMost1000Keys(t *testing.T) {
+	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
 	var keys []string
 	for i := range 2500 {
@@ -131,6 +134,7 @@ func TestS3_Delete_BatchesOfAtMost1000Keys(t *testing.T) {
 }
 
 func TestS3_MissingBucket_IsConfigError(t *testing.T) {
+	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
 	cfg := s3Config(srv)
 	cfg.Bucket = "no-such-bucket"
@@ -146,6 +150,7 @@ func TestS3_MissingBucket_IsConfigError(t *testing.T) {
 }
 
 func TestS3_CanceledContext_IsNotUnavailable(t *testing.T) {
+	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -159,6 +164,7 @@ func TestS3_CanceledContext_IsNotUnavailable(t *testing.T) {
 // With a seeded share of 503s on every request, bounded retries still
 // mirror everything, and the listing is exact.
 func TestS3_SeededServerErrors_Converge(t *testing.T) {
+	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
 	cfg := s3Config(srv)
 	cfg.MaxRetries = 6
@@ -258,6 +264,7 @@ func minimalPut(ctx context.Context, srv *mirrortest.S3Server, o mirror.Object) 
 }
 
 func TestS3_Put_RawNonASCIIMetadata_RejectedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
 	o, _ := mirror.Render(mirror.DefaultPrefix, hangulDoc())
 	o.Metadata[mirror.MetaTitle] = "학칙" // not encoded

@@ -64,6 +64,7 @@ func TestURLSecrets_UserAndPassword(t *testing.T) {
 // used to mask that letter in every log line; under MinSecretLen one is
 // masked only where no letter or digit touches it.
 func TestString_ShortSecret_OnlyWhereItStandsAlone(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ secret, in, want string }{
 		{"e", "level=error msg=\"run finished\" e", "level=error msg=\"run finished\" [REDACTED]"},
 		{"e", "token=e, next", "token=[REDACTED], next"},

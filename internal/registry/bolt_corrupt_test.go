@@ -181,6 +181,7 @@ func TestBolt_DamagedFile_ErrorsNeverPanics(t *testing.T) {
 }
 
 func TestBolt_DamagedMetaPages_CorruptNamingTheWayOut(t *testing.T) {
+	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
 	bad := mustRegistryFile(t, clock)
 	for _, meta := range []int{0, 4096} { // both meta pages' magic
@@ -201,6 +202,7 @@ func TestBolt_DamagedMetaPages_CorruptNamingTheWayOut(t *testing.T) {
 }
 
 func TestBolt_EmptyFile_CorruptNotANewRegistry(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)

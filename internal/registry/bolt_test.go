@@ -19,6 +19,7 @@ import (
 )
 
 func TestBolt_Reopen_KeepsData(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	clock := registrytest.NewClock(registrytest.Epoch)
 	b, err := registry.OpenBolt(path, clock.Now)
@@ -44,6 +45,7 @@ func TestBolt_Reopen_KeepsData(t *testing.T) {
 }
 
 func TestBolt_SecondOpen_InUseErrorFast(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	mustOpenBolt(t, path, nil)
 
@@ -61,6 +63,7 @@ func TestBolt_SecondOpen_InUseErrorFast(t *testing.T) {
 }
 
 func TestBolt_DefaultLockTimeout_InUseError(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	mustOpenBolt(t, path, nil)
 	if _, err := registry.OpenBolt(path, nil); err == nil || !strings.Contains(err.Error(), "in use by another process") {
@@ -69,6 +72,7 @@ func TestBolt_DefaultLockTimeout_InUseError(t *testing.T) {
 }
 
 func TestBolt_MissingDirectory_ClearError(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "missing")
 	path := filepath.Join(dir, "registry.db")
 	_, err := registry.OpenBolt(path, nil)
@@ -81,6 +85,7 @@ func TestBolt_MissingDirectory_ClearError(t *testing.T) {
 }
 
 func TestBolt_NotABoltFile_Error(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	if err := os.WriteFile(path, []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
 		t.Fatal(err)
@@ -92,6 +97,7 @@ func TestBolt_NotABoltFile_Error(t *testing.T) {
 }
 
 func TestBolt_Write_PurgesExpired(t *testing.T) {
+	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
 	b := mustOpenBolt(t, filepath.Join(t.TempDir(), "registry.db"), clock.Now)
 	registrytest.MustPut(t, b,
@@ -113,6 +119,7 @@ func TestBolt_Write_PurgesExpired(t *testing.T) {
 }
 
 func TestBolt_CorruptValue_ErrorNotPanic(t *testing.T) {
+	t.Parallel()
 	b := mustOpenBolt(t, filepath.Join(t.TempDir(), "registry.db"), nil)
 	for _, raw := range [][]byte{{}, {9, 0, 0}, {1, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 'x'}} {
 		if err := b.PutRaw("policy:bad", raw); err != nil {
@@ -130,6 +137,7 @@ func TestBolt_CorruptValue_ErrorNotPanic(t *testing.T) {
 }
 
 func TestBolt_ReaderWhileWriterOpen_SeesItsWrites(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	w := mustOpenBolt(t, path, nil)
 	registrytest.MustPut(t, w, registry.Pair{Key: "policy:학칙", Value: []byte("v1")})
@@ -158,6 +166,7 @@ func TestBolt_ReaderWhileWriterOpen_SeesItsWrites(t *testing.T) {
 }
 
 func TestBolt_SecondWriter_RefusedNamingTheHolder(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	first := mustOpenBolt(t, path, nil)
 	_, err := registry.OpenBoltTimeout(path, nil, 100*time.Millisecond)
@@ -186,6 +195,7 @@ func TestBolt_SecondWriter_RefusedNamingTheHolder(t *testing.T) {
 }
 
 func TestBolt_ReadOnlyFile_CanBeListedAndIsNotChanged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "registry.db")
 	w := mustOpenBolt(t, path, nil)
@@ -228,6 +238,7 @@ func TestBolt_ReadOnlyFile_CanBeListedAndIsNotChanged(t *testing.T) {
 }
 
 func TestBolt_ReadOnlyMissingFile_ErrorCreatesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "registry.db")
 	_, err := registry.OpenBoltReadOnly(path, nil)
@@ -240,6 +251,7 @@ func TestBolt_ReadOnlyMissingFile_ErrorCreatesNothing(t *testing.T) {
 }
 
 func TestBolt_WriterCloses_LockFileGone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "registry.db")
 	b := mustOpenBolt(t, path, nil)
@@ -299,6 +311,7 @@ func BenchmarkBolt_Put50(b *testing.B) {
 // which proves that run is gone, so the lease no longer keeps it out — but
 // it is not released: the next run still sees a run that did not finish.
 func TestBolt_LeaseOfAKilledWriter_EndedOnOpen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	clock := registrytest.NewClock(registrytest.Epoch)
 	b := mustOpenBolt(t, path, clock.Now)
