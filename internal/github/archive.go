@@ -201,7 +201,7 @@ func untar(body io.Reader, want wantedFiles, budget int64, r *reading) error {
 		}
 		if h.Size > r.limit || (f.Size >= 0 && h.Size != f.Size) {
 			if !isSHA(f.SHA) { // no blob to ask: the archive's size is all there is
-				r.deliver(path, h.Size, nil)
+				r.deliver(f.Path, h.Size, nil)
 				left--
 			}
 			continue
@@ -210,7 +210,7 @@ func untar(body io.Reader, want wantedFiles, budget int64, r *reading) error {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
 		if sameBlob(f.SHA, buf) { // else rewritten on export (export-subst, eol, ...): read the blob
-			r.deliver(path, h.Size, buf)
+			r.deliver(f.Path, h.Size, buf) // the file's path, not a part of the entry's name that would keep the whole name
 			left--
 		}
 	}

@@ -37,10 +37,11 @@ func (s *Source) Titles(ctx context.Context, commit string, files []policy.File,
 // be nil.
 func (s *Source) TitlesWith(ctx context.Context, commit string, files []policy.File, maxSize int64, each func(path string, data []byte)) (map[string]policy.Content, map[string]error, error) {
 	out := make(map[string]policy.Content, len(files))
+	var titles strs
 	failed, err := s.read(ctx, commit, files, max(maxSize, 0), func(path string, size int64, data []byte) {
 		c := policy.Content{Size: size}
 		if data != nil {
-			c.Title = policy.Title(data, policy.NameOf(path))
+			c.Title = titles.join(policy.Title(data, policy.NameOf(path)), "")
 			if each != nil {
 				each(path, data)
 			}
@@ -166,9 +167,10 @@ func (r *reading) pending(files []policy.File) []policy.File {
 }
 
 // deliverOversized delivers the files the tree says are over the limit,
-// without a request, and returns the others.
+// without a request, and returns the others, in files' own array (no
+// second list of every file to read).
 func (r *reading) deliverOversized(files []policy.File) []policy.File {
-	var rest []policy.File
+	rest := files[:0]
 	for _, f := range files {
 		if f.Size > r.limit {
 			r.deliver(f.Path, f.Size, nil)
