@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/knue/syncjob/internal/logkey"
@@ -87,14 +88,7 @@ type sink func(path string, size int64, data []byte)
 // returns those failures and the error that aborts the whole read.
 func (s *Source) read(ctx context.Context, commit string, files []policy.File, limit int64, put sink) (map[string]error, error) {
 	r := &reading{limit: limit, put: put, done: make(map[string]bool, len(files)), failed: map[string]error{}}
-	todo := make([]policy.File, 0, len(files))
-	seen := make(map[string]bool, len(files))
-	for _, f := range files {
-		if !seen[f.Path] {
-			seen[f.Path] = true
-			todo = append(todo, f)
-		}
-	}
+	todo := distinct(files)
 	r.progress = progress{total: len(todo), fn: s.progress}
 	todo = r.deliverOversized(todo)
 	if len(todo) == 0 {
@@ -166,11 +160,35 @@ func (r *reading) pending(files []policy.File) []policy.File {
 	return rest
 }
 
+// distinct is files without a second file of the same path: files itself
+// when it has none, so that a read of 200,000 files holds no second list
+// of them.
+func distinct(files []policy.File) []policy.File {
+	seen := make(map[string]bool, len(files))
+	for i, f := range files {
+		if seen[f.Path] {
+			rest := slices.Clone(files[:i])
+			for _, f := range files[i:] {
+				if !seen[f.Path] {
+					seen[f.Path] = true
+					rest = append(rest, f)
+				}
+			}
+			return rest
+		}
+		seen[f.Path] = true
+	}
+	return files
+}
+
 // deliverOversized delivers the files the tree says are over the limit,
-// without a request, and returns the others, in files' own array (no
-// second list of every file to read).
+// without a request, and returns the others: files itself when none is
+// over it (no second list of every file to read).
 func (r *reading) deliverOversized(files []policy.File) []policy.File {
-	rest := files[:0]
+	if !slices.ContainsFunc(files, func(f policy.File) bool { return f.Size > r.limit }) {
+		return files
+	}
+	var rest []policy.File
 	for _, f := range files {
 		if f.Size > r.limit {
 			r.deliver(f.Path, f.Size, nil)

@@ -114,21 +114,27 @@ func TestUntar_DeliversTheFilesOwnPath_NotTheEntrysName(t *testing.T) {
 	}
 }
 
-// The files to read that are not over the limit stay in the files' own
-// array: a read of 200,000 files does not hold a second list of them.
-func TestDeliverOversized_KeepsTheRestInPlace(t *testing.T) {
+// The files to read stay in the caller's array when none is over the
+// limit, nor read twice: a read of 200,000 files holds no second list of
+// them. Otherwise the rest is a list of its own, and the caller's is left
+// as it was.
+func TestDeliverOversized_NoSecondListOfTheFiles(t *testing.T) {
 	t.Parallel()
-	files := []policy.File{{Path: "a.md", Size: 5}, {Path: "big.md", Size: 50}, {Path: "b.md", Size: -1}}
 	var delivered []string
 	r := &reading{limit: 10, done: map[string]bool{}, failed: map[string]error{}, put: func(path string, size int64, data []byte) {
 		delivered = append(delivered, fmt.Sprint(path, size, data == nil))
 	}}
-	rest := r.deliverOversized(files)
+	small := []policy.File{{Path: "a.md", Size: 5}, {Path: "b.md", Size: -1}}
+	if rest := r.deliverOversized(distinct(small)); len(rest) != 2 || &rest[0] != &small[0] {
+		t.Errorf("rest %v: want the files' own array", rest)
+	}
+	files := []policy.File{{Path: "a.md", Size: 5}, {Path: "big.md", Size: 50}, {Path: "b.md", Size: -1}, {Path: "a.md", Size: 5}}
+	rest := r.deliverOversized(distinct(files))
 	if len(rest) != 2 || rest[0].Path != "a.md" || rest[1].Path != "b.md" {
 		t.Fatalf("rest %v, want a.md and b.md", rest)
 	}
-	if &rest[0] != &files[0] {
-		t.Error("the rest is a new list, not the files' own array")
+	if files[1].Path != "big.md" || files[3].Path != "a.md" {
+		t.Errorf("the caller's files changed: %v", files)
 	}
 	if len(delivered) != 1 || delivered[0] != "big.md50 true" {
 		t.Errorf("delivered %v, want big.md of 50 bytes without data", delivered)
