@@ -93,10 +93,7 @@ func TestUntar_DeliversTheFilesOwnPath_NotTheEntrysName(t *testing.T) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want := wantedFiles{files: files, index: map[string]int32{}}
-	for i, f := range files {
-		want.index[f.Path] = int32(i)
-	}
+	want := newWantedFiles(files)
 	got := map[string]string{}
 	r := &reading{limit: 1 << 20, done: map[string]bool{}, failed: map[string]error{}, put: func(path string, _ int64, _ []byte) {
 		for _, f := range files {
@@ -138,5 +135,26 @@ func TestDeliverOversized_NoSecondListOfTheFiles(t *testing.T) {
 	}
 	if len(delivered) != 1 || delivered[0] != "big.md50 true" {
 		t.Errorf("delivered %v, want big.md of 50 bytes without data", delivered)
+	}
+}
+
+// The files an archive read looks for are found by path through their
+// indexes sorted by path (no map of every path held through the download).
+func TestWantedFiles_FindsEachByPath(t *testing.T) {
+	t.Parallel()
+	files := []policy.File{{Path: "b/z.md", SHA: "1"}, {Path: "a/y.md", SHA: "2"}, {Path: "c.md", SHA: "3"}, {Path: "a/x.md", SHA: "4"}}
+	w := newWantedFiles(files)
+	for _, f := range files {
+		if got, ok := w.get(f.Path); !ok || got != f {
+			t.Errorf("get(%q) = %v, %t; want %v", f.Path, got, ok, f)
+		}
+	}
+	for _, path := range []string{"", "a", "a/x.mdx", "d.md", "b/z"} {
+		if got, ok := w.get(path); ok {
+			t.Errorf("get(%q) = %v, want none", path, got)
+		}
+	}
+	if len(w.byPath) != len(files) {
+		t.Errorf("%d indexes for %d files", len(w.byPath), len(files))
 	}
 }
