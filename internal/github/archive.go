@@ -34,7 +34,7 @@ func (s *Source) fromArchive(ctx context.Context, commit string, files []policy.
 		return err
 	}
 	op := "download archive " + commit
-	want := newWantedFiles(files)
+	want := r.files // every file of the read: one delivered already (oversized) is skipped as done
 	budget := s.archiveBudget(commit, files, r.limit)
 	err = s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
 		return nil, s.download(ctx, link, want, budget, r)
@@ -233,11 +233,20 @@ func newWantedFiles(files []policy.File) wantedFiles {
 }
 
 func (w wantedFiles) get(path string) (policy.File, bool) {
-	i, ok := slices.BinarySearchFunc(w.byPath, path, func(j int32, path string) int { return strings.Compare(w.files[j].Path, path) })
+	i, ok := w.index(path)
 	if !ok {
 		return policy.File{}, false
 	}
-	return w.files[w.byPath[i]], true
+	return w.files[i], true
+}
+
+// index is the index in files of the file of path.
+func (w wantedFiles) index(path string) (int32, bool) {
+	i, ok := slices.BinarySearchFunc(w.byPath, path, func(j int32, path string) int { return strings.Compare(w.files[j].Path, path) })
+	if !ok {
+		return 0, false
+	}
+	return w.byPath[i], true
 }
 
 // readEntry reads the size bytes of an entry into buf, grown as needed.

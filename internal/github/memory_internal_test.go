@@ -95,14 +95,14 @@ func TestUntar_DeliversTheFilesOwnPath_NotTheEntrysName(t *testing.T) {
 	}
 	want := newWantedFiles(files)
 	got := map[string]string{}
-	r := &reading{limit: 1 << 20, done: map[string]bool{}, failed: map[string]error{}, put: func(path string, _ int64, _ []byte) {
+	r := newReading(files, 1<<20, func(path string, _ int64, _ []byte) {
 		for _, f := range files {
 			if f.Path == path && unsafe.StringData(f.Path) != unsafe.StringData(path) {
 				t.Errorf("%s handed on as a string of its own, not the file's path", path)
 			}
 		}
 		got[path] = "read"
-	}}
+	})
 	if err := untar(&gz, want, 1<<20, r); err != nil {
 		t.Fatal(err)
 	}
@@ -118,15 +118,17 @@ func TestUntar_DeliversTheFilesOwnPath_NotTheEntrysName(t *testing.T) {
 func TestDeliverOversized_NoSecondListOfTheFiles(t *testing.T) {
 	t.Parallel()
 	var delivered []string
-	r := &reading{limit: 10, done: map[string]bool{}, failed: map[string]error{}, put: func(path string, size int64, data []byte) {
+	put := func(path string, size int64, data []byte) {
 		delivered = append(delivered, fmt.Sprint(path, size, data == nil))
-	}}
+	}
 	small := []policy.File{{Path: "a.md", Size: 5}, {Path: "b.md", Size: -1}}
-	if rest := r.deliverOversized(distinct(small)); len(rest) != 2 || &rest[0] != &small[0] {
+	if rest := newReading(small, 10, put).deliverOversized(distinct(small)); len(rest) != 2 || &rest[0] != &small[0] {
 		t.Errorf("rest %v: want the files' own array", rest)
 	}
 	files := []policy.File{{Path: "a.md", Size: 5}, {Path: "big.md", Size: 50}, {Path: "b.md", Size: -1}, {Path: "a.md", Size: 5}}
-	rest := r.deliverOversized(distinct(files))
+	todo := distinct(files)
+	r := newReading(todo, 10, put)
+	rest := r.deliverOversized(todo)
 	if len(rest) != 2 || rest[0].Path != "a.md" || rest[1].Path != "b.md" {
 		t.Fatalf("rest %v, want a.md and b.md", rest)
 	}
@@ -156,5 +158,27 @@ func TestWantedFiles_FindsEachByPath(t *testing.T) {
 	}
 	if len(w.byPath) != len(files) {
 		t.Errorf("%d indexes for %d files", len(w.byPath), len(files))
+	}
+}
+
+// A read marks the files it delivered by index, not in a map of every
+// path, and still hands each on once (an archive entry and a blob of the
+// same file, or a path it was not asked for).
+func TestReading_DeliversEachOnce_DoneByIndex(t *testing.T) {
+	t.Parallel()
+	files := []policy.File{{Path: "b.md"}, {Path: "a.md"}}
+	var got []string
+	r := newReading(files, 10, func(path string, _ int64, _ []byte) { got = append(got, path) })
+	for _, path := range []string{"a.md", "a.md", "x.md", "b.md", "x.md", "b.md"} {
+		r.deliver(path, 1, []byte("x"))
+	}
+	if fmt.Sprint(got) != "[a.md x.md b.md]" {
+		t.Errorf("delivered %v, want a.md, x.md and b.md once each", got)
+	}
+	if !r.isDone("a.md") || !r.isDone("x.md") || r.isDone("c.md") {
+		t.Error("isDone does not say what was delivered")
+	}
+	if len(r.done) != len(files) || len(r.more) != 1 {
+		t.Errorf("done %v and more %v: want a mark per file and x.md alone by path", r.done, r.more)
 	}
 }
