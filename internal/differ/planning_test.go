@@ -371,3 +371,26 @@ func TestSupersededDeadLetters_AMigrationSupersedesNothing(t *testing.T) {
 		t.Errorf("superseded = %v, want only b (a's entry is rewritten as it is)", got)
 	}
 }
+
+// TestSettleQueue_NothingToSettle_NoCopyOfTheItems: a plan the queue does
+// not change (a first sync) keeps its items' array; one it reorders is
+// copied, and its input is left as it was.
+func TestSettleQueue_NothingToSettle_NoCopyOfTheItems(t *testing.T) {
+	t.Parallel()
+	plan := policy.Plan{Items: []policy.Item{
+		{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", SHA: sha(1)},
+		{Action: policy.ActDelete, PolicyName: "b", OldPath: "b.md", OldSHA: sha(2)},
+	}}
+	got, _ := differ.SettleQueue(plan, nil, nil, nil, nil, now)
+	if !cmp.Equal(got.Items, plan.Items) || &got.Items[0] != &plan.Items[0] {
+		t.Errorf("items %v: want the plan's own, not a copy", got.Items)
+	}
+	unsorted := policy.Plan{Items: []policy.Item{plan.Items[1], plan.Items[0]}}
+	got, _ = differ.SettleQueue(unsorted, nil, nil, nil, nil, now)
+	if !cmp.Equal(got.Items, plan.Items) {
+		t.Errorf("items %v, want the put before the delete", got.Items)
+	}
+	if unsorted.Items[0].Action != policy.ActDelete {
+		t.Error("SettleQueue sorted its input plan's items")
+	}
+}

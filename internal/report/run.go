@@ -96,15 +96,13 @@ func (r Run) Write(w io.Writer, quiet bool, pal Palette) {
 	case r.outcome != outcomeSynced && r.outcome != outcomePartial:
 		fmt.Fprintln(w, "planned, not applied:")
 	}
-	t := r.table()
-	more := 0
-	if r.outcome == outcomeFailed && len(t.rows) > failedRowsShown {
-		more = len(t.rows) - failedRowsShown
-		t.rows, t.colours = t.rows[:failedRowsShown], t.colours[:failedRowsShown]
+	limit := -1
+	if r.outcome == outcomeFailed {
+		limit = failedRowsShown
 	}
-	t.Write(w, "  ", pal)
-	if more > 0 {
-		fmt.Fprintf(w, "  … and %d more (syncjob sync --dry-run lists them all)\n", more)
+	// streamed, not held: a first sync of 200,000 policies has as many rows (docs/bench.md)
+	if n := WriteRows(w, "  ", pal, r.rows(), limit); limit >= 0 && n > limit {
+		fmt.Fprintf(w, "  … and %d more (syncjob sync --dry-run lists them all)\n", n-limit)
 	}
 	fmt.Fprintln(w, planLine(r.plan))
 }
@@ -208,47 +206,68 @@ var symbols = map[policy.Action]struct{ sym, colour string }{
 
 const attention = "!" // failed, held back, skipped or in conflict
 
-// Table is the plan, one line per change, then what needs a look.
-func (r Run) table() *Table {
+// rows are the plan, one line per change, then what needs a look.
+func (r Run) rows() Rows {
 	failed := map[string]string{}
 	for _, f := range r.sum.Failures {
 		failed[f.PolicyName] = f.Error
 	}
 	dead := r.newlyDead()
-	t := &Table{}
-	for _, it := range r.plan.Items {
-		path := it.Path
-		switch {
-		case path == "":
-			path = it.OldPath // a delete
-		case it.OldPath != "" && it.OldPath != it.Path:
-			path = it.OldPath + " → " + it.Path
+	return func(add func(colour string, row ...string) bool) {
+		shown := make(map[string]bool, len(failed)) // a failure has its row once, on its item's line if it has one
+		for _, it := range r.plan.Items {
+			if !add(r.itemRow(it, failed, dead, shown)) {
+				return
+			}
 		}
-		if msg, ok := failed[it.PolicyName]; ok {
-			t.AddPainted(magenta, attention, it.PolicyName, path, "failed: "+msg+dead[it.PolicyName].note())
-			delete(failed, it.PolicyName)
-			continue
+		for _, f := range r.sum.Failures { // failures of items the plan no longer lists
+			if msg, ok := failed[f.PolicyName]; ok && !shown[f.PolicyName] {
+				if !add(magenta, attention, f.PolicyName, dead[f.PolicyName].Path, "failed: "+msg+dead[f.PolicyName].note()) {
+					return
+				}
+			}
 		}
-		s := symbols[it.Action]
-		t.AddPainted(s.colour, s.sym, it.PolicyName, path, it.Title)
+		r.attentionRows(dead, add)
 	}
-	for _, f := range r.sum.Failures { // failures of items the plan no longer lists
-		if msg, ok := failed[f.PolicyName]; ok {
-			t.AddPainted(magenta, attention, f.PolicyName, dead[f.PolicyName].Path, "failed: "+msg+dead[f.PolicyName].note())
-		}
+}
+
+// itemRow is the line of one item of the plan: its change, or its failure.
+func (r Run) itemRow(it policy.Item, failed map[string]string, dead map[string]heldBack, shown map[string]bool) (string, string, string, string, string) {
+	path := it.Path
+	switch {
+	case path == "":
+		path = it.OldPath // a delete
+	case it.OldPath != "" && it.OldPath != it.Path:
+		path = it.OldPath + " → " + it.Path
 	}
+	if msg, ok := failed[it.PolicyName]; ok && !shown[it.PolicyName] {
+		shown[it.PolicyName] = true
+		return magenta, attention, it.PolicyName, path, "failed: " + msg + dead[it.PolicyName].note()
+	}
+	s := symbols[it.Action]
+	return s.colour, s.sym, it.PolicyName, path, it.Title
+}
+
+// attentionRows are the lines of what was skipped, is held back or is in
+// conflict.
+func (r Run) attentionRows(dead map[string]heldBack, add func(colour string, row ...string) bool) {
 	for _, sk := range r.plan.Skipped {
-		t.AddPainted(magenta, attention, sk.PolicyName, sk.Path, "skipped: "+sk.Reason)
+		if !add(magenta, attention, sk.PolicyName, sk.Path, "skipped: "+sk.Reason) {
+			return
+		}
 	}
 	for _, hb := range r.heldBack() {
 		if _, ok := dead[hb.PolicyName]; !ok { // a failure that just became a dead letter has its row
-			t.AddPainted(magenta, attention, hb.PolicyName, hb.Path, "held back: "+hb.Reason)
+			if !add(magenta, attention, hb.PolicyName, hb.Path, "held back: "+hb.Reason) {
+				return
+			}
 		}
 	}
 	for _, c := range r.plan.Conflicts {
-		t.AddPainted(magenta, attention, c.PolicyName, c.Winner, "wins over "+strings.Join(c.Losers, ", "))
+		if !add(magenta, attention, c.PolicyName, c.Winner, "wins over "+strings.Join(c.Losers, ", ")) {
+			return
+		}
 	}
-	return t
 }
 
 // planLine is the plan's closing line.

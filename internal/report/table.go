@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -45,34 +46,73 @@ func (t *Table) AddPainted(colour string, row ...string) {
 
 // Write prints the table, each row after indent.
 func (t *Table) Write(w io.Writer, indent string, pal Palette) {
+	WriteRows(w, indent, pal, func(add func(colour string, row ...string) bool) {
+		for r, row := range t.rows {
+			if !add(t.colours[r], row...) {
+				return
+			}
+		}
+	}, -1)
+}
+
+// Rows gives a table's rows one at a time to add, which says whether to go
+// on; each row's first cell is painted colour ("": none). A long table
+// given this way is not held: WriteRows goes over it twice, once to measure
+// its columns and once to print it.
+type Rows func(add func(colour string, row ...string) bool)
+
+// WriteRows prints the first limit rows of rows (all of them when limit is
+// negative), aligned as a Table is, each after indent, and says how many
+// rows there were in all. Cells are made printable as Table.AddPainted
+// makes them.
+func WriteRows(w io.Writer, indent string, pal Palette, rows Rows, limit int) int {
 	var widths []int
-	for _, row := range t.rows {
-		for i, c := range row {
-			if i == len(widths) {
-				widths = append(widths, 0)
+	n := 0
+	rows(func(_ string, row ...string) bool {
+		if limit < 0 || n < limit {
+			for i, c := range row {
+				if i == len(widths) {
+					widths = append(widths, 0)
+				}
+				widths[i] = max(widths[i], cells.StringWidth(Printable(c)))
 			}
-			widths[i] = max(widths[i], cells.StringWidth(c))
+		}
+		n++
+		return true
+	})
+	b := bufio.NewWriterSize(w, 64<<10)
+	shown := 0
+	rows(func(colour string, row ...string) bool {
+		if limit >= 0 && shown == limit {
+			return false
+		}
+		shown++
+		writeRow(b, indent, pal, colour, row, widths)
+		return true
+	})
+	_ = b.Flush()
+	return n
+}
+
+// writeRow prints one row: its cells made printable, padded to widths but
+// the last, trailing empty cells left out.
+func writeRow(b *bufio.Writer, indent string, pal Palette, colour string, row []string, widths []int) {
+	for len(row) > 0 && row[len(row)-1] == "" {
+		row = row[:len(row)-1]
+	}
+	_, _ = b.WriteString(indent)
+	for i, c := range row {
+		c = Printable(c)
+		cell := c
+		if i == 0 {
+			cell = pal.paint(colour, c)
+		}
+		_, _ = b.WriteString(cell)
+		if i < len(row)-1 {
+			_, _ = b.WriteString(strings.Repeat(" ", widths[i]-cells.StringWidth(c)+2))
 		}
 	}
-	var b strings.Builder
-	for r, row := range t.rows {
-		for len(row) > 0 && row[len(row)-1] == "" {
-			row = row[:len(row)-1]
-		}
-		b.WriteString(indent)
-		for i, c := range row {
-			cell := c
-			if i == 0 {
-				cell = pal.paint(t.colours[r], c)
-			}
-			b.WriteString(cell)
-			if i < len(row)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-cells.StringWidth(c)+2))
-			}
-		}
-		b.WriteByte('\n')
-	}
-	_, _ = io.WriteString(w, b.String())
+	_ = b.WriteByte('\n')
 }
 
 // printable makes text from a file name, a title or a server's message safe

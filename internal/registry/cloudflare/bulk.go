@@ -124,8 +124,11 @@ func (b bulkBody) only(keys []string) bulkBody {
 }
 
 // chunk encodes the elements of keys (encode(i) is the ith) into bodies of
-// at most MaxBulkPairs elements and maxBytes bytes.
-func chunk(keys []string, encode func(i int) []byte, maxBytes int) []bulkBody {
+// at most MaxBulkPairs elements and maxBytes bytes. bound(i), when bound is
+// not nil, is at least the length of the ith element: each body is then
+// made at its size once, not grown by copying (a body of 10,000 policy
+// entries is some 7 MB, and growing it held up to twice that).
+func chunk(keys []string, encode func(i int) []byte, bound func(i int) int, maxBytes int) []bulkBody {
 	var out []bulkBody
 	var cur bulkBody
 	for i, k := range keys {
@@ -134,12 +137,71 @@ func chunk(keys []string, encode func(i int) []byte, maxBytes int) []bulkBody {
 			out = append(out, cur)
 			cur = bulkBody{}
 		}
+		if len(cur.keys) == 0 && bound != nil {
+			cur = sized(len(e), i+1, len(keys), bound, maxBytes)
+		}
 		cur.add(k, e)
 	}
 	if len(cur.keys) > 0 {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// sized is an empty body with room for the element of length first and
+// those from next on that the body may take (bound(i) at least the length
+// of the ith).
+func sized(first, next, n int, bound func(i int) int, maxBytes int) bulkBody {
+	size, count := 1+first+1, 1 // [first]
+	for i := next; i < n && count < MaxBulkPairs; i++ {
+		b := bound(i) + 1 // the comma before it
+		if size+b > maxBytes {
+			break
+		}
+		size, count = size+b, count+1
+	}
+	return bulkBody{body: make([]byte, 0, size), keys: make([]string, 0, count), starts: make([]int, 0, count)}
+}
+
+// pairBound is at least the length of encodePair(p): its key and value as
+// JSON strings at their longest (quotedBound; the value in base64 when it
+// is not UTF-8), its metadata as it is (compacted, never longer), its TTL
+// and the names of the fields it has.
+func pairBound(p registry.Pair) int {
+	n := len(`{"key":,"value":}`) + quotedBound([]byte(p.Key))
+	if utf8.Valid(p.Value) {
+		n += quotedBound(p.Value)
+	} else {
+		n += 2 + base64.StdEncoding.EncodedLen(len(p.Value)) + len(`,"base64":true`)
+	}
+	if len(p.Metadata) > 0 {
+		n += len(`,"metadata":`) + len(p.Metadata)
+	}
+	if p.TTL > 0 {
+		n += len(`,"expiration_ttl":`) + 20
+	}
+	return n
+}
+
+// quotedBound is at least the length of s as a JSON string
+// (encoding/json's, HTML left as it is): a control character may take 6
+// bytes (\u001f), a quote or a backslash 2, U+2028 and U+2029 6, an
+// invalid byte 6 (\ufffd).
+func quotedBound(s []byte) int {
+	n := 2
+	for len(s) > 0 {
+		r, size := utf8.DecodeRune(s)
+		switch {
+		case r < 0x20, r == '\u2028', r == '\u2029', r == utf8.RuneError && size == 1:
+			n += 6
+		case r == '"', r == '\\':
+			n += 2
+		default:
+			n += size
+		}
+		s = s[size:]
+	}
+	return n
 }
 
 // Put implements registry.Store: the pairs go as bulk writes, one request
@@ -158,7 +220,7 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), err))
 	}
 	op := bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
-	for _, b := range chunk(keys, encodeLettingGo(valid), s.cfg.MaxBulkBytes) {
+	for _, b := range chunk(keys, encodeLettingGo(valid), func(i int) int { return pairBound(valid[i]) }, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome
@@ -178,7 +240,7 @@ func (s *Store) Delete(ctx context.Context, keys []string) map[string]error {
 		return registry.FailAll(outcome, valid, fmt.Errorf("cloudflare: bulk delete %d keys: %w", len(valid), err))
 	}
 	op := bulkOp{verb: "delete", method: http.MethodPost, path: s.namespacePath("bulk/delete"), billed: &s.deletes}
-	for _, b := range chunk(valid, func(i int) []byte { return registry.MustJSON(valid[i]) }, s.cfg.MaxBulkBytes) {
+	for _, b := range chunk(valid, func(i int) []byte { return registry.MustJSON(valid[i]) }, nil, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome

@@ -28,7 +28,7 @@ func TestChunk_SplitsAtTheLimits(t *testing.T) {
 		}
 		e := make([]byte, each)
 		var got []int
-		for _, b := range chunk(keys, func(int) []byte { return e }, maxBytes) {
+		for _, b := range chunk(keys, func(int) []byte { return e }, nil, maxBytes) {
 			if len(b.body) > maxBytes && len(b.keys) > 1 {
 				t.Errorf("a body of %d bytes and %d pairs passes the %d-byte limit", len(b.body), len(b.keys), maxBytes)
 			}
@@ -71,5 +71,58 @@ func TestEncodeLettingGo_EachPairLetGoOnceEncoded(t *testing.T) {
 	}
 	if pairs[1].Value != nil {
 		t.Error("the second pair is held after it was encoded")
+	}
+}
+
+// TestPairBound_AtLeastTheElement: the room a body makes for a pair is at
+// least its element, for values that JSON escapes most (control
+// characters, quotes, backslashes, U+2028, invalid UTF-8 in base64), Hangul,
+// metadata and a TTL.
+func TestPairBound_AtLeastTheElement(t *testing.T) {
+	t.Parallel()
+	values := []string{"", "plain", "\x00\x01\x1f\n\t", `""\\"`, "\u2028\u2029", "정책 제목", "\xff\xfe", "a\xffb", "<&>"}
+	for _, v := range values {
+		for _, p := range []registry.Pair{
+			{Key: "policy:" + v, Value: []byte(v)},
+			{Key: "lease", Value: []byte(v), Metadata: registry.MustJSON(map[string]string{"sha": v}), TTL: 1 << 62},
+		} {
+			if e, b := encodePair(p), pairBound(p); b < len(e) {
+				t.Errorf("pair %q: bound %d < element %d: %s", p.Value, b, len(e), e)
+			}
+		}
+	}
+}
+
+// TestChunk_BodyMadeAtItsSize: a bulk write's body is made once at its
+// size, from the pairs' bounds, not grown element by element (growing a
+// body of 10,000 entries held up to twice its bytes, docs/bench.md).
+func TestChunk_BodyMadeAtItsSize(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	pairs := make([]registry.Pair, n)
+	keys := make([]string, n)
+	for i := range pairs {
+		keys[i] = "policy:p" + strconv.Itoa(i)
+		pairs[i] = registry.Pair{Key: keys[i], Value: []byte(`{"policyName":"p` + strconv.Itoa(i) + `","title":"제목 \"quoted\"","sha":"0123456789abcdef0123456789abcdef01234567"}`),
+			Metadata: []byte(`{"sha":"0123456789abcdef0123456789abcdef01234567"}`)}
+	}
+	bound := func(i int) int { return pairBound(pairs[i]) }
+	want := 1
+	for i := range pairs {
+		want += bound(i) + 1
+	}
+	bodies := chunk(keys, encodeLettingGo(slices.Clone(pairs)), bound, MaxBulkBytes)
+	if len(bodies) != 1 || len(bodies[0].keys) != n {
+		t.Fatalf("%d bodies, want one of %d elements", len(bodies), n)
+	}
+	b := bodies[0]
+	if cap(b.body) < want || cap(b.body) > want+want/64 {
+		t.Errorf("body of %d bytes has room for %d: not made once at the bound of its %d elements (%d)", len(b.body), cap(b.body), n, want)
+	}
+	if len(b.body) < want*3/4 {
+		t.Errorf("body of %d bytes for a bound of %d: the bound is loose", len(b.body), want)
+	}
+	if cap(b.keys) != n || cap(b.starts) != n {
+		t.Errorf("keys and starts have room for %d and %d, want %d", cap(b.keys), cap(b.starts), n)
 	}
 }

@@ -1,0 +1,52 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// writeSizes records the size of every Write (and has no WriteString that
+// would bypass it).
+type writeSizes struct {
+	buf             bytes.Buffer
+	largest, writes int
+}
+
+func (w *writeSizes) Write(p []byte) (int, error) {
+	w.largest, w.writes = max(w.largest, len(p)), w.writes+1
+	return w.buf.Write(p)
+}
+
+// A first sync of many policies prints a line per change; the report writes
+// them as it goes, not as one text of every line built first
+// (docs/bench.md, "Memory, third pass"), and still aligns the columns over
+// all of them.
+func TestRunWrite_LongPlanIsStreamed_NotBuiltWhole(t *testing.T) {
+	t.Parallel()
+	const n = 5000
+	items := make([]policy.Item, n)
+	for i := range items {
+		items[i] = policy.Item{Action: policy.ActAdd, PolicyName: fmt.Sprintf("policy-%d", i), Path: fmt.Sprintf("policies/p%d.md", i), Title: "A title"}
+	}
+	items[n-1].PolicyName = "a-much-longer-name-at-the-very-end"
+	r := Run{outcome: outcomeSynced, plan: policy.Plan{Items: items}}
+	var w writeSizes
+	r.Write(&w, false, Palette{})
+	lines := strings.Split(strings.TrimSuffix(w.buf.String(), "\n"), "\n")
+	if got := len(lines); got != n+2 { // the headline, a line per item, the plan's line
+		t.Fatalf("%d lines, want %d", got, n+2)
+	}
+	if want := "  +  policy-0                            policies/p0.md     A title"; lines[1] != want {
+		t.Errorf("first row %q, want %q (aligned with the longest name and path, at the end)", lines[1], want)
+	}
+	if w.buf.Len() < 4*(64<<10) {
+		t.Fatalf("the report is %d bytes: too short to tell", w.buf.Len())
+	}
+	if w.largest > 64<<10 {
+		t.Errorf("largest write %d bytes of %d in %d writes: the table was built whole before it was written", w.largest, w.buf.Len(), w.writes)
+	}
+}
