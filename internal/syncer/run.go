@@ -14,7 +14,8 @@ import (
 )
 
 // Run performs one sync, in these steps: read the state (state.go), choose
-// the mode (differ.ChooseMode), take the lease (lease.go), read what the
+// the mode (differ.ChooseMode), take the lease (lease.go; beside it, the
+// reads that need not wait for it: early.go), read what the
 // plan needs (read.go; on a registry whose reads lag, stale.go), plan (plan.go, through internal/differ), read titles
 // (titles.go), guard (differ.Guard), fit the daily write budget
 // (budget.go), apply (apply.go), record failures for retry (failures.go)
@@ -39,13 +40,16 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 		return
 	}
 	r.phases.enter("plan")
-	if rep.lease, err = r.takeLease(ctx, rep.state, mode); err != nil {
+	var early *treeRead // a full run's head tree, read beside the lease write (early.go)
+	rep.state, rep.lease, early, err = r.leaseStep(ctx, rep.state, mode)
+	defer early.drop()
+	if err != nil {
 		return
 	}
 	ctx, stop := r.keepLease(ctx, rep.lease)
 	defer func() { err = stopped(ctx, err); stop() }() // runs before the record
 	var in readForPlan
-	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason); err != nil {
+	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason, early); err != nil {
 		return
 	}
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full

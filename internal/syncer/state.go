@@ -27,6 +27,9 @@ type state struct {
 	// them (see pendingRetries).
 	pending map[string]policy.QueueEntry
 	revisit []string
+	// pendingLater: pending and revisit are not read yet; the lease step
+	// reads them (early.go), since the mode did not need them.
+	pendingLater bool
 }
 
 // before is what the planning takes of the state.
@@ -38,7 +41,8 @@ func (st state) before() differ.Before {
 // the writes waiting for retry, and says whether the previous run ended
 // cleanly. The head and the registry's state are read at once: neither
 // read depends on the other, and a run that follows another by seconds
-// distrusts what it read either way (stale.go).
+// distrusts what it read either way (stale.go). When the mode will be full
+// whatever waits for retry, the lease step reads that instead (early.go).
 func (r *run) readState(ctx context.Context) (state, error) {
 	var st state
 	var err error
@@ -79,6 +83,11 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released() && !live)
 	st.leftBehind = leftBehind
 	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
+	if r.opt.Full || st.last == "" {
+		// the mode is full whatever waits for retry (differ.ChooseMode)
+		st.pendingLater = true
+		return st, nil
+	}
 	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
 	return st, err
 }

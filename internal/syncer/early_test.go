@@ -1,0 +1,186 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// leaseHeld is a Store whose first lease write waits, up to a second, until
+// each of the reads it is told to expect has begun, and records which did:
+// a read that begins only after the lease write landed never does.
+type leaseHeld struct {
+	registry.Store
+	once   sync.Once
+	signal map[string]chan struct{} // by read: closed when it began
+	mu     sync.Mutex
+	began  map[string]bool // the reads that began while the lease write was held
+}
+
+func newLeaseHeld(inner registry.Store, reads ...string) *leaseHeld {
+	h := &leaseHeld{Store: inner, signal: map[string]chan struct{}{}, began: map[string]bool{}}
+	for _, r := range reads {
+		h.signal[r] = make(chan struct{})
+	}
+	return h
+}
+
+// saw tells the store that read began.
+func (h *leaseHeld) saw(read string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.signal[read]; ok {
+		delete(h.signal, read)
+		close(c)
+	}
+}
+
+func (h *leaseHeld) List(ctx context.Context, prefix string) ([]registry.Item, error) {
+	h.saw("list " + prefix)
+	return h.Store.List(ctx, prefix)
+}
+
+func (h *leaseHeld) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
+	for _, p := range pairs {
+		if p.Key == registry.LeaseKey {
+			h.once.Do(h.hold)
+		}
+	}
+	return h.Store.Put(ctx, pairs)
+}
+
+// hold waits for the expected reads (a second in all) and records them.
+func (h *leaseHeld) hold() {
+	h.mu.Lock()
+	waits := make(map[string]chan struct{}, len(h.signal))
+	for r, c := range h.signal {
+		waits[r] = c
+	}
+	h.mu.Unlock()
+	timeout := time.After(time.Second)
+	for r, c := range waits {
+		select {
+		case <-c:
+			h.mu.Lock()
+			h.began[r] = true
+			h.mu.Unlock()
+		case <-timeout:
+			return
+		}
+	}
+}
+
+func (h *leaseHeld) beganBeside(read string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.began[read]
+}
+
+// treeWatched is a Source that tells h when a tree read begins.
+type treeWatched struct {
+	syncer.Source
+	h *leaseHeld
+}
+
+func (s treeWatched) Tree(ctx context.Context, commit string) ([]policy.File, error) {
+	s.h.saw("tree")
+	return s.Source.Tree(ctx, commit)
+}
+
+// Only the registry's reads for the plan must follow the lease: the head
+// tree (GitHub's) and, on a first sync, the queue listing of the writes
+// waiting for retry (read before the lease until now) go beside its write.
+func TestLease_FirstSync_TreeAndQueueReadBesideTheLeaseWrite(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	h := newLeaseHeld(r.store, "tree", "list "+registry.QueuePrefix)
+	r.s.Registry = registry.New(h)
+	r.s.Source = treeWatched{Source: r.s.Source, h: h}
+	res := r.mustRun()
+	if res.Summary.Added != 3 {
+		t.Fatalf("added %d, want 3", res.Summary.Added)
+	}
+	if !h.beganBeside("tree") {
+		t.Error("the head tree was read after the lease write, not beside it")
+	}
+	if !h.beganBeside("list " + registry.QueuePrefix) {
+		t.Error("the first sync listed the queue before or after the lease write, not beside it")
+	}
+	if len(r.lastRun().Pending) != 0 || r.lastRun().Pending == nil {
+		t.Errorf("pending %v, want known and empty", r.lastRun().Pending)
+	}
+}
+
+// A refused lease leaves the registry as it was although the tree and the
+// queue were read beside it, and says so.
+func TestLease_RefusedFirstSync_EarlyReadsDropped_NothingWritten(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	ctx := context.Background()
+	other, err := r.reg.TakeLease(ctx, nil, "other-run", r.clock.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, registry.ErrLeaseHeld) {
+		t.Fatalf("run: %v, want ErrLeaseHeld", err)
+	}
+	if got := r.policies(); len(got) != 0 {
+		t.Errorf("policies written under another's lease: %v", got)
+	}
+	assertNoQueue(t, r)
+	if lc := r.lastCommit(); lc != "" {
+		t.Errorf("lastCommit %q, want none", lc)
+	}
+	if st := res.Summary.Status; st != policy.RunRefused {
+		t.Errorf("status %q, want %q", st, policy.RunRefused)
+	}
+	if p := res.Summary.Pending; p == nil || len(p) != 0 {
+		t.Errorf("pending %v, want [] (the empty queue, read beside the lease)", p)
+	}
+	l, err := r.reg.Lease(ctx)
+	if err != nil || l == nil || l.Owner != other.Owner {
+		t.Errorf("lease %+v, %v; want still other-run's", l, err)
+	}
+}
+
+// A tree that cannot be read while the lease is written fails the run:
+// nothing written but the lease and the run's record, lastCommit unset.
+func TestLease_TreeFailsBesideTheLease_RunFailed_NothingWritten(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.gh.FailNext(githubtest.KindTree, -1, githubtest.StatusError(404, "Not Found"))
+	_, err := r.run(syncer.Options{})
+	if err == nil || !strings.Contains(err.Error(), "tree") {
+		t.Fatalf("run: %v, want the tree's error", err)
+	}
+	if got := r.policies(); len(got) != 0 {
+		t.Errorf("policies written: %v", got)
+	}
+	assertNoQueue(t, r)
+	if lc := r.lastCommit(); lc != "" {
+		t.Errorf("lastCommit %q, want none", lc)
+	}
+	if st := r.lastRun().Status; st != policy.RunFailed {
+		t.Errorf("status %q, want %q", st, policy.RunFailed)
+	}
+}
+
+func assertNoQueue(t *testing.T, r *rig) {
+	t.Helper()
+	items, err := r.store.List(context.Background(), registry.QueuePrefix)
+	if err != nil || len(items) != 0 {
+		t.Errorf("queue entries %v, %v; want none", items, err)
+	}
+}
