@@ -19,13 +19,68 @@ import (
 // A refused or failed lease waits for both and drops them: the run writes
 // nothing and records itself as before.
 
+// Once the tree says the titles step will read more files than the
+// archive threshold, the read step asks for the archive (its link, and the
+// download up to its headers) beside the registry's listings: a read too,
+// taken by the titles step (github.Source.PrefetchArchive).
+
+// readAhead are the reads a run started before the step that takes them;
+// the run drops what no step took when it ends (finish).
+type readAhead struct {
+	tree    *treeRead // a full run's head tree; nil: none
+	archive func()    // stops the archive's prefetch; nil: none
+}
+
+// drop ends the reads no step took.
+func (a *readAhead) drop() {
+	if a == nil {
+		return
+	}
+	a.tree.drop()
+	if a.archive != nil {
+		a.archive()
+		a.archive = nil
+	}
+}
+
+// ArchivePrefetcher is a Source that can start reading a commit's archive
+// ahead of the titles step (internal/github).
+type ArchivePrefetcher interface {
+	// PrefetchArchive starts reading commit's archive when reading files
+	// files would take it, for the next read of the commit; stop lets go
+	// of what no read took.
+	PrefetchArchive(ctx context.Context, commit string, files int) (stop func())
+}
+
+// prefetchArchive starts reading the head's archive when the tree says a
+// full run will read more files than its Source reads one by one: at least
+// the tree's policies the registry cannot hold yet (after the last run it
+// held prev.Policies; a first sync, none). It returns the prefetch's stop
+// (nil: none started).
+func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File) func() {
+	pf, ok := r.Source.(ArchivePrefetcher)
+	if !ok {
+		return nil
+	}
+	n := 0
+	for _, f := range tree {
+		if policy.IsPolicyPath(f.Path) {
+			n++
+		}
+	}
+	if st.prev != nil {
+		n -= st.prev.Policies
+	}
+	return pf.PrefetchArchive(ctx, st.head, n)
+}
+
 // leaseStep takes the lease (takeLease) and makes the reads above beside
-// it. The tree is handed over by the returned treeRead (nil when none was
-// read early); drop it when the run ends.
-func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, lease, *treeRead, error) {
-	var early *treeRead
+// it. The tree is handed over by the returned readAhead; drop it when the
+// run ends.
+func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, lease, *readAhead, error) {
+	ahead := &readAhead{}
 	if mode == differ.ModeFull {
-		early = r.readTreeEarly(ctx, st.head)
+		ahead.tree = r.readTreeEarly(ctx, st.head)
 	}
 	type pendingRead struct {
 		pending map[string]policy.QueueEntry
@@ -51,7 +106,7 @@ func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, leas
 			st.pending, st.revisit, st.pendingLater = p.pending, p.revisit, false
 		}
 	}
-	return st, l, early, err
+	return st, l, ahead, err
 }
 
 // treeRead is a head tree being read beside the lease write.

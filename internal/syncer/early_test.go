@@ -3,8 +3,10 @@ package syncer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,5 +184,77 @@ func assertNoQueue(t *testing.T, r *rig) {
 	items, err := r.store.List(context.Background(), registry.QueuePrefix)
 	if err != nil || len(items) != 0 {
 		t.Errorf("queue entries %v, %v; want none", items, err)
+	}
+}
+
+// listHeld is a Store whose first listing of policies waits, up to a
+// second, until ahead says the read it expects has begun, and records
+// whether it did.
+type listHeld struct {
+	registry.Store
+	ahead func() bool
+	once  sync.Once
+	began atomic.Bool
+}
+
+func (h *listHeld) List(ctx context.Context, prefix string) ([]registry.Item, error) {
+	if prefix == registry.PolicyPrefix {
+		h.once.Do(func() {
+			for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+				if h.ahead() {
+					h.began.Store(true)
+					return
+				}
+			}
+		})
+	}
+	return h.Store.List(ctx, prefix)
+}
+
+func seedMany(r *rig, n int) {
+	for i := range n {
+		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("seed")
+}
+
+// Once the tree says a first sync reads more files than the archive
+// threshold, the archive is asked for (its link and its download) beside
+// the registry's listings, and the titles step takes it: no request more.
+func TestRead_FirstSync_ArchiveAskedBesideTheListings(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	h := &listHeld{Store: r.store, ahead: func() bool { return r.gh.Requests()[githubtest.KindArchive] > 0 }}
+	r.s.Registry = registry.New(h)
+	res := r.mustRun()
+	if res.Summary.Added != 12 {
+		t.Fatalf("added %d, want 12", res.Summary.Added)
+	}
+	if !h.began.Load() {
+		t.Error("the archive was asked for after the registry's listings, not beside them")
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want one archive link and one download", c)
+	}
+}
+
+// A refused lease asks nothing of the archive: the prefetch follows the
+// lease, so a run that may not write reads no more than before.
+func TestLease_RefusedFirstSync_NoArchiveAsked(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	if _, err := r.reg.TakeLease(context.Background(), nil, "other-run", r.clock.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, registry.ErrLeaseHeld) {
+		t.Fatalf("run: %v, want ErrLeaseHeld", err)
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 0 || c[githubtest.KindArchive] != 0 {
+		t.Errorf("requests %v, want no archive asked under another's lease", c)
+	}
+	if got := r.policies(); len(got) != 0 {
+		t.Errorf("policies written under another's lease: %v", got)
 	}
 }

@@ -47,9 +47,9 @@ type registryState struct {
 // the registry holds; else every entry), and the head tree when the compare
 // cannot say enough (differ.TreeNeeded). The tree and the registry are read
 // at once. An untrusted compare makes the run full. With distrust, it
-// first learns the names touched since the last commit (stale.go). A tree
-// read early (early.go) is the head tree.
-func (r *run) read(ctx context.Context, st state, mode, reason string, distrust bool, early *treeRead) (readForPlan, error) {
+// first learns the names touched since the last commit (stale.go). What
+// was read ahead (early.go) is taken, and the archive is asked for ahead.
+func (r *run) read(ctx context.Context, st state, mode, reason string, distrust bool, ahead *readAhead) (readForPlan, error) {
 	in := readForPlan{mode: mode, reason: reason}
 	if mode == differ.ModeIncremental {
 		c, err := r.compare(ctx, st)
@@ -76,7 +76,7 @@ func (r *run) read(ctx context.Context, st state, mode, reason string, distrust 
 			return in, err
 		}
 	}
-	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs, early); err != nil || in.cs != nil || st.last == "" {
+	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs, ahead); err != nil || in.cs != nil || st.last == "" {
 		return in, err
 	}
 	// a full run after a sync repairs the queue (a first sync: none left)
@@ -95,7 +95,7 @@ func (r *run) compare(ctx context.Context, st state) (policy.Changeset, error) {
 
 // readTreeAndRegistry reads the registry and, when the plan needs it, the
 // head tree at once; tree is nil when it is not needed.
-func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Changeset, pre *treeRead) ([]policy.File, registryState, error) {
+func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Changeset, ahead *readAhead) ([]policy.File, registryState, error) {
 	var (
 		tree []policy.File
 		reg  registryState
@@ -111,7 +111,9 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 	early := cs == nil || (names != nil && differ.TreeNeeded(st.before(), *cs, held))
 	if early {
 		g.Go(func() (err error) {
-			tree, err = r.headTree(gctx, st.head, pre)
+			if tree, err = r.headTree(gctx, st.head, ahead.tree); err == nil && cs == nil {
+				ahead.archive = r.prefetchArchive(ctx, st, tree) // beside the listings
+			}
 			return err
 		})
 	}

@@ -40,16 +40,13 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 		return
 	}
 	r.phases.enter("plan")
-	var early *treeRead // a full run's head tree, read beside the lease write (early.go)
-	rep.state, rep.lease, early, err = r.leaseStep(ctx, rep.state, mode)
-	defer early.drop()
-	if err != nil {
+	if rep.state, rep.lease, rep.ahead, err = r.leaseStep(ctx, rep.state, mode); err != nil {
 		return
 	}
 	ctx, stop := r.keepLease(ctx, rep.lease)
 	defer func() { err = stopped(ctx, err); stop() }() // runs before the record
 	var in readForPlan
-	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason, early); err != nil {
+	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason, rep.ahead); err != nil {
 		return
 	}
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
@@ -110,10 +107,14 @@ type report struct {
 	retried  *retried   // nil when the run stopped before recording failures
 	orphans  *int       // orphan queue entries a full run left (orphans.go); nil: not known
 	mirror   *mirrorRun // the content mirror's part (mirror.go); nil without one
+	// ahead are the reads started before the step that takes them
+	// (early.go); finish drops what none took
+	ahead *readAhead
 }
 
 // finish records the run (record.go) and says what Run returns.
 func (r *run) finish(ctx context.Context, rep report, err error) (Result, error) {
+	rep.ahead.drop()
 	sum := r.record(ctx, rep, err)
 	return Result{Summary: sum, Plan: rep.plan}, runError(sum, err)
 }

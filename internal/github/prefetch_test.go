@@ -1,0 +1,101 @@
+package github_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// awaitRequests waits, up to two seconds, until the server saw n requests
+// of kind.
+func awaitRequests(t *testing.T, srv *githubtest.Server, kind string, n int) {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Second); srv.Requests()[kind] < n; {
+		if time.Now().After(end) {
+			t.Fatalf("%s requests = %d, want %d before the read", kind, srv.Requests()[kind], n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestPrefetchArchive_LinkAndDownloadAskedAhead_TitlesTakesThem(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, len(files))
+	defer stop()
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1) // asked before any read
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	c := f.srv.Requests()
+	if c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c.Total() != 2 {
+		t.Errorf("requests %v, want the prefetch's link and download only", c)
+	}
+	wantRequests(t, src, f.srv, 2)
+}
+
+func TestPrefetchArchive_NoMoreThanTheThreshold_NothingAsked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, _, _ := archiveFixture(t, f, 12)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, 10) // the default threshold: blobs
+	stop()
+	wantRequests(t, src, f.srv, 0)
+}
+
+func TestPrefetchArchive_StoppedUntaken_NextReadAsksAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, len(files))
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
+	stop()
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchive] != 2 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want the archive asked again", c)
+	}
+}
+
+func TestPrefetchArchive_DownloadFails_ReadAsksAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	f.srv.FailNext(githubtest.KindArchive, 1, githubtest.ServerError(http.StatusBadGateway))
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, len(files))
+	defer stop()
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 2 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want the prefetch's link and the download asked again", c)
+	}
+}
