@@ -99,3 +99,50 @@ func TestPrefetchArchive_DownloadFails_ReadAsksAgain(t *testing.T) {
 		t.Errorf("requests %v, want the prefetch's link and the download asked again", c)
 	}
 }
+
+// A count not known yet asks for the link only; a later call that knows
+// it asks for the download, and the read takes both.
+func TestPrefetchArchive_CountUnknown_LinkOnlyUntilTheCount(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, -1)
+	defer stop()
+	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
+	time.Sleep(20 * time.Millisecond)
+	if n := f.srv.Requests()[githubtest.KindArchive]; n != 0 {
+		t.Fatalf("archive requests = %d before the count was known, want 0", n)
+	}
+	defer src.PrefetchArchive(context.Background(), head, len(files))()
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	wantRequests(t, src, f.srv, 2)
+}
+
+// A read of a commit whose prefetch knows only the link asks for the
+// download itself, once.
+func TestPrefetchArchive_LinkOnly_ReadAsksTheDownload(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	defer src.PrefetchArchive(context.Background(), head, -1)()
+	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	wantRequests(t, src, f.srv, 2)
+}
