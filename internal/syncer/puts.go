@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
@@ -122,7 +123,8 @@ func (r *run) writePuts(ctx context.Context, w *planWrites, fails *failures, cou
 	sem := make(chan struct{}, slots)
 	landed := make(chan putGroup, lead) // never more than lead wait
 	var wg sync.WaitGroup
-	sent, waiting := 0, 0 // waiting: groups whose announcements were taken, entries not yet
+	var sent atomic.Int64
+	waiting := 0 // groups whose announcements were taken, entries not yet
 	for more := true; more || waiting > 0; {
 		if more && waiting < lead {
 			sem <- struct{}{}
@@ -132,29 +134,27 @@ func (r *run) writePuts(ctx context.Context, w *planWrites, fails *failures, cou
 				continue
 			}
 			waiting++
-			batch := r.keep(g.announce, fails.skip, count, &sent)
-			wg.Go(func() {
+			wg.Go(func() { // the batch is made (encoded) in its slot, beside the others
 				defer func() { <-sem; landed <- g }()
-				r.sendBatch(ctx, logkey.Puts, batch, fails, count)
+				r.sendBatch(ctx, logkey.Puts, r.keep(g.announce, fails.skip, count, &sent), fails, count)
 			})
 			continue
 		}
 		g := <-landed
 		waiting--
 		sem <- struct{}{}
-		batch := r.keep(g.publish, fails.skip, count, &sent)
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r.sendBatch(ctx, logkey.Puts, batch, fails, count)
+			r.sendBatch(ctx, logkey.Puts, r.keep(g.publish, fails.skip, count, &sent), fails, count)
 		})
 	}
 	wg.Wait()
-	return sent
+	return int(sent.Load())
 }
 
 // keep makes the ops of seq but those whose policy skip names (let go and
 // counted done at once), and counts them in sent.
-func (r *run) keep(seq func(yield func(op) bool), skip func(string) bool, count *counter, sent *int) []op {
+func (r *run) keep(seq func(yield func(op) bool), skip func(string) bool, count *counter, sent *atomic.Int64) []op {
 	if seq == nil {
 		return nil
 	}
@@ -167,6 +167,6 @@ func (r *run) keep(seq func(yield func(op) bool), skip func(string) bool, count 
 		}
 		batch = append(batch, o)
 	}
-	*sent += len(batch)
+	sent.Add(int64(len(batch)))
 	return batch
 }
