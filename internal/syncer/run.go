@@ -23,8 +23,19 @@ import (
 // the record step needs of them is gathered here, in rep. The returned
 // error is nil for a success (including "nothing to do"), wraps ErrPartial
 // or ErrItemsFailed when items failed, and otherwise says why the run
-// aborted; in every case but a dry run the run is recorded.
-func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
+// aborted; in every case but a dry run the run is recorded. A positive
+// opt.MaxDuration gives the run a deadline of its own (deadline.go).
+func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
+	if opt.MaxDuration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opt.MaxDuration)
+		defer cancel()
+	}
+	return s.runSteps(ctx, opt)
+}
+
+// runSteps is Run's steps, in order.
+func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err error) {
 	r := s.newRun(ctx, opt.withDefaults())
 	rep := report{mirror: r.newMirrorRun()}
 	defer func(ctx context.Context) { res, err = r.finish(ctx, rep, err) }(ctx) // every return records the run

@@ -82,6 +82,7 @@ type Fake struct {
 	total        int
 	bulkPairs    int
 	faults       FaultCounts
+	writes       map[string]int // landed writes by key, since New (KeyWrites)
 }
 
 type entry struct {
@@ -186,6 +187,29 @@ func (f *Fake) BulkPairsWritten() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.bulkPairs
+}
+
+// KeyWrites returns how many writes (single or bulk) landed on each key
+// that starts with prefix since New; ResetCounts leaves them. A key
+// written more than once across runs is work a run did again.
+func (f *Fake) KeyWrites(prefix string) map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range f.writes {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// wrote counts a landed write of key; the caller holds f.mu.
+func (f *Fake) wrote(key string) {
+	if f.writes == nil {
+		f.writes = map[string]int{}
+	}
+	f.writes[key]++
 }
 
 // Faults returns how many faults the fake injected since New, by kind.
@@ -630,6 +654,7 @@ func (f *Fake) put(w http.ResponseWriter, r *http.Request, key string) {
 	}
 	f.mu.Lock()
 	f.data[key] = entry{value: value, metadata: compactMeta(meta), exp: at}
+	f.wrote(key)
 	f.mu.Unlock()
 	writeEnvelope(w, http.StatusOK, nil, nil)
 }
@@ -732,6 +757,7 @@ func (f *Fake) bulkPut(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		f.data[p.Key] = entries[i]
+		f.wrote(p.Key)
 		res.SuccessfulKeyCount++
 	}
 	f.bulkPairs += res.SuccessfulKeyCount
