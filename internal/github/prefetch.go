@@ -14,9 +14,7 @@ import (
 // reads instead of after them (docs/bench.md, "Round trips"). It starts
 // only when files, how many files the caller expects to read, is more than
 // the archive threshold (a read of that many takes the archive); else it
-// does nothing. A negative files means not known yet: only the link is
-// asked, and the download waits for a later call that knows the count (or
-// for the read). It is a read: nothing is written anywhere.
+// does nothing. It is a read: nothing is written anywhere.
 //
 // The next Titles, TitlesWith or Contents of commit that reads the archive
 // takes what the prefetch got: its link (or the link's error, as its own
@@ -27,16 +25,13 @@ import (
 // go of what no read took: it cancels the requests and closes the body.
 // Call it once the reads are done.
 func (s *Source) PrefetchArchive(ctx context.Context, commit string, files int) (stop func()) {
-	if files >= 0 && s.threshold >= 0 && files <= s.threshold {
+	if s.threshold >= 0 && files <= s.threshold {
 		return func() {}
 	}
-	p, pctx, fresh := s.ahead.start(ctx, commit)
-	if fresh {
-		go p.fetch(pctx, s)
-	}
-	if files >= 0 {
-		p.download()
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &prefetch{commit: commit, done: make(chan struct{}), cancel: cancel}
+	s.ahead.put(p)
+	go p.fetch(ctx, s)
 	return func() {
 		if s.ahead.take(commit) == p {
 			p.drop()
@@ -47,33 +42,19 @@ func (s *Source) PrefetchArchive(ctx context.Context, commit string, files int) 
 // prefetch is an archive read started ahead (PrefetchArchive).
 type prefetch struct {
 	commit string
-	cancel context.CancelFunc
-	wanted chan struct{} // closed when the download is to be asked
-	once   sync.Once
 	done   chan struct{} // closed when the link and the answer's headers are in
+	cancel context.CancelFunc
 	link   *url.URL
 	err    error          // the link's error
 	resp   *http.Response // the download's answer (200); nil when it failed
 }
 
-// download asks for the download once the link is in (nil-safe).
-func (p *prefetch) download() {
-	if p != nil {
-		p.once.Do(func() { close(p.wanted) })
-	}
-}
-
-// fetch asks for the link and, when wanted, the download; a download that
-// is not answered within the idle timeout, or answers another status, is
-// left for the read to ask again.
+// fetch asks for the link and the download; a download that is not
+// answered within the idle timeout, or answers another status, is left for
+// the read to ask again.
 func (p *prefetch) fetch(ctx context.Context, s *Source) {
 	defer close(p.done)
 	if p.link, p.err = s.archiveLink(ctx, p.commit); p.err != nil {
-		return
-	}
-	select {
-	case <-p.wanted:
-	case <-ctx.Done():
 		return
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.link.String(), nil)
@@ -130,21 +111,18 @@ type prefetches struct {
 	by map[string]*prefetch
 }
 
-// start returns the prefetch of commit, made (fresh, with the context its
-// requests take, under ctx) when there is none.
-func (a *prefetches) start(ctx context.Context, commit string) (p *prefetch, pctx context.Context, fresh bool) {
+// put keeps p, dropping an earlier prefetch of the same commit.
+func (a *prefetches) put(p *prefetch) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if p := a.by[commit]; p != nil {
-		return p, nil, false
-	}
+	old := a.by[p.commit]
 	if a.by == nil {
 		a.by = map[string]*prefetch{}
 	}
-	p = &prefetch{commit: commit, wanted: make(chan struct{}), done: make(chan struct{})}
-	pctx, p.cancel = context.WithCancel(ctx)
-	a.by[commit] = p
-	return p, pctx, true
+	a.by[p.commit] = p
+	a.mu.Unlock()
+	if old != nil {
+		old.drop()
+	}
 }
 
 // take removes and returns the prefetch of commit (nil: none).
@@ -162,7 +140,6 @@ func (p *prefetch) prefetchedLink(ctx context.Context) (link *url.URL, ok bool, 
 	if p == nil {
 		return nil, false, nil
 	}
-	p.download()
 	if err := p.wait(ctx); err != nil {
 		return nil, true, err
 	}

@@ -22,14 +22,13 @@ import (
 // Once the tree says the titles step will read more files than the
 // archive threshold, the read step asks for the archive (its link, and the
 // download up to its headers) beside the registry's listings: a read too,
-// taken by the titles step (github.Source.PrefetchArchive). A run that has
-// synced nothing reads every file: it asks for the link beside the lease.
+// taken by the titles step (github.Source.PrefetchArchive).
 
 // readAhead are the reads a run started before the step that takes them;
 // the run drops what no step took when it ends (finish).
 type readAhead struct {
 	tree    *treeRead // a full run's head tree; nil: none
-	archive []func()  // stop the archive's prefetch
+	archive func()    // stops the archive's prefetch; nil: none
 }
 
 // drop ends the reads no step took.
@@ -38,10 +37,10 @@ func (a *readAhead) drop() {
 		return
 	}
 	a.tree.drop()
-	for _, stop := range a.archive {
-		stop()
+	if a.archive != nil {
+		a.archive()
+		a.archive = nil
 	}
-	a.archive = nil
 }
 
 // ArchivePrefetcher is a Source that can start reading a commit's archive
@@ -56,27 +55,23 @@ type ArchivePrefetcher interface {
 // prefetchArchive starts reading the head's archive when the tree says a
 // full run will read more files than its Source reads one by one: at least
 // the tree's policies the registry cannot hold yet (after the last run it
-// held prev.Policies; a first sync, none). A nil tree means not known yet:
-// a run that has synced nothing asks for the archive's link beside its
-// lease, and the download once the tree is in (its count then decides).
-func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File, ahead *readAhead) {
+// held prev.Policies; a first sync, none). It returns the prefetch's stop
+// (nil: none started).
+func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File) func() {
 	pf, ok := r.Source.(ArchivePrefetcher)
 	if !ok {
-		return
+		return nil
 	}
-	n := -1
-	if tree != nil {
-		n = 0
-		for _, f := range tree {
-			if policy.IsPolicyPath(f.Path) {
-				n++
-			}
+	n := 0
+	for _, f := range tree {
+		if policy.IsPolicyPath(f.Path) {
+			n++
 		}
 	}
-	if st.prev != nil && n >= 0 {
+	if st.prev != nil {
 		n -= st.prev.Policies
 	}
-	ahead.archive = append(ahead.archive, pf.PrefetchArchive(ctx, st.head, n))
+	return pf.PrefetchArchive(ctx, st.head, n)
 }
 
 // leaseStep takes the lease (takeLease) and makes the reads above beside
@@ -86,9 +81,6 @@ func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, leas
 	ahead := &readAhead{}
 	if mode == differ.ModeFull {
 		ahead.tree = r.readTreeEarly(ctx, st.head)
-	}
-	if mode == differ.ModeFull && st.last == "" {
-		r.prefetchArchive(ctx, st, nil, ahead) // every file will be read: the link now
 	}
 	type pendingRead struct {
 		pending map[string]policy.QueueEntry

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -113,7 +112,7 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 	if early {
 		g.Go(func() (err error) {
 			if tree, err = r.headTree(gctx, st.head, ahead.tree); err == nil && cs == nil {
-				r.prefetchArchive(ctx, st, tree, ahead) // beside the listings
+				ahead.archive = r.prefetchArchive(ctx, st, tree) // beside the listings
 			}
 			return err
 		})
@@ -173,31 +172,20 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string) 
 	return reg, nil
 }
 
-// listRegistry lists every policy and every dead letter, at once. A failed
-// listing fails the run with its own error, the policies' first (a
-// listing the other's failure cancelled does not speak for it).
+// listRegistry lists every policy, then every dead letter. (One after the
+// other: the head tree is read beside them, and a failed listing must be
+// the one that fails the run.)
 func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[string]error, map[string]policy.DeadLetter, error) {
-	var (
-		dead    map[string]policy.DeadLetter
-		deadErr error
-		wg      sync.WaitGroup
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Go(func() { dead, deadErr = r.Registry.DeadLetters(ctx) })
 	all, problems, err := r.Registry.Policies(ctx)
-	if err != nil {
-		cancel()
-	}
-	wg.Wait()
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	dead, err := r.Registry.DeadLetters(ctx)
 	var bad *registry.DecodeError
-	if errors.As(deadErr, &bad) {
-		r.log.Warn("dead letters unreadable", logkey.Error, deadErr)
-	} else if deadErr != nil {
-		return nil, nil, nil, deadErr
+	if errors.As(err, &bad) {
+		r.log.Warn("dead letters unreadable", logkey.Error, err)
+	} else if err != nil {
+		return nil, nil, nil, err
 	}
 	return all, problems, dead, nil
 }
