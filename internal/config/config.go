@@ -33,8 +33,8 @@ type Config struct {
 	ReconcileInterval time.Duration
 	DailyWriteBudget  int64
 	MaxDuration       time.Duration // a run's own deadline (0: none): see syncer.Options.MaxDuration
-	MaxDelete         int // the mass-delete guard refuses a plan that loses more than
-	MaxDeletePercent  int // MaxDelete policies and more than MaxDeletePercent of the registry
+	MaxDelete         int           // the mass-delete guard refuses a plan that loses more than
+	MaxDeletePercent  int           // MaxDelete policies and more than MaxDeletePercent of the registry
 	LogFormat         string
 	LogLevel          string
 	StatusMaxAge      time.Duration
