@@ -75,6 +75,7 @@ type Fake struct {
 	data         map[string]entry
 	rng          *rand.Rand
 	next         []Fault
+	nextList     map[string][]Fault // FailListing: by prefix
 	rates        Rates
 	failKeys     map[string]bool
 	failFraction float64
@@ -139,6 +140,18 @@ func (f *Fake) FailNext(faults ...Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next = append(f.next, faults...)
+}
+
+// FailListing queues faults for the listings of prefix alone: each of its
+// next list requests (the first page or another, a retry or not) meets the
+// next fault. Other requests do not take them, however many run beside.
+func (f *Fake) FailListing(prefix string, faults ...Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nextList == nil {
+		f.nextList = map[string][]Fault{}
+	}
+	f.nextList[prefix] = append(f.nextList[prefix], faults...)
 }
 
 // SetRates makes requests meet faults at seeded rates; Rates{} stops them.
@@ -378,7 +391,7 @@ func unescapeKey(segs []string) string {
 
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	rt := parse(r)
-	fault, faulted := f.count(rt.endpoint)
+	fault, faulted := f.count(rt.endpoint, r)
 	if faulted {
 		if fault.Hang {
 			select {
@@ -430,11 +443,17 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // count records the request and draws its fault, if any.
-func (f *Fake) count(e Endpoint) (Fault, bool) {
+func (f *Fake) count(e Endpoint, r *http.Request) (Fault, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.counts[e]++
 	f.total++
+	if prefix := r.URL.Query().Get("prefix"); e == List && len(f.nextList[prefix]) > 0 {
+		fl := f.nextList[prefix][0]
+		f.nextList[prefix] = f.nextList[prefix][1:]
+		f.faults.Next++
+		return fl, true
+	}
 	if len(f.next) > 0 {
 		fl := f.next[0]
 		f.next = f.next[1:]
