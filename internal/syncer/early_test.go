@@ -189,15 +189,17 @@ func assertNoQueue(t *testing.T, r *rig) {
 
 // listHeld is a Store whose first listing of policies waits, up to a
 // second, until ahead says the read it expects has begun, and records
-// whether it did.
+// whether it did. It remembers the prefixes listed.
 type listHeld struct {
 	registry.Store
-	ahead func() bool
-	once  sync.Once
-	began atomic.Bool
+	ahead  func() bool
+	once   sync.Once
+	began  atomic.Bool
+	listed sync.Map // prefix → true
 }
 
 func (h *listHeld) List(ctx context.Context, prefix string) ([]registry.Item, error) {
+	h.listed.Store(prefix, true)
 	if prefix == registry.PolicyPrefix {
 		h.once.Do(func() {
 			for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
@@ -256,5 +258,21 @@ func TestLease_RefusedFirstSync_NoArchiveAsked(t *testing.T) {
 	}
 	if got := r.policies(); len(got) != 0 {
 		t.Errorf("policies written under another's lease: %v", got)
+	}
+}
+
+// A full run lists the policies and the dead letters at once.
+func TestRead_FullRun_PoliciesAndDeadLettersListedAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	h := &listHeld{Store: r.store}
+	h.ahead = func() bool { _, ok := h.listed.Load(registry.DeadLetterPrefix); return ok }
+	r.s.Registry = registry.New(h)
+	if res := r.mustRun(); res.Summary.Added != 3 {
+		t.Fatalf("added %d, want 3", res.Summary.Added)
+	}
+	if !h.began.Load() {
+		t.Error("the dead letters were listed after the policies, not beside them")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -172,20 +173,31 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string) 
 	return reg, nil
 }
 
-// listRegistry lists every policy, then every dead letter. (One after the
-// other: the head tree is read beside them, and a failed listing must be
-// the one that fails the run.)
+// listRegistry lists every policy and every dead letter, at once. A failed
+// listing fails the run with its own error, the policies' first (a
+// listing the other's failure cancelled does not speak for it).
 func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[string]error, map[string]policy.DeadLetter, error) {
+	var (
+		dead    map[string]policy.DeadLetter
+		deadErr error
+		wg      sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { dead, deadErr = r.Registry.DeadLetters(ctx) })
 	all, problems, err := r.Registry.Policies(ctx)
+	if err != nil {
+		cancel()
+	}
+	wg.Wait()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	dead, err := r.Registry.DeadLetters(ctx)
 	var bad *registry.DecodeError
-	if errors.As(err, &bad) {
-		r.log.Warn("dead letters unreadable", logkey.Error, err)
-	} else if err != nil {
-		return nil, nil, nil, err
+	if errors.As(deadErr, &bad) {
+		r.log.Warn("dead letters unreadable", logkey.Error, deadErr)
+	} else if deadErr != nil {
+		return nil, nil, nil, deadErr
 	}
 	return all, problems, dead, nil
 }
