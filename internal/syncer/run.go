@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
@@ -91,7 +92,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	if err != nil {
 		return
 	}
-	rep.settle(plan, in, p.work, append(t.failures, failed...), waits)
+	rep.settle(plan, in, p.work, append(t.failures, failed...), append(waits, t.late...))
 	rep.retried = r.recordFailures(ctx, t.plan, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in t.plan
 	return res, abortErr(ctx)
 }
@@ -270,6 +271,7 @@ func (r *run) applyAll(ctx context.Context, head string, plan policy.Plan, in re
 func (rep *report) settle(plan policy.Plan, in readForPlan, work differ.QueueWork, failures []policy.Failure, late []string) {
 	rep.failures = sortFailures(failures)
 	rep.late = late
+	slices.Sort(rep.late)
 	rep.waiting += len(late)
 	rep.orphans = orphansLeft(in, work.Orphans, rep.failures)
 	applied := withoutFailed(plan, rep.failures, late)
