@@ -71,6 +71,10 @@ func (s *scaleSet) acrossDeadlines(b *testing.B, prog scaleProgram, sr *scaleRep
 			series.converged = true
 			break
 		}
+		if k > 0 && r.added == 0 && series.runs[k-1].added == 0 {
+			b.Errorf("%s: two runs in a row wrote nothing: the series stalls", s.name())
+			break
+		}
 	}
 	pol, q := cf.KeyWrites(registry.PolicyPrefix), cf.KeyWrites(registry.QueuePrefix)
 	series.policyKeys = len(pol)
