@@ -3,6 +3,7 @@ package syncer_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/registry/registrytest"
 	"github.com/knue/syncjob/internal/syncer"
 )
@@ -83,4 +85,39 @@ func TestDeadline_ReadsOutlastIt_WritesWhatWasRead_NextRunTheRest(t *testing.T) 
 	if len(puts) != 12 || !slices.IsSorted(sum.WaitingNames) {
 		t.Errorf("%d policy keys written, waiting names %q: want 12, sorted", len(puts), sum.WaitingNames)
 	}
+}
+
+// A run whose writes Cloudflare's rate window stops (it would let them go
+// only after the run's deadline) still records itself partial, naming what
+// waits: the record goes beyond the window (registry.Recording); the next
+// run continues, and every policy entry is written once.
+func TestDeadline_RateWindowStopsTheWrites_RunStillRecordedPartial(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	// The window keeps real time here, as the deadline does (the rig's
+	// clock is a test's).
+	r := newCFRig(t, n, func(c *cloudflare.Config) { c.RequestsPerWindow, c.Now = 9, time.Now })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opt := syncer.Options{BatchSize: 5, Concurrency: 1}
+	res, err := r.run(ctx, opt)
+	if sum := res.Summary; !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || !sum.StoppedEarly || sum.Waiting == 0 {
+		t.Fatalf("err = %v, status %s, stopped early %v, waiting %d; want partial, stopped early, writes waiting", err, sum.Status, sum.StoppedEarly, sum.Waiting)
+	}
+	if got := r.lastRun(); got.Status != policy.RunPartial || got.RunID != res.Summary.RunID {
+		t.Errorf("lastRun %s of %s: want this run's, partial", got.Status, got.RunID)
+	}
+	// the next run is another process: a window of its own
+	st, err := cloudflare.New(cloudflare.Config{AccountID: "account", NamespaceID: "namespace", APIToken: "token", BaseURL: r.cf.BaseURL(),
+		HTTPClient: &http.Client{Transport: r.bulk}, Now: r.clock.Now, Sleep: r.clock.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s.Registry = registry.New(st)
+	res, err = r.run(context.Background(), opt)
+	if err != nil || res.Summary.Status != policy.RunSuccess {
+		t.Fatalf("the next run: %v, %s", err, res.Summary.Status)
+	}
+	checkWrittenOnce(t, r.bulk.landings(), n, 2)
+	checkAnnouncedFirst(t, r.bulk.landings())
 }
