@@ -47,6 +47,22 @@ func (r *run) readUntil(ctx context.Context) (rctx context.Context, stop context
 	return context.WithDeadline(ctx, time.Now().Add(left*2/3))
 }
 
+// readBeforeCutoff reads files for titles until the cutoff (readUntil);
+// cut says the cutoff stopped the read. A read that reached none of the
+// files by then would make no progress by stopping: it reads on, and the
+// run's deadline decides (a run that times out, as without a cutoff).
+func (r *run) readBeforeCutoff(ctx context.Context, head string, files []policy.File, up *uploader) (map[string]policy.Content, map[string]error, bool, error) {
+	rctx, stop := r.readUntil(ctx)
+	read, readErrs, err := r.readContents(rctx, head, files, up)
+	stop()
+	cut := cutOff(ctx, rctx)
+	if cut && len(read) == 0 && len(withoutCut(readErrs)) == 0 {
+		read, readErrs, err = r.readContents(ctx, head, files, up)
+		cut = false
+	}
+	return read, readErrs, cut, err
+}
+
 // cutOff says whether the reads stopped at their own cutoff (readUntil)
 // while the run's context goes on.
 func cutOff(ctx, rctx context.Context) bool {

@@ -67,11 +67,12 @@ func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, ent
 	)
 	if len(files) > 0 {
 		r.log.Info("reading contents", logkey.Files, len(files))
-		rctx, stop := r.readUntil(ctx)
-		var err error
-		read, readErrs, err = r.readContents(rctx, head, files, up)
-		stop()
-		if cut := cutOff(ctx, rctx); err != nil && !cut {
+		var (
+			cut bool
+			err error
+		)
+		read, readErrs, cut, err = r.readBeforeCutoff(ctx, head, files, up)
+		if err != nil && !cut {
 			return plan, nil, nil, err
 		} else if cut {
 			plan, late = differ.Unreached(plan, read, withoutCut(readErrs))
