@@ -14,7 +14,11 @@ import (
 // reads instead of after them (docs/bench.md, "Round trips"). It starts
 // only when files, how many files the caller expects to read, is more than
 // the archive threshold (a read of that many takes the archive); else it
-// does nothing. It is a read: nothing is written anywhere.
+// does nothing. A negative files means not known yet: the link is asked
+// once a listing of the commit's tree (Tree) has shown more policy files
+// than the threshold, the download once a later call gives the count (or
+// the read comes); a tree of fewer asks nothing. It is a read: nothing is
+// written anywhere.
 //
 // The next Titles, TitlesWith or Contents of commit that reads the archive
 // takes what the prefetch got: its link (or the link's error, as its own
@@ -25,13 +29,17 @@ import (
 // go of what no read took: it cancels the requests and closes the body.
 // Call it once the reads are done.
 func (s *Source) PrefetchArchive(ctx context.Context, commit string, files int) (stop func()) {
-	if s.threshold >= 0 && files <= s.threshold {
+	if files >= 0 && s.threshold >= 0 && files <= s.threshold {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	p := &prefetch{commit: commit, done: make(chan struct{}), cancel: cancel}
-	s.ahead.put(p)
-	go p.fetch(ctx, s)
+	p, pctx, fresh := s.ahead.start(ctx, commit)
+	if fresh {
+		go p.fetch(pctx, s)
+	}
+	if files >= 0 {
+		p.arm()
+		p.download()
+	}
 	return func() {
 		if s.ahead.take(commit) == p {
 			p.drop()
@@ -42,19 +50,47 @@ func (s *Source) PrefetchArchive(ctx context.Context, commit string, files int) 
 // prefetch is an archive read started ahead (PrefetchArchive).
 type prefetch struct {
 	commit string
-	done   chan struct{} // closed when the link and the answer's headers are in
 	cancel context.CancelFunc
+	armed  chan struct{} // closed when the link is to be asked
+	wanted chan struct{} // closed when the download is to be asked
+	once   sync.Once
+	arming sync.Once
+	done   chan struct{} // closed when the link and the answer's headers are in
 	link   *url.URL
 	err    error          // the link's error
 	resp   *http.Response // the download's answer (200); nil when it failed
 }
 
-// fetch asks for the link and the download; a download that is not
-// answered within the idle timeout, or answers another status, is left for
-// the read to ask again.
+// download asks for the download once the link is in (nil-safe).
+func (p *prefetch) download() {
+	if p != nil {
+		p.once.Do(func() { close(p.wanted) })
+	}
+}
+
+// arm lets the link be asked (nil-safe).
+func (p *prefetch) arm() {
+	if p != nil {
+		p.arming.Do(func() { close(p.armed) })
+	}
+}
+
+// fetch asks for the link once armed and, when wanted, the download; a
+// download that is not answered within the idle timeout, or answers
+// another status, is left for the read to ask again.
 func (p *prefetch) fetch(ctx context.Context, s *Source) {
 	defer close(p.done)
+	select {
+	case <-p.armed:
+	case <-ctx.Done():
+		return
+	}
 	if p.link, p.err = s.archiveLink(ctx, p.commit); p.err != nil {
+		return
+	}
+	select {
+	case <-p.wanted:
+	case <-ctx.Done():
 		return
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.link.String(), nil)
@@ -111,17 +147,38 @@ type prefetches struct {
 	by map[string]*prefetch
 }
 
-// put keeps p, dropping an earlier prefetch of the same commit.
-func (a *prefetches) put(p *prefetch) {
+// start returns the prefetch of commit, made (fresh, with the context its
+// requests take, under ctx) when there is none.
+func (a *prefetches) start(ctx context.Context, commit string) (p *prefetch, pctx context.Context, fresh bool) {
 	a.mu.Lock()
-	old := a.by[p.commit]
+	defer a.mu.Unlock()
+	if p := a.by[commit]; p != nil {
+		return p, nil, false
+	}
 	if a.by == nil {
 		a.by = map[string]*prefetch{}
 	}
-	a.by[p.commit] = p
+	p = &prefetch{commit: commit, armed: make(chan struct{}), wanted: make(chan struct{}), done: make(chan struct{})}
+	pctx, p.cancel = context.WithCancel(ctx)
+	a.by[commit] = p
+	return p, pctx, true
+}
+
+// armer is a tree listing's watch for a prefetch of commit that waits for
+// the count: told how many policy files the listing has shown so far, it
+// arms the prefetch once they are more than threshold. nil when no
+// prefetch of commit waits.
+func (a *prefetches) armer(commit string, threshold int) func(n int) {
+	a.mu.Lock()
+	p := a.by[commit]
 	a.mu.Unlock()
-	if old != nil {
-		old.drop()
+	if p == nil {
+		return nil
+	}
+	return func(n int) {
+		if threshold < 0 || n > threshold {
+			p.arm()
+		}
 	}
 }
 
@@ -140,6 +197,8 @@ func (p *prefetch) prefetchedLink(ctx context.Context) (link *url.URL, ok bool, 
 	if p == nil {
 		return nil, false, nil
 	}
+	p.arm()
+	p.download()
 	if err := p.wait(ctx); err != nil {
 		return nil, true, err
 	}

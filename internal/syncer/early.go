@@ -22,13 +22,15 @@ import (
 // Once the tree says the titles step will read more files than the
 // archive threshold, the read step asks for the archive (its link, and the
 // download up to its headers) beside the registry's listings: a read too,
-// taken by the titles step (github.Source.PrefetchArchive).
+// taken by the titles step (github.Source.PrefetchArchive). A run that has
+// synced nothing reads every file: its link goes as soon as the tree, read
+// beside the lease, has shown more files than the threshold.
 
 // readAhead are the reads a run started before the step that takes them;
 // the run drops what no step took when it ends (finish).
 type readAhead struct {
 	tree    *treeRead // a full run's head tree; nil: none
-	archive func()    // stops the archive's prefetch; nil: none
+	archive []func()  // stop the archive's prefetch
 }
 
 // drop ends the reads no step took.
@@ -37,10 +39,10 @@ func (a *readAhead) drop() {
 		return
 	}
 	a.tree.drop()
-	if a.archive != nil {
-		a.archive()
-		a.archive = nil
+	for _, stop := range a.archive {
+		stop()
 	}
+	a.archive = nil
 }
 
 // ArchivePrefetcher is a Source that can start reading a commit's archive
@@ -55,23 +57,28 @@ type ArchivePrefetcher interface {
 // prefetchArchive starts reading the head's archive when the tree says a
 // full run will read more files than its Source reads one by one: at least
 // the tree's policies the registry cannot hold yet (after the last run it
-// held prev.Policies; a first sync, none). It returns the prefetch's stop
-// (nil: none started).
-func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File) func() {
+// held prev.Policies; a first sync, none). A nil tree means not known yet:
+// a run that has synced nothing asks before the tree is read, and the
+// Source asks for the link once the tree streaming by shows more files than
+// its threshold, the download once the tree is in (its count then decides).
+func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File, ahead *readAhead) {
 	pf, ok := r.Source.(ArchivePrefetcher)
 	if !ok {
-		return nil
+		return
 	}
-	n := 0
-	for _, f := range tree {
-		if policy.IsPolicyPath(f.Path) {
-			n++
+	n := -1
+	if tree != nil {
+		n = 0
+		for _, f := range tree {
+			if policy.IsPolicyPath(f.Path) {
+				n++
+			}
 		}
 	}
-	if st.prev != nil {
+	if st.prev != nil && n >= 0 {
 		n -= st.prev.Policies
 	}
-	return pf.PrefetchArchive(ctx, st.head, n)
+	ahead.archive = append(ahead.archive, pf.PrefetchArchive(ctx, st.head, n))
 }
 
 // leaseStep takes the lease (takeLease) and makes the reads above beside
@@ -79,6 +86,11 @@ func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File)
 // run ends.
 func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, lease, *readAhead, error) {
 	ahead := &readAhead{}
+	if mode == differ.ModeFull && st.last == "" {
+		// every file will be read: the link as soon as the tree shows more
+		// than the threshold (asked for before the tree, which arms it)
+		r.prefetchArchive(ctx, st, nil, ahead)
+	}
 	if mode == differ.ModeFull {
 		ahead.tree = r.readTreeEarly(ctx, st.head)
 	}

@@ -23,16 +23,28 @@ type leaseHeld struct {
 	registry.Store
 	once   sync.Once
 	signal map[string]chan struct{} // by read: closed when it began
+	polled map[string]func() bool   // by read: whether it began
 	mu     sync.Mutex
 	began  map[string]bool // the reads that began while the lease write was held
+	// expected is how many reads hold waits for
+	expected int
 }
 
 func newLeaseHeld(inner registry.Store, reads ...string) *leaseHeld {
-	h := &leaseHeld{Store: inner, signal: map[string]chan struct{}{}, began: map[string]bool{}}
+	h := &leaseHeld{Store: inner, signal: map[string]chan struct{}{}, polled: map[string]func() bool{}, began: map[string]bool{}}
 	for _, r := range reads {
 		h.signal[r] = make(chan struct{})
 	}
+	h.expected = len(reads)
 	return h
+}
+
+// poll expects the read that seen tells of.
+func (h *leaseHeld) poll(read string, seen func() bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.polled[read] = seen
+	h.expected++
 }
 
 // saw tells the store that read began.
@@ -40,8 +52,11 @@ func (h *leaseHeld) saw(read string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c, ok := h.signal[read]; ok {
-		delete(h.signal, read)
-		close(c)
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
 	}
 }
 
@@ -61,20 +76,23 @@ func (h *leaseHeld) Put(ctx context.Context, pairs []registry.Pair) map[string]e
 
 // hold waits for the expected reads (a second in all) and records them.
 func (h *leaseHeld) hold() {
-	h.mu.Lock()
-	waits := make(map[string]chan struct{}, len(h.signal))
-	for r, c := range h.signal {
-		waits[r] = c
-	}
-	h.mu.Unlock()
-	timeout := time.After(time.Second)
-	for r, c := range waits {
-		select {
-		case <-c:
-			h.mu.Lock()
-			h.began[r] = true
-			h.mu.Unlock()
-		case <-timeout:
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		h.mu.Lock()
+		for r, c := range h.signal {
+			select {
+			case <-c:
+				h.began[r] = true
+			default:
+			}
+		}
+		for r, seen := range h.polled {
+			if seen() {
+				h.began[r] = true
+			}
+		}
+		all := len(h.began) == h.expected
+		h.mu.Unlock()
+		if all {
 			return
 		}
 	}
@@ -241,9 +259,10 @@ func TestRead_FirstSync_ArchiveAskedBesideTheListings(t *testing.T) {
 	}
 }
 
-// A refused lease asks nothing of the archive: the prefetch follows the
-// lease, so a run that may not write reads no more than before.
-func TestLease_RefusedFirstSync_NoArchiveAsked(t *testing.T) {
+// A refused lease downloads nothing: only the archive's link may have been
+// asked beside it (a read, once the tree showed enough files); the download
+// follows the whole tree, after the lease.
+func TestLease_RefusedFirstSync_NoArchiveDownloaded(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	seedMany(r, 12)
@@ -253,8 +272,8 @@ func TestLease_RefusedFirstSync_NoArchiveAsked(t *testing.T) {
 	if _, err := r.run(syncer.Options{}); !errors.Is(err, registry.ErrLeaseHeld) {
 		t.Fatalf("run: %v, want ErrLeaseHeld", err)
 	}
-	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 0 || c[githubtest.KindArchive] != 0 {
-		t.Errorf("requests %v, want no archive asked under another's lease", c)
+	if c := r.gh.Requests(); c[githubtest.KindArchive] != 0 {
+		t.Errorf("requests %v, want no archive downloaded under another's lease", c)
 	}
 	if got := r.policies(); len(got) != 0 {
 		t.Errorf("policies written under another's lease: %v", got)
@@ -274,5 +293,41 @@ func TestRead_FullRun_PoliciesAndDeadLettersListedAtOnce(t *testing.T) {
 	}
 	if !h.began.Load() {
 		t.Error("the dead letters were listed after the policies, not beside them")
+	}
+}
+
+// A run that has synced nothing reads every file: it asks for the
+// archive's link beside the lease write, as soon as the tree read beside it
+// shows more files than the threshold, and the download once the tree is
+// in.
+func TestLease_FirstSync_ArchiveLinkAskedBesideTheLeaseWrite(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	h := newLeaseHeld(r.store)
+	h.poll("archive-link", func() bool { return r.gh.Requests()[githubtest.KindArchiveLink] > 0 })
+	r.s.Registry = registry.New(h)
+	if res := r.mustRun(); res.Summary.Added != 12 {
+		t.Fatalf("added %d, want 12", res.Summary.Added)
+	}
+	if !h.beganBeside("archive-link") {
+		t.Error("the archive's link was asked after the lease write, not beside it")
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want one archive link and one download", c)
+	}
+}
+
+// A first sync of a few files asks nothing of the archive (the tree shows
+// no more files than the threshold): blobs only.
+func TestLease_FirstSyncOfAFewFiles_BlobsNoArchive(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	if res := r.mustRun(); res.Summary.Added != 3 {
+		t.Fatalf("added %d, want 3", res.Summary.Added)
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 0 || c[githubtest.KindArchive] != 0 || c[githubtest.KindBlob] != 3 {
+		t.Errorf("requests %v, want three blobs and nothing of the archive", c)
 	}
 }

@@ -113,7 +113,7 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 	if early {
 		g.Go(func() (err error) {
 			if tree, err = r.headTree(gctx, st.head, ahead.tree); err == nil && cs == nil {
-				ahead.archive = r.prefetchArchive(ctx, st, tree) // beside the listings
+				r.prefetchArchive(ctx, st, tree, ahead) // beside the listings
 			}
 			return err
 		})
