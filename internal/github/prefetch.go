@@ -16,9 +16,9 @@ import (
 // the archive threshold (a read of that many takes the archive); else it
 // does nothing. A negative files means not known yet: the link is asked
 // once a listing of the commit's tree (Tree) has shown more policy files
-// than the threshold, the download once a later call gives the count (or
-// the read comes); a tree of fewer asks nothing. It is a read: nothing is
-// written anywhere.
+// than the threshold, as it streams by, the download once a later call
+// gives the count (or the read comes); a tree of fewer asks nothing. It is
+// a read: nothing is written anywhere.
 //
 // The next Titles, TitlesWith or Contents of commit that reads the archive
 // takes what the prefetch got: its link (or the link's error, as its own
@@ -166,8 +166,8 @@ func (a *prefetches) start(ctx context.Context, commit string) (p *prefetch, pct
 
 // armer is a tree listing's watch for a prefetch of commit that waits for
 // the count: told how many policy files the listing has shown so far, it
-// arms the prefetch once they are more than threshold. nil when no
-// prefetch of commit waits.
+// arms the prefetch (its link) once they are more than threshold. nil when
+// no prefetch of commit waits.
 func (a *prefetches) armer(commit string, threshold int) func(n int) {
 	a.mu.Lock()
 	p := a.by[commit]

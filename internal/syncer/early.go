@@ -22,9 +22,9 @@ import (
 // Once the tree says the titles step will read more files than the
 // archive threshold, the read step asks for the archive (its link, and the
 // download up to its headers) beside the registry's listings: a read too,
-// taken by the titles step (github.Source.PrefetchArchive). A run that has
-// synced nothing reads every file: its link goes as soon as the tree, read
-// beside the lease, has shown more files than the threshold.
+// taken by the titles step (github.Source.PrefetchArchive). A run into an
+// empty registry reads every file: its link is asked for as soon as the
+// tree, read beside the lease, has shown more files than the threshold.
 
 // readAhead are the reads a run started before the step that takes them;
 // the run drops what no step took when it ends (finish).
@@ -57,10 +57,10 @@ type ArchivePrefetcher interface {
 // prefetchArchive starts reading the head's archive when the tree says a
 // full run will read more files than its Source reads one by one: at least
 // the tree's policies the registry cannot hold yet (after the last run it
-// held prev.Policies; a first sync, none). A nil tree means not known yet:
-// a run that has synced nothing asks before the tree is read, and the
-// Source asks for the link once the tree streaming by shows more files than
-// its threshold, the download once the tree is in (its count then decides).
+// held prev.Policies; a first sync, none). A nil tree means every file, how
+// many not known yet: a run into an empty registry asks before the tree is
+// read, and the Source asks for the link once the tree streaming by shows
+// more files than its threshold, the download once the tree is in.
 func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File, ahead *readAhead) {
 	pf, ok := r.Source.(ArchivePrefetcher)
 	if !ok {
@@ -86,9 +86,10 @@ func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File,
 // run ends.
 func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, lease, *readAhead, error) {
 	ahead := &readAhead{}
-	if mode == differ.ModeFull && st.last == "" {
+	if mode == differ.ModeFull && st.last == "" && (st.prev == nil || st.prev.Policies == 0) {
 		// every file will be read: the link as soon as the tree shows more
-		// than the threshold (asked for before the tree, which arms it)
+		// than the threshold (asked for before the tree, which arms it); the
+		// download once the tree is in, after the lease
 		r.prefetchArchive(ctx, st, nil, ahead)
 	}
 	if mode == differ.ModeFull {
