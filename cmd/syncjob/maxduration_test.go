@@ -19,25 +19,25 @@ import (
 // registry as it is: every policy: key is written once over both runs.
 func TestSync_MaxDuration_PartialThenNextRunContinues_EachPolicyWrittenOnce(t *testing.T) {
 	t.Parallel()
-	const n = 60
+	const n = 10 // no more than the archive threshold: read as blobs, at once
 	w := newCloudflareWorld(t)
 	for i := range n {
 		w.repo.Write(fmt.Sprintf("규정/%02d/정책 %02d.md", i%4, i), fmt.Sprintf("# 정책 %d\n", i))
 	}
 	w.repo.Commit("policies")
-	// Each write of policies or announcements takes 40 ms: the 24 of them
-	// outlast the deadline, which leaves the reads (a few hundred ms under
-	// -race on a loaded machine) time to finish first.
+	// Each write of a policy or an announcement takes 60 ms: the 20 of them
+	// outlast the deadline, which leaves the reads (ten blobs at once, a few
+	// hundred ms under -race on a loaded machine) time to finish first.
 	var slow atomic.Bool
 	slow.Store(true)
 	w.watchCloudflare(func(r *http.Request) {
 		if slow.Load() && isBulkWrite(r) && !bodyMentions(r, registry.LeaseKey) {
-			time.Sleep(40 * time.Millisecond)
+			time.Sleep(60 * time.Millisecond)
 		}
 	})
-	w.env["BATCH_SIZE"], w.env["CONCURRENCY"] = "5", "1"
+	w.env["BATCH_SIZE"], w.env["CONCURRENCY"] = "1", "1"
 
-	first := w.sync(exitPartial, "--max-duration", "700ms")
+	first := w.sync(exitPartial, "--max-duration", "800ms")
 	var sum policy.RunSummary
 	v, _, ok := w.cf.Value(registry.LastRunKey)
 	if !ok || json.Unmarshal(v, &sum) != nil {
