@@ -329,15 +329,9 @@ func TestCloudflare_ListingServerError_FailsDeletesNothing(t *testing.T) {
 			// and the run reads the policies it touches by name. After a
 			// lastRun written by an older syncjob it lists all three.
 			forgetPending(t, w)
-			// The listing of prefix answers 502 to its first try and every retry.
-			var once sync.Once
-			w.watchCloudflare(func(r *http.Request) {
-				if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/keys") && r.URL.Query().Get("prefix") == prefix {
-					once.Do(func() {
-						w.cf.FailNext(slices.Repeat([]cloudflaretest.Fault{cloudflaretest.ServerError(http.StatusBadGateway)}, cloudflare.DefaultMaxRetries+1)...)
-					})
-				}
-			})
+			// The listing of prefix answers 502 to its first try and every
+			// retry (and only it: other requests may run beside it).
+			w.cf.FailListing(prefix, slices.Repeat([]cloudflaretest.Fault{cloudflaretest.ServerError(http.StatusBadGateway)}, cloudflare.DefaultMaxRetries+1)...)
 			r := w.sync(exitFailed)
 			s := w.state()
 			for _, k := range before.keys {

@@ -32,8 +32,9 @@ type Config struct {
 	Concurrency       int
 	ReconcileInterval time.Duration
 	DailyWriteBudget  int64
-	MaxDelete         int // the mass-delete guard refuses a plan that loses more than
-	MaxDeletePercent  int // MaxDelete policies and more than MaxDeletePercent of the registry
+	MaxDuration       time.Duration // a run's own deadline (0: none): see syncer.Options.MaxDuration
+	MaxDelete         int           // the mass-delete guard refuses a plan that loses more than
+	MaxDeletePercent  int           // MaxDelete policies and more than MaxDeletePercent of the registry
 	LogFormat         string
 	LogLevel          string
 	StatusMaxAge      time.Duration
@@ -101,6 +102,9 @@ func Settings() []Setting {
 		}},
 		{Env: "DAILY_WRITE_BUDGET", Flag: "daily-write-budget", Kind: "int", Group: Run, Def: "0", Help: "billable Cloudflare writes a UTC day may spend; a run applies what fits, in a stable order, and the next runs continue (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.DailyWriteBudget)
+		}},
+		{Env: "MAX_DURATION", Flag: "max-duration", Kind: "duration", Group: Run, Def: "0", Help: "a run's deadline, as a Lambda invocation's: the run stops reading and writing in time to record itself partial, naming what waits, and the next run continues (0: none; a first sync larger than one run, docs/bench.md)", set: func(c *Config, v string) error {
+			return parseDuration(v, &c.MaxDuration)
 		}},
 		{Env: "MAX_DELETE", Flag: "max-delete", Kind: "count", Group: Run, Def: strconv.Itoa(differ.DefaultLimit.Count), Help: "the mass-delete guard refuses a plan that loses more than this many policies and more than MAX_DELETE_PERCENT of the registry (content kept under another name is not lost)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.MaxDelete)
@@ -249,6 +253,8 @@ func (c Config) Validate() error {
 		return &policy.ConfigError{Setting: "CONCURRENCY", Problem: fmt.Sprintf("%d is outside 1-32", c.Concurrency)}
 	case c.DailyWriteBudget < 0:
 		return &policy.ConfigError{Setting: "DAILY_WRITE_BUDGET", Problem: "must not be negative (0: no budget)"}
+	case c.MaxDuration < 0:
+		return &policy.ConfigError{Setting: "MAX_DURATION", Problem: fmt.Sprintf("%s is negative: give a duration such as 10m (0: none)", c.MaxDuration)}
 	case c.MaxDelete < 0:
 		return &policy.ConfigError{Setting: "MAX_DELETE", Problem: fmt.Sprintf("%d is negative: give how many policies a plan may lose", c.MaxDelete)}
 	case c.MaxDeletePercent < 0 || c.MaxDeletePercent > 100:

@@ -12,6 +12,7 @@ func (c Config) SyncOptions(opt syncer.Options) syncer.Options {
 	opt.Concurrency = c.Concurrency
 	opt.ReconcileInterval = c.ReconcileInterval
 	opt.DailyWriteBudget = c.DailyWriteBudget
+	opt.MaxDuration = c.MaxDuration
 	opt.DeleteLimit = &differ.Limit{Count: c.MaxDelete, Percent: c.MaxDeletePercent}
 	// Workers KV can be written by anyone with the token: the advisory
 	// lease keeps a second writer out. On both backends the lease is also

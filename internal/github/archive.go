@@ -28,8 +28,17 @@ var errOverBudget = errors.New("archive holds more than its budget of decompress
 // fromArchive reads the files from the commit's tarball, delivering those
 // whose entries are their blobs. An error is fatal (see fatal) or means
 // "read the rest from blobs".
+// A prefetch of the commit's archive (PrefetchArchive) gives its link and
+// its answer to the first attempt.
 func (s *Source) fromArchive(ctx context.Context, commit string, files []policy.File, r *reading) error {
-	link, err := s.archiveLink(ctx, commit)
+	pre := s.ahead.take(commit)
+	if pre != nil {
+		defer pre.drop()
+	}
+	link, ok, err := pre.prefetchedLink(ctx)
+	if !ok {
+		link, err = s.archiveLink(ctx, commit)
+	}
 	if err != nil {
 		return err
 	}
@@ -37,6 +46,9 @@ func (s *Source) fromArchive(ctx context.Context, commit string, files []policy.
 	want := r.files // every file of the read: one delivered already (oversized) is skipped as done
 	budget := s.archiveBudget(commit, files, r.limit)
 	err = s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
+		if resp := pre.answer(); resp != nil {
+			return nil, s.readPrefetched(ctx, pre, resp, want, budget, r)
+		}
 		return nil, s.download(ctx, link, want, budget, r)
 	})
 	if err != nil {
@@ -131,7 +143,12 @@ func (s *Source) archiveBudget(commit string, files []policy.File, limit int64) 
 func (s *Source) download(ctx context.Context, link *url.URL, want wantedFiles, budget int64, r *reading) error {
 	ctx, w := s.watched(ctx, s.archiveTimeout)
 	defer w.stop()
-	err := w.why(ctx, s.fetchArchive(ctx, w, link, want, budget, r))
+	return s.downloadError(w.why(ctx, s.fetchArchive(ctx, w, link, want, budget, r)))
+}
+
+// downloadError is err, made final when the download stalled or took too
+// long: blob reads are its retry.
+func (s *Source) downloadError(err error) error {
 	if errors.Is(err, errStalled) || errors.Is(err, errTooLong) {
 		return &final{err: err}
 	}

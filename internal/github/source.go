@@ -144,8 +144,9 @@ type Source struct {
 	links               *http.Client // http not following redirects: the archive link is one
 	retries             retry.Policy // do adds the log line of each retry
 	threshold           int
-	slack               int64     // see Config.ArchiveSlack
-	listed              treeSizes // the archive bound of the tree last listed
+	slack               int64      // see Config.ArchiveSlack
+	listed              treeSizes  // the archive bound of the tree last listed
+	ahead               prefetches // archive reads started ahead (PrefetchArchive)
 	idle                time.Duration
 	archiveTimeout      time.Duration
 	progress            func(done, total int)

@@ -115,6 +115,7 @@ func (r *Registry) RenewLease(ctx context.Context, l Lease, now time.Time, ttl t
 
 // ReleaseLease releases the lease l now.
 func (r *Registry) ReleaseLease(ctx context.Context, l Lease, now time.Time) error {
+	ctx = Recording(ctx)
 	if failed := r.Write(ctx, LeaseRelease(l, now)); failed != nil {
 		return &BatchError{Op: "release lease", Failed: failed}
 	}

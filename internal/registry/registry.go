@@ -175,6 +175,7 @@ func (r *Registry) runsOf(ctx context.Context, keys []string) ([]policy.RunSumma
 // and a run whose record did not land leaves its lease behind. The error (a
 // *BatchError) names every key that failed.
 func (r *Registry) RecordRun(ctx context.Context, s policy.RunSummary, at time.Time, advance string, then ...Write) error {
+	ctx = Recording(ctx)
 	value := MustJSON(s)
 	history := Pair{Key: RunKey(at, s.RunID), Value: value, Metadata: runMetadataOf(s), TTL: RunTTL}
 	last := Pair{Key: LastRunKey, Value: value}

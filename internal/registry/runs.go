@@ -81,6 +81,7 @@ func runTime(key string) (time.Time, bool) {
 // RunTTL): for a run that must not replace lastRun, such as one that found
 // another run holding the lease.
 func (r *Registry) RecordHistory(ctx context.Context, s policy.RunSummary, at time.Time) error {
+	ctx = Recording(ctx)
 	if out := r.store.Put(ctx, []Pair{{Key: RunKey(at, s.RunID), Value: MustJSON(s), Metadata: runMetadataOf(s), TTL: RunTTL}}); out != nil {
 		return &BatchError{Op: "record run history", Failed: out}
 	}

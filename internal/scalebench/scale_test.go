@@ -87,6 +87,10 @@ func BenchmarkScale(b *testing.B) {
 	if head.load != "" {
 		head.load = "load average " + head.load + " at the start, " + loadAverage() + " at the end"
 	}
+	if *scaleDeadline > 0 {
+		printDeadlines(os.Stdout, sets, head)
+		return
+	}
 	printScale(os.Stdout, sets, head)
 }
 
@@ -120,6 +124,7 @@ type scaleSet struct {
 	n, fileSize int
 	reps        []scaleRep
 	problems    []string
+	deadlines   []deadlineSeries // -scale.deadline
 }
 
 // scaleRep is one repetition: each run's result, by run name.
@@ -139,6 +144,10 @@ func (s *scaleSet) bench(b *testing.B, prog scaleProgram) {
 	gh := githubtest.NewServer(b, "knue", "policies", sr.repo)
 	ghp := newGitHubProxy(b, sr, gh.URL(), *scaleLatency)
 	for b.Loop() {
+		if *scaleDeadline > 0 { // the runs across deadlines instead (deadline_test.go)
+			s.deadlines = append(s.deadlines, s.acrossDeadlines(b, prog, sr, ghp, len(s.deadlines)))
+			continue
+		}
 		rep := s.once(b, prog, sr, ghp, len(s.reps))
 		s.reps = append(s.reps, rep)
 	}

@@ -35,8 +35,7 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 	// A policy whose announcement failed or waits is not published (a
 	// queue: entry never lands after its policy: value); one left out is
 	// counted done, not to be waited for.
-	sent := r.writeAll(ctx, logkey.Puts, w.announce(), fails.skip, &fails, count)
-	sent += r.writeAll(ctx, logkey.Puts, w.publish(), fails.skip, &fails, count)
+	sent := r.writePuts(ctx, w, &fails, count) // announce, then publish, group by group (puts.go)
 	sent += r.writeAll(ctx, logkey.Deletes, w.remove(), func(string) bool { return false }, &fails, count)
 	if sent > 0 && fails.keys == sent && !fails.limit {
 		return nil, nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, sent, fails.first)
@@ -73,16 +72,26 @@ func (r *run) writeAll(ctx context.Context, kind string, ops iter.Seq[op], skip 
 		}
 	}
 	r.runBatches(ctx, kept, func(ctx context.Context, batch []op) {
-		defer r.madeWrites(-len(batch))
-		if r.outOfTime(ctx) {
-			fails.wait(batch)
-			return
-		}
-		fails.add(batch, r.Registry.Write(ctx, takeWrites(batch)...))
-		r.log.Debug("batch applied", kind, len(batch))
-		count.add(len(batch))
+		r.sendBatch(ctx, kind, batch, fails, count)
 	})
 	return sent
+}
+
+// sendBatch writes one batch (none when empty), collecting its failures
+// and counting it done; a run out of time (deadline.go) keeps it for the
+// next run instead.
+func (r *run) sendBatch(ctx context.Context, kind string, batch []op, fails *failures, count *counter) {
+	if len(batch) == 0 {
+		return
+	}
+	defer r.madeWrites(-len(batch))
+	if r.outOfTime(ctx) {
+		fails.wait(batch)
+		return
+	}
+	fails.add(batch, r.Registry.Write(ctx, takeWrites(batch)...))
+	r.log.Debug("batch applied", kind, len(batch))
+	count.add(len(batch))
 }
 
 // takeWrites moves the batch's writes out of its ops, which keep their

@@ -32,6 +32,55 @@ func (r *run) outOfTime(ctx context.Context) bool {
 	return ok && time.Until(d) < r.opt.StopBefore
 }
 
+// readUntil is ctx for the titles step's reads: when the run has a
+// deadline, they take two thirds of the time left for reads and writes
+// (until StopBefore ahead of it), the writes the last third, so that a run
+// whose reads alone would outlast its deadline still writes what it read
+// and leaves the rest for the next run, which reads less (what landed is
+// not read again). Call stop when the reads end.
+func (r *run) readUntil(ctx context.Context) (rctx context.Context, stop context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	left := time.Until(d) - r.opt.StopBefore
+	return context.WithDeadline(ctx, time.Now().Add(left*2/3))
+}
+
+// readBeforeCutoff reads files for titles until the cutoff (readUntil);
+// cut says the cutoff stopped the read. A read that reached none of the
+// files by then would make no progress by stopping: it reads on, and the
+// run's deadline decides (a run that times out, as without a cutoff).
+func (r *run) readBeforeCutoff(ctx context.Context, head string, files []policy.File, up *uploader) (map[string]policy.Content, map[string]error, bool, error) {
+	rctx, stop := r.readUntil(ctx)
+	read, readErrs, err := r.readContents(rctx, head, files, up)
+	stop()
+	cut := cutOff(ctx, rctx)
+	if cut && len(read) == 0 && len(withoutCut(readErrs)) == 0 {
+		read, readErrs, err = r.readContents(ctx, head, files, up)
+		cut = false
+	}
+	return read, readErrs, cut, err
+}
+
+// cutOff says whether the reads stopped at their own cutoff (readUntil)
+// while the run's context goes on.
+func cutOff(ctx, rctx context.Context) bool {
+	return ctx.Err() == nil && rctx != ctx && errors.Is(rctx.Err(), context.DeadlineExceeded)
+}
+
+// withoutCut is readErrs less the reads the cutoff ended (not failures:
+// those files were not reached).
+func withoutCut(readErrs map[string]error) map[string]error {
+	out := make(map[string]error, len(readErrs))
+	for path, err := range readErrs {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			out[path] = err
+		}
+	}
+	return out
+}
+
 // deadlineOf is ctx's deadline, zero when it has none.
 func deadlineOf(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()

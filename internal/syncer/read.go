@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -47,8 +48,9 @@ type registryState struct {
 // the registry holds; else every entry), and the head tree when the compare
 // cannot say enough (differ.TreeNeeded). The tree and the registry are read
 // at once. An untrusted compare makes the run full. With distrust, it
-// first learns the names touched since the last commit (stale.go).
-func (r *run) read(ctx context.Context, st state, mode, reason string, distrust bool) (readForPlan, error) {
+// first learns the names touched since the last commit (stale.go). What
+// was read ahead (early.go) is taken, and the archive is asked for ahead.
+func (r *run) read(ctx context.Context, st state, mode, reason string, distrust bool, ahead *readAhead) (readForPlan, error) {
 	in := readForPlan{mode: mode, reason: reason}
 	if mode == differ.ModeIncremental {
 		c, err := r.compare(ctx, st)
@@ -75,7 +77,7 @@ func (r *run) read(ctx context.Context, st state, mode, reason string, distrust 
 			return in, err
 		}
 	}
-	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs); err != nil || in.cs != nil || st.last == "" {
+	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs, ahead); err != nil || in.cs != nil || st.last == "" {
 		return in, err
 	}
 	// a full run after a sync repairs the queue (a first sync: none left)
@@ -94,7 +96,7 @@ func (r *run) compare(ctx context.Context, st state) (policy.Changeset, error) {
 
 // readTreeAndRegistry reads the registry and, when the plan needs it, the
 // head tree at once; tree is nil when it is not needed.
-func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Changeset) ([]policy.File, registryState, error) {
+func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Changeset, ahead *readAhead) ([]policy.File, registryState, error) {
 	var (
 		tree []policy.File
 		reg  registryState
@@ -110,7 +112,9 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 	early := cs == nil || (names != nil && differ.TreeNeeded(st.before(), *cs, held))
 	if early {
 		g.Go(func() (err error) {
-			tree, err = r.Source.Tree(gctx, st.head)
+			if tree, err = r.headTree(gctx, st.head, ahead.tree); err == nil && cs == nil {
+				r.prefetchArchive(ctx, st, tree, ahead) // beside the listings
+			}
 			return err
 		})
 	}
@@ -124,6 +128,14 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 		}
 	}
 	return tree, reg, nil
+}
+
+// headTree is the head tree: the one read early when there is one.
+func (r *run) headTree(ctx context.Context, head string, early *treeRead) ([]policy.File, error) {
+	if tree, ok, err := early.take(ctx); ok {
+		return tree, err
+	}
+	return r.Source.Tree(ctx, head)
 }
 
 // readRegistry reads what a plan needs of the registry: the policies
@@ -161,20 +173,31 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string) 
 	return reg, nil
 }
 
-// listRegistry lists every policy, then every dead letter. (One after the
-// other: the head tree is read beside them, and a failed listing must be
-// the one that fails the run.)
+// listRegistry lists every policy and every dead letter, at once. A failed
+// listing fails the run with its own error, the policies' first (a
+// listing the other's failure cancelled does not speak for it).
 func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[string]error, map[string]policy.DeadLetter, error) {
+	var (
+		dead    map[string]policy.DeadLetter
+		deadErr error
+		wg      sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { dead, deadErr = r.Registry.DeadLetters(ctx) })
 	all, problems, err := r.Registry.Policies(ctx)
+	if err != nil {
+		cancel()
+	}
+	wg.Wait()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	dead, err := r.Registry.DeadLetters(ctx)
 	var bad *registry.DecodeError
-	if errors.As(err, &bad) {
-		r.log.Warn("dead letters unreadable", logkey.Error, err)
-	} else if err != nil {
-		return nil, nil, nil, err
+	if errors.As(deadErr, &bad) {
+		r.log.Warn("dead letters unreadable", logkey.Error, deadErr)
+	} else if deadErr != nil {
+		return nil, nil, nil, deadErr
 	}
 	return all, problems, dead, nil
 }

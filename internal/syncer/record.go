@@ -172,6 +172,9 @@ func owed(rep report, err error) []string {
 	if rt := rep.retried; rt != nil && err == nil && rt.err == nil {
 		return rt.owed
 	}
+	if rep.state.pendingLater {
+		return nil // never read: unknown
+	}
 	names := slices.Clone(rep.state.revisit)
 	for _, f := range rep.failures {
 		if !slices.Contains(names, f.PolicyName) {

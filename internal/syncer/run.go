@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
@@ -14,7 +15,8 @@ import (
 )
 
 // Run performs one sync, in these steps: read the state (state.go), choose
-// the mode (differ.ChooseMode), take the lease (lease.go), read what the
+// the mode (differ.ChooseMode), take the lease (lease.go; beside it, the
+// reads that need not wait for it: early.go), read what the
 // plan needs (read.go; on a registry whose reads lag, stale.go), plan (plan.go, through internal/differ), read titles
 // (titles.go), guard (differ.Guard), fit the daily write budget
 // (budget.go), apply (apply.go), record failures for retry (failures.go)
@@ -22,8 +24,19 @@ import (
 // the record step needs of them is gathered here, in rep. The returned
 // error is nil for a success (including "nothing to do"), wraps ErrPartial
 // or ErrItemsFailed when items failed, and otherwise says why the run
-// aborted; in every case but a dry run the run is recorded.
-func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
+// aborted; in every case but a dry run the run is recorded. A positive
+// opt.MaxDuration gives the run a deadline of its own (deadline.go).
+func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
+	if opt.MaxDuration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opt.MaxDuration)
+		defer cancel()
+	}
+	return s.runSteps(ctx, opt)
+}
+
+// runSteps is Run's steps, in order.
+func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err error) {
 	r := s.newRun(ctx, opt.withDefaults())
 	rep := report{mirror: r.newMirrorRun()}
 	defer func(ctx context.Context) { res, err = r.finish(ctx, rep, err) }(ctx) // every return records the run
@@ -39,13 +52,13 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 		return
 	}
 	r.phases.enter("plan")
-	if rep.lease, err = r.takeLease(ctx, rep.state, mode); err != nil {
+	if rep.state, rep.lease, rep.ahead, err = r.leaseStep(ctx, rep.state, mode); err != nil {
 		return
 	}
 	ctx, stop := r.keepLease(ctx, rep.lease)
 	defer func() { err = stopped(ctx, err); stop() }() // runs before the record
 	var in readForPlan
-	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason); err != nil {
+	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason, rep.ahead); err != nil {
 		return
 	}
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
@@ -80,7 +93,7 @@ func (s *Syncer) Run(ctx context.Context, opt Options) (res Result, err error) {
 	if err != nil {
 		return
 	}
-	rep.settle(plan, in, p.work, append(t.failures, failed...), waits)
+	rep.settle(plan, in, p.work, append(t.failures, failed...), append(waits, t.late...))
 	rep.retried = r.recordFailures(ctx, t.plan, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in t.plan
 	return res, abortErr(ctx)
 }
@@ -107,10 +120,14 @@ type report struct {
 	retried  *retried   // nil when the run stopped before recording failures
 	orphans  *int       // orphan queue entries a full run left (orphans.go); nil: not known
 	mirror   *mirrorRun // the content mirror's part (mirror.go); nil without one
+	// ahead are the reads started before the step that takes them
+	// (early.go); finish drops what none took
+	ahead *readAhead
 }
 
 // finish records the run (record.go) and says what Run returns.
 func (r *run) finish(ctx context.Context, rep report, err error) (Result, error) {
+	rep.ahead.drop()
 	sum := r.record(ctx, rep, err)
 	return Result{Summary: sum, Plan: rep.plan}, runError(sum, err)
 }
@@ -255,6 +272,7 @@ func (r *run) applyAll(ctx context.Context, head string, plan policy.Plan, in re
 func (rep *report) settle(plan policy.Plan, in readForPlan, work differ.QueueWork, failures []policy.Failure, late []string) {
 	rep.failures = sortFailures(failures)
 	rep.late = late
+	slices.Sort(rep.late)
 	rep.waiting += len(late)
 	rep.orphans = orphansLeft(in, work.Orphans, rep.failures)
 	applied := withoutFailed(plan, rep.failures, late)

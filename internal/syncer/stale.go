@@ -38,12 +38,12 @@ var errRangeUnknown = errors.New("names touched since the synced commit unknown"
 // the state again, when every earlier write is visible. A strongly
 // consistent registry (bolt, memory) reads once, with no extra request; so
 // does a first sync (nothing synced before).
-func (r *run) readSettled(ctx context.Context, st state, mode, reason string) (state, readForPlan, error) {
+func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ahead *readAhead) (state, readForPlan, error) {
 	if !r.Registry.EventuallyConsistent() || st.last == "" {
-		in, err := r.read(ctx, st, mode, reason, false)
+		in, err := r.read(ctx, st, mode, reason, false, ahead)
 		return st, in, err
 	}
-	in, err := r.read(ctx, st, mode, reason, true)
+	in, err := r.read(ctx, st, mode, reason, true, ahead)
 	if !errors.Is(err, errRangeUnknown) {
 		return st, in, err
 	}
@@ -58,7 +58,7 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string) (s
 	if st, err = r.refreshState(ctx, st); err != nil {
 		return st, in, err
 	}
-	in, err = r.read(ctx, st, mode, reason, false)
+	in, err = r.read(ctx, st, mode, reason, false, ahead)
 	return st, in, err
 }
 
@@ -71,7 +71,7 @@ func (r *run) refreshState(ctx context.Context, st state) (state, error) {
 	}
 	st.last, st.prev = ss.LastCommit, ss.LastRun
 	st.unclean = differ.Unclean(st.prev, st.last, st.leftBehind)
-	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
+	st.pending, st.revisit, err = r.pendingRetries(ctx, st)
 	return st, err
 }
 

@@ -27,6 +27,9 @@ type state struct {
 	// them (see pendingRetries).
 	pending map[string]policy.QueueEntry
 	revisit []string
+	// pendingLater: pending and revisit are not read yet; the lease step
+	// reads them (early.go), since the mode did not need them.
+	pendingLater bool
 }
 
 // before is what the planning takes of the state.
@@ -38,7 +41,8 @@ func (st state) before() differ.Before {
 // the writes waiting for retry, and says whether the previous run ended
 // cleanly. The head and the registry's state are read at once: neither
 // read depends on the other, and a run that follows another by seconds
-// distrusts what it read either way (stale.go).
+// distrusts what it read either way (stale.go). When the mode will be full
+// whatever waits for retry, the lease step reads that instead (early.go).
 func (r *run) readState(ctx context.Context) (state, error) {
 	var st state
 	var err error
@@ -79,7 +83,12 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released() && !live)
 	st.leftBehind = leftBehind
 	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
-	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
+	if r.opt.Full || st.last == "" {
+		// the mode is full whatever waits for retry (differ.ChooseMode)
+		st.pendingLater = true
+		return st, nil
+	}
+	st.pending, st.revisit, err = r.pendingRetries(ctx, st)
 	return st, err
 }
 
@@ -93,11 +102,12 @@ type syncState struct {
 // still owes — failed queue entries whose registry entry does not hold their
 // version (entries a worker failed, whose version the registry holds, are
 // the worker's) — and every name the next plan must look at again: those,
-// and the names the last run could not queue (a failed move). After a clean
-// run that recorded them (prev.Pending), only those names are read;
-// otherwise the queue is listed.
-func (r *run) pendingRetries(ctx context.Context, prev *policy.RunSummary, unclean string) (map[string]policy.QueueEntry, []string, error) {
-	if prev == nil || prev.Pending == nil || unclean != "" {
+// and the names the last run could not queue (a failed move). After a run
+// that recorded them (prev.Pending: pendingKnown), only those names are
+// read; otherwise the queue is listed.
+func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.QueueEntry, []string, error) {
+	prev := st.prev
+	if !pendingKnown(st) {
 		pending, err := r.listPending(ctx)
 		return pending, slices.Sorted(maps.Keys(pending)), err
 	}
@@ -119,6 +129,20 @@ func (r *run) pendingRetries(ctx context.Context, prev *policy.RunSummary, uncle
 		}
 	}
 	return pending, slices.Clone(prev.Pending), nil
+}
+
+// pendingKnown says whether the last run's record names every write the
+// sync owes (prev.Pending): a clean run's does, and so does one that
+// stopped before its deadline — it recorded itself whole, failures
+// included (deadline.go) — unless it also left its lease or failed after
+// writing. Then the queue is not listed: after a first sync cut in many
+// runs it holds an entry per policy announced.
+func pendingKnown(st state) bool {
+	prev := st.prev
+	if prev == nil || prev.Pending == nil {
+		return false
+	}
+	return st.unclean == "" || (prev.StoppedEarly && !prev.Dirty && !st.leftBehind)
 }
 
 // listPending finds the pending retries by listing the queue.

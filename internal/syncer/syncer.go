@@ -105,8 +105,13 @@ type Options struct {
 	// from (rewind.go); without it such a run is refused.
 	AllowRewind bool
 	// StopBefore is how long before the context's deadline the run stops
-	// sending writes (deadline.go); 0 → DefaultStopBefore.
+	// sending writes (deadline.go); 0 → DefaultStopBefore, or a tenth of
+	// MaxDuration when that is shorter.
 	StopBefore time.Duration
+	// MaxDuration, when positive, is the run's own deadline from its
+	// start, handled as a Lambda invocation's (deadline.go): the CLI's
+	// MAX_DURATION. The context's deadline still holds when it is earlier.
+	MaxDuration time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -133,6 +138,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StopBefore <= 0 {
 		o.StopBefore = DefaultStopBefore
+		if o.MaxDuration > 0 {
+			o.StopBefore = min(DefaultStopBefore, o.MaxDuration/10)
+		}
 	}
 	return o
 }

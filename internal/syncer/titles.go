@@ -19,6 +19,9 @@ type titled struct {
 	// legacy are the v1 keys (titles) no policy took the fields of, after
 	// the run.
 	legacy []string
+	// late are the adds and updates whose files the read did not reach
+	// before its cutoff (deadline.go): left for the next run
+	late []string
 }
 
 // titles is the titles step: it reads the content of every add and update
@@ -28,7 +31,7 @@ type titled struct {
 func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m *mirrorRun) (titled, error) {
 	reg := in.reg
 	up := r.titlesUploader(ctx, m, p.plan, reg, p.renames)
-	plan, failures, err := r.readTitles(ctx, st.head, p.plan, reg.entries, p.desired, up)
+	plan, late, failures, err := r.readTitles(ctx, st.head, p.plan, reg.entries, p.desired, up)
 	if err != nil {
 		return titled{plan: plan}, err
 	}
@@ -39,7 +42,7 @@ func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m
 		}
 	}
 	plan, mig := differ.Migrate(plan, reg.entries, v1, in.mode == differ.ModeFull, r.start)
-	t := titled{plan: plan, failures: failures, mig: mig}
+	t := titled{plan: plan, failures: failures, mig: mig, late: late}
 	var last []string
 	if reg.partial { // then the last run said what was left
 		last = st.prev.LegacyV1
@@ -51,26 +54,36 @@ func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m
 
 // readTitles reads the content of every add and update to take its title;
 // the differ turns empty and oversized content into skips and unreadable
-// files into failures (never deletes). An error aborts the run (a rate
-// limit, a configuration error, the context).
-func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired map[string]policy.Desired, up *uploader) (policy.Plan, []policy.Failure, error) {
+// files into failures (never deletes). A run with a deadline stops reading
+// at its cutoff (readUntil): late names what it did not reach, left out of
+// the plan for the next run. An error aborts the run (a rate limit, a
+// configuration error, the context).
+func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired map[string]policy.Desired, up *uploader) (policy.Plan, []string, []policy.Failure, error) {
 	files := differ.Unread(plan, desired)
 	var (
 		read     map[string]policy.Content
 		readErrs map[string]error
+		late     []string
 	)
 	if len(files) > 0 {
 		r.log.Info("reading contents", logkey.Files, len(files))
-		var err error
-		if read, readErrs, err = r.readContents(ctx, head, files, up); err != nil {
-			return plan, nil, err
+		var (
+			cut bool
+			err error
+		)
+		read, readErrs, cut, err = r.readBeforeCutoff(ctx, head, files, up)
+		if err != nil && !cut {
+			return plan, nil, nil, err
+		} else if cut {
+			plan, late = differ.Unreached(plan, read, withoutCut(readErrs))
+			r.log.Warn("out of time: files left unread for the next run", logkey.Waiting, len(late), logkey.WaitingPolicies, firstNames(late))
 		}
 	}
 	plan, failures := differ.WithContent(plan, read, readErrs, entries, r.opt.differ())
 	for _, f := range failures {
 		r.log.Warn("content unreadable", logkey.Policy, f.PolicyName, logkey.Error, f.Error)
 	}
-	return plan, failures, nil
+	return plan, late, failures, nil
 }
 
 // readV1 reads, for a run that read only the entries it touches, the legacy

@@ -5,7 +5,6 @@ import (
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
 )
 
@@ -81,43 +80,6 @@ func (p *planWrites) op(name string, w registry.Write) op {
 // entry is the entry the item publishes.
 func (p *planWrites) entry(it policy.Item) policy.Entry {
 	return withContentETag(p.r.entryOf(it, p.reg, p.mig, p.now), it, p.m)
-}
-
-func (p *planWrites) announce() iter.Seq[op] {
-	return func(yield func(op) bool) {
-		for _, it := range p.plan.Items {
-			if removes(it) || !announces(it) {
-				continue
-			}
-			q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: queue.Op(it), CreatedAt: p.now, FileNo: p.entry(it).FileNo}
-			if !yield(p.op(it.PolicyName, registry.PutQueue(q))) {
-				return
-			}
-		}
-		for _, q := range p.work.Requeue {
-			if !yield(p.op(q.PolicyName, registry.PutQueue(q))) {
-				return
-			}
-		}
-	}
-}
-
-func (p *planWrites) publish() iter.Seq[op] {
-	return func(yield func(op) bool) {
-		for _, it := range p.plan.Items {
-			if removes(it) {
-				continue
-			}
-			if !yield(p.op(it.PolicyName, registry.PutPolicy(p.entry(it)))) {
-				return
-			}
-		}
-		for _, o := range repairedEntries(p.reg, p.m) {
-			if !yield(p.op(o.name, o.w)) {
-				return
-			}
-		}
-	}
 }
 
 func (p *planWrites) remove() iter.Seq[op] {

@@ -8,7 +8,13 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
+
+// RecordMargin is how many requests past the window a run's record may
+// make (registry.Recording): its history and lastRun, lastCommit with the
+// lease's release, a few retries. Cloudflare's own limit is 200 higher.
+const RecordMargin = 20
 
 // slidingWindow is the rate limiter every request waits for: at most n
 // requests in any span of length w, so a burst may use the whole budget at
@@ -37,7 +43,11 @@ func (l *slidingWindow) wait(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, used, paused, ok := l.take()
+		n := l.n
+		if registry.IsRecording(ctx) {
+			n += RecordMargin // a run's record goes beyond the window (registry.Recording)
+		}
+		d, used, paused, ok := l.take(n)
 		if ok {
 			return nil
 		}
@@ -60,7 +70,7 @@ func (l *slidingWindow) wait(ctx context.Context) error {
 // take records a request starting now when the window allows it (ok);
 // else it says how long to wait, how many requests the window holds, and
 // whether a 429's pause (not the window) holds it.
-func (l *slidingWindow) take() (wait time.Duration, used int, paused, ok bool) {
+func (l *slidingWindow) take(n int) (wait time.Duration, used int, paused, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -72,7 +82,7 @@ func (l *slidingWindow) take() (wait time.Duration, used int, paused, ok bool) {
 	switch {
 	case now.Before(l.until):
 		return l.until.Sub(now), len(l.stamps), true, false
-	case len(l.stamps) >= l.n:
+	case len(l.stamps) >= n:
 		return l.stamps[0].Add(l.w).Sub(now), len(l.stamps), false, false
 	}
 	l.stamps = append(l.stamps, now)

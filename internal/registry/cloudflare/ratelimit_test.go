@@ -169,3 +169,32 @@ func TestStore_OnWait_HearsA429sRetryAfter(t *testing.T) {
 		t.Errorf("the 429's wait heard is %q, want its Retry-After (30s) plus up to a tenth", got[0])
 	}
 }
+
+// A run its full window stopped still records itself: the record's writes
+// (registry.Recording) go up to RecordMargin requests past the window, and
+// no further; other requests still meet the window.
+func TestStore_FullWindow_TheRunsRecordGoesBeyondIt(t *testing.T) {
+	t.Parallel()
+	w := mustWorld(t, nil, func(c *cloudflare.Config) {
+		c.RequestsPerWindow = 1
+		c.Window = time.Minute
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), runDeadline)
+	defer cancel()
+	if out := w.store.Put(ctx, []registry.Pair{{Key: "policy:a", Value: []byte("a")}}); out != nil {
+		t.Fatal(out)
+	}
+	out := w.store.Put(ctx, []registry.Pair{{Key: "policy:b", Value: []byte("b")}})
+	wantRateLimit(t, out["policy:b"], registrytest.Epoch.Add(time.Minute))
+	rec := registry.Recording(ctx)
+	for i := range cloudflare.RecordMargin {
+		if out := w.store.Put(rec, []registry.Pair{{Key: fmt.Sprintf("metadata:sync:run:%d", i), Value: []byte("r")}}); out != nil {
+			t.Fatalf("record write %d: %v, want it past the window", i+1, out)
+		}
+	}
+	out = w.store.Put(rec, []registry.Pair{{Key: registry.LastRunKey, Value: []byte("r")}})
+	wantRateLimit(t, out[registry.LastRunKey], registrytest.Epoch.Add(time.Minute))
+	if got := w.sleeps(); len(got) != 0 {
+		t.Errorf("waited %v past the deadline", got)
+	}
+}

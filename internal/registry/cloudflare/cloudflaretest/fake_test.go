@@ -426,3 +426,46 @@ func TestFake_BulkGet_ValuesByKeyNullWhenAbsent(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestFake_KeyWrites_CountsLandedWritesPerKey(t *testing.T) {
+	t.Parallel()
+	f, api, _ := mustClient(t, "tok")
+	f.FailKeys("p:b")
+	for range 2 {
+		if _, err := api.Raw(t.Context(), http.MethodPut, "/accounts/acc/storage/kv/namespaces/ns/bulk",
+			[]byte(`[{"key":"p:a","value":"1"},{"key":"p:b","value":"2"},{"key":"q:a","value":"3"}]`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := api.WriteWorkersKVEntry(t.Context(), rc, cf.WriteWorkersKVEntryParams{NamespaceID: "ns", Key: "p:c", Value: []byte("4")}); err != nil {
+		t.Fatal(err)
+	}
+	f.ResetCounts() // request counts only
+	if diff := cmp.Diff(map[string]int{"p:a": 2, "p:c": 1}, f.KeyWrites("p:")); diff != "" {
+		t.Errorf("KeyWrites(p:) (-want +got):\n%s", diff)
+	}
+}
+
+func TestFake_FailListing_OnlyThatPrefixsListingsMeetTheFaults(t *testing.T) {
+	t.Parallel()
+	f, api, _ := mustClient(t, "tok")
+	f.FailListing("a:", cloudflaretest.ServerError(http.StatusBadGateway), cloudflaretest.ServerError(http.StatusBadGateway))
+	list := func(prefix string) error {
+		_, err := api.ListWorkersKVKeys(t.Context(), rc, cf.ListWorkersKVsParams{NamespaceID: "ns", Prefix: prefix})
+		return err
+	}
+	if err := list("b:"); err != nil {
+		t.Errorf("listing b: %v, want no fault (they are a:'s)", err)
+	}
+	if _, err := api.WriteWorkersKVEntry(t.Context(), rc, cf.WriteWorkersKVEntryParams{NamespaceID: "ns", Key: "a:1", Value: []byte("1")}); err != nil {
+		t.Errorf("write: %v, want no fault", err)
+	}
+	for i := range 2 {
+		if err := list("a:"); err == nil {
+			t.Errorf("listing a: #%d succeeded, want the 502", i+1)
+		}
+	}
+	if err := list("a:"); err != nil {
+		t.Errorf("listing a: after its faults: %v", err)
+	}
+}

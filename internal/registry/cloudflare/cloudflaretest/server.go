@@ -75,6 +75,7 @@ type Fake struct {
 	data         map[string]entry
 	rng          *rand.Rand
 	next         []Fault
+	nextList     map[string][]Fault // FailListing: by prefix
 	rates        Rates
 	failKeys     map[string]bool
 	failFraction float64
@@ -82,6 +83,12 @@ type Fake struct {
 	total        int
 	bulkPairs    int
 	faults       FaultCounts
+	writes       map[string]int // landed writes by key, since New (KeyWrites)
+	// order is every key of data, sorted; nil when a key was added or
+	// removed since (ordered rebuilds it): a listing page then costs its
+	// keys, not a sort of the namespace (200 pages of a 200,000-key
+	// namespace were seconds of the fake's CPU)
+	order []string
 }
 
 type entry struct {
@@ -140,6 +147,18 @@ func (f *Fake) FailNext(faults ...Fault) {
 	f.next = append(f.next, faults...)
 }
 
+// FailListing queues faults for the listings of prefix alone: each of its
+// next list requests (the first page or another, a retry or not) meets the
+// next fault. Other requests do not take them, however many run beside.
+func (f *Fake) FailListing(prefix string, faults ...Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nextList == nil {
+		f.nextList = map[string][]Fault{}
+	}
+	f.nextList[prefix] = append(f.nextList[prefix], faults...)
+}
+
 // SetRates makes requests meet faults at seeded rates; Rates{} stops them.
 func (f *Fake) SetRates(r Rates) {
 	f.mu.Lock()
@@ -188,6 +207,29 @@ func (f *Fake) BulkPairsWritten() int {
 	return f.bulkPairs
 }
 
+// KeyWrites returns how many writes (single or bulk) landed on each key
+// that starts with prefix since New; ResetCounts leaves them. A key
+// written more than once across runs is work a run did again.
+func (f *Fake) KeyWrites(prefix string) map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range f.writes {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// wrote counts a landed write of key; the caller holds f.mu.
+func (f *Fake) wrote(key string) {
+	if f.writes == nil {
+		f.writes = map[string]int{}
+	}
+	f.writes[key]++
+}
+
 // Faults returns how many faults the fake injected since New, by kind.
 func (f *Fake) Faults() FaultCounts {
 	f.mu.Lock()
@@ -213,7 +255,7 @@ func (f *Fake) Set(key string, value []byte, metadata json.RawMessage, ttl time.
 	if ttl > 0 {
 		e.exp = f.cfg.Now().Add(ttl)
 	}
-	f.data[key] = e
+	f.setData(key, e)
 }
 
 // Value returns a live key's value and metadata, without a request.
@@ -246,13 +288,44 @@ func (f *Fake) live(key string) (entry, bool) {
 // sortedKeys returns the live keys with prefix; f.mu is held.
 func (f *Fake) sortedKeys(prefix string) []string {
 	var keys []string
-	for k := range f.data {
-		if _, ok := f.live(k); ok && strings.HasPrefix(k, prefix) {
+	order := f.ordered()
+	for _, k := range order[sort.SearchStrings(order, prefix):] {
+		if !strings.HasPrefix(k, prefix) {
+			break
+		}
+		if _, ok := f.live(k); ok {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
 	return keys
+}
+
+// ordered is every key, sorted (see Fake.order); the caller holds f.mu.
+func (f *Fake) ordered() []string {
+	if f.order == nil {
+		f.order = make([]string, 0, len(f.data))
+		for k := range f.data {
+			f.order = append(f.order, k)
+		}
+		sort.Strings(f.order)
+	}
+	return f.order
+}
+
+// setData stores e at key; the caller holds f.mu.
+func (f *Fake) setData(key string, e entry) {
+	if _, ok := f.data[key]; !ok {
+		f.order = nil
+	}
+	f.data[key] = e
+}
+
+// deleteData removes key; the caller holds f.mu.
+func (f *Fake) deleteData(key string) {
+	if _, ok := f.data[key]; ok {
+		f.order = nil
+	}
+	delete(f.data, key)
 }
 
 // apiError is one entry of the envelope's "errors".
@@ -354,7 +427,7 @@ func unescapeKey(segs []string) string {
 
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	rt := parse(r)
-	fault, faulted := f.count(rt.endpoint)
+	fault, faulted := f.count(rt.endpoint, r)
 	if faulted {
 		if fault.Hang {
 			select {
@@ -406,11 +479,17 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // count records the request and draws its fault, if any.
-func (f *Fake) count(e Endpoint) (Fault, bool) {
+func (f *Fake) count(e Endpoint, r *http.Request) (Fault, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.counts[e]++
 	f.total++
+	if prefix := r.URL.Query().Get("prefix"); e == List && len(f.nextList[prefix]) > 0 {
+		fl := f.nextList[prefix][0]
+		f.nextList[prefix] = f.nextList[prefix][1:]
+		f.faults.Next++
+		return fl, true
+	}
 	if len(f.next) > 0 {
 		fl := f.next[0]
 		f.next = f.next[1:]
@@ -519,16 +598,23 @@ func (f *Fake) list(w http.ResponseWriter, r *http.Request) {
 		}
 		after = string(b)
 	}
+	prefix := q.Get("prefix")
 	f.mu.Lock()
-	keys := f.sortedKeys(q.Get("prefix"))
-	start := sort.SearchStrings(keys, after)
-	if after != "" && start < len(keys) && keys[start] == after {
-		start++
-	}
-	end := min(start+limit, len(keys))
-	result := make([]listedKey, 0, end-start)
-	for _, k := range keys[start:end] {
-		e := f.data[k]
+	order := f.ordered()
+	result := make([]listedKey, 0, min(limit, 64))
+	more := false
+	for _, k := range order[sort.SearchStrings(order, max(prefix, after)):] {
+		if !strings.HasPrefix(k, prefix) {
+			break
+		}
+		e, ok := f.live(k)
+		if !ok || (after != "" && k <= after) {
+			continue
+		}
+		if len(result) == limit {
+			more = true
+			break
+		}
 		lk := listedKey{Name: k, Metadata: e.metadata}
 		if !e.exp.IsZero() {
 			lk.Expiration = e.exp.Unix()
@@ -537,8 +623,8 @@ func (f *Fake) list(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 	cursor := ""
-	if end < len(keys) {
-		cursor = base64.RawURLEncoding.EncodeToString([]byte(keys[end-1]))
+	if more {
+		cursor = base64.RawURLEncoding.EncodeToString([]byte(result[len(result)-1].Name))
 	}
 	writeEnvelope(w, http.StatusOK, result, &resultInfo{Count: len(result), Cursor: cursor})
 }
@@ -629,7 +715,8 @@ func (f *Fake) put(w http.ResponseWriter, r *http.Request, key string) {
 		return
 	}
 	f.mu.Lock()
-	f.data[key] = entry{value: value, metadata: compactMeta(meta), exp: at}
+	f.setData(key, entry{value: value, metadata: compactMeta(meta), exp: at})
+	f.wrote(key)
 	f.mu.Unlock()
 	writeEnvelope(w, http.StatusOK, nil, nil)
 }
@@ -640,7 +727,7 @@ func (f *Fake) deleteOne(w http.ResponseWriter, key string) {
 		return
 	}
 	f.mu.Lock()
-	delete(f.data, key)
+	f.deleteData(key)
 	f.mu.Unlock()
 	writeEnvelope(w, http.StatusOK, nil, nil)
 }
@@ -731,7 +818,8 @@ func (f *Fake) bulkPut(w http.ResponseWriter, r *http.Request) {
 			res.UnsuccessfulKeys = append(res.UnsuccessfulKeys, p.Key)
 			continue
 		}
-		f.data[p.Key] = entries[i]
+		f.setData(p.Key, entries[i])
+		f.wrote(p.Key)
 		res.SuccessfulKeyCount++
 	}
 	f.bulkPairs += res.SuccessfulKeyCount
@@ -761,7 +849,7 @@ func (f *Fake) bulkDelete(w http.ResponseWriter, r *http.Request) {
 			res.UnsuccessfulKeys = append(res.UnsuccessfulKeys, k)
 			continue
 		}
-		delete(f.data, k)
+		f.deleteData(k)
 		res.SuccessfulKeyCount++
 	}
 	f.mu.Unlock()

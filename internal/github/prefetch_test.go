@@ -1,0 +1,171 @@
+package github_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// awaitRequests waits, up to two seconds, until the server saw n requests
+// of kind.
+func awaitRequests(t *testing.T, srv *githubtest.Server, kind string, n int) {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Second); srv.Requests()[kind] < n; {
+		if time.Now().After(end) {
+			t.Fatalf("%s requests = %d, want %d before the read", kind, srv.Requests()[kind], n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestPrefetchArchive_LinkAndDownloadAskedAhead_TitlesTakesThem(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, len(files))
+	defer stop()
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1) // asked before any read
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	c := f.srv.Requests()
+	if c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c.Total() != 2 {
+		t.Errorf("requests %v, want the prefetch's link and download only", c)
+	}
+	wantRequests(t, src, f.srv, 2)
+}
+
+func TestPrefetchArchive_NoMoreThanTheThreshold_NothingAsked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, _, _ := archiveFixture(t, f, 12)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, 10) // the default threshold: blobs
+	stop()
+	wantRequests(t, src, f.srv, 0)
+}
+
+func TestPrefetchArchive_StoppedUntaken_NextReadAsksAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, len(files))
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
+	stop()
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchive] != 2 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want the archive asked again", c)
+	}
+}
+
+func TestPrefetchArchive_DownloadFails_ReadAsksAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	f.srv.FailNext(githubtest.KindArchive, 1, githubtest.ServerError(http.StatusBadGateway))
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, len(files))
+	defer stop()
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	if c := f.srv.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 2 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want the prefetch's link and the download asked again", c)
+	}
+}
+
+// A count not known yet asks nothing until a listing of the commit's tree
+// shows more policy files than the threshold: then the link; the download
+// once a later call gives the count; the read takes both.
+func TestPrefetchArchive_CountUnknown_LinkWhenTheTreeShowsMoreThanTheThreshold(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, -1)
+	defer stop()
+	time.Sleep(20 * time.Millisecond)
+	if n := f.srv.Requests().Total(); n != 0 {
+		t.Fatalf("%d requests before the tree was listed, want none", n)
+	}
+	if _, err := src.Tree(context.Background(), head); err != nil {
+		t.Fatal(err)
+	}
+	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
+	time.Sleep(20 * time.Millisecond)
+	if n := f.srv.Requests()[githubtest.KindArchive]; n != 0 {
+		t.Fatalf("archive requests = %d before the count was known, want 0", n)
+	}
+	defer src.PrefetchArchive(context.Background(), head, len(files))()
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	wantRequests(t, src, f.srv, 3) // the tree, the link, the download
+}
+
+// A tree of no more policy files than the threshold arms nothing: no
+// archive request at all.
+func TestPrefetchArchive_CountUnknown_SmallTree_NothingAsked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, _, _ := archiveFixture(t, f, 10)
+	src := f.source(t)
+	stop := src.PrefetchArchive(context.Background(), head, -1)
+	if _, err := src.Tree(context.Background(), head); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	stop()
+	wantRequests(t, src, f.srv, 1) // the tree
+}
+
+// A read of a commit whose prefetch waits for the count asks for the link
+// and the download itself, once each.
+func TestPrefetchArchive_CountUnknown_ReadAsksLinkAndDownload(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	defer src.PrefetchArchive(context.Background(), head, -1)()
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	wantRequests(t, src, f.srv, 2)
+}

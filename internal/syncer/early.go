@@ -1,0 +1,172 @@
+package syncer
+
+import (
+	"context"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/policy"
+)
+
+// The lease step makes, beside its one write, the reads that need not wait
+// for it, so that a first sync pays one round trip for all of them instead
+// of one each (docs/bench.md, "Round trips"). Only the reads the plan takes
+// of the registry must follow the lease (read.go): those stay after it.
+//   - A full run's head tree: GitHub's, nothing of the registry.
+//   - The writes waiting for retry (pendingRetries), when the state step left
+//     them because the mode was full whatever they are (state.go): they were
+//     read before the lease until now, so beside it is no earlier.
+//
+// A refused or failed lease waits for both and drops them: the run writes
+// nothing and records itself as before.
+
+// Once the tree says the titles step will read more files than the
+// archive threshold, the read step asks for the archive (its link, and the
+// download up to its headers) beside the registry's listings: a read too,
+// taken by the titles step (github.Source.PrefetchArchive). A run into an
+// empty registry reads every file: its link is asked for as soon as the
+// tree, read beside the lease, has shown more files than the threshold.
+
+// readAhead are the reads a run started before the step that takes them;
+// the run drops what no step took when it ends (finish).
+type readAhead struct {
+	tree    *treeRead // a full run's head tree; nil: none
+	archive []func()  // stop the archive's prefetch
+}
+
+// drop ends the reads no step took.
+func (a *readAhead) drop() {
+	if a == nil {
+		return
+	}
+	a.tree.drop()
+	for _, stop := range a.archive {
+		stop()
+	}
+	a.archive = nil
+}
+
+// ArchivePrefetcher is a Source that can start reading a commit's archive
+// ahead of the titles step (internal/github).
+type ArchivePrefetcher interface {
+	// PrefetchArchive starts reading commit's archive when reading files
+	// files would take it, for the next read of the commit; stop lets go
+	// of what no read took.
+	PrefetchArchive(ctx context.Context, commit string, files int) (stop func())
+}
+
+// prefetchArchive starts reading the head's archive when the tree says a
+// full run will read more files than its Source reads one by one: at least
+// the tree's policies the registry cannot hold yet (after the last run it
+// held prev.Policies; a first sync, none). A nil tree means every file, how
+// many not known yet: a run into an empty registry asks before the tree is
+// read, and the Source asks for the link once the tree streaming by shows
+// more files than its threshold, the download once the tree is in.
+func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File, ahead *readAhead) {
+	pf, ok := r.Source.(ArchivePrefetcher)
+	if !ok {
+		return
+	}
+	n := -1
+	if tree != nil {
+		n = 0
+		for _, f := range tree {
+			if policy.IsPolicyPath(f.Path) {
+				n++
+			}
+		}
+	}
+	if st.prev != nil && n >= 0 {
+		n -= st.prev.Policies
+	}
+	ahead.archive = append(ahead.archive, pf.PrefetchArchive(ctx, st.head, n))
+}
+
+// leaseStep takes the lease (takeLease) and makes the reads above beside
+// it. The tree is handed over by the returned readAhead; drop it when the
+// run ends.
+func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, lease, *readAhead, error) {
+	ahead := &readAhead{}
+	if mode == differ.ModeFull && st.last == "" && (st.prev == nil || st.prev.Policies == 0) {
+		// every file will be read: the link as soon as the tree shows more
+		// than the threshold (asked for before the tree, which arms it); the
+		// download once the tree is in, after the lease
+		r.prefetchArchive(ctx, st, nil, ahead)
+	}
+	if mode == differ.ModeFull {
+		ahead.tree = r.readTreeEarly(ctx, st.head)
+	}
+	type pendingRead struct {
+		pending map[string]policy.QueueEntry
+		revisit []string
+		err     error
+	}
+	var pc chan pendingRead
+	if st.pendingLater {
+		pc = make(chan pendingRead, 1)
+		go func() {
+			var p pendingRead
+			p.pending, p.revisit, p.err = r.pendingRetries(ctx, st)
+			pc <- p
+		}()
+	}
+	l, err := r.takeLease(ctx, st, mode)
+	if pc != nil {
+		p := <-pc
+		if err == nil && p.err != nil {
+			err = p.err
+		}
+		if p.err == nil {
+			st.pending, st.revisit, st.pendingLater = p.pending, p.revisit, false
+		}
+	}
+	return st, l, ahead, err
+}
+
+// treeRead is a head tree being read beside the lease write.
+type treeRead struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	tree   []policy.File
+	err    error
+}
+
+// readTreeEarly starts reading the head tree.
+func (r *run) readTreeEarly(ctx context.Context, head string) *treeRead {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &treeRead{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(t.done)
+		t.tree, t.err = r.Source.Tree(ctx, head)
+	}()
+	return t
+}
+
+// take waits for the tree and hands it over (the treeRead keeps no
+// reference: the run lets it go once planned); ok is false when t is nil
+// or was taken already.
+func (t *treeRead) take(ctx context.Context) (tree []policy.File, ok bool, err error) {
+	if t == nil || t.taken() {
+		return nil, false, nil
+	}
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return nil, true, context.Cause(ctx)
+	}
+	tree, err = t.tree, t.err
+	t.cancel()
+	t.tree, t.err, t.done = nil, nil, nil
+	return tree, true, err
+}
+
+func (t *treeRead) taken() bool { return t.done == nil }
+
+// drop ends the read if it is still going and lets the tree go.
+func (t *treeRead) drop() {
+	if t == nil || t.taken() {
+		return
+	}
+	t.cancel()
+	<-t.done
+	t.tree, t.done = nil, nil
+}

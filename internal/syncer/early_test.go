@@ -1,0 +1,333 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// leaseHeld is a Store whose first lease write waits, up to a second, until
+// each of the reads it is told to expect has begun, and records which did:
+// a read that begins only after the lease write landed never does.
+type leaseHeld struct {
+	registry.Store
+	once   sync.Once
+	signal map[string]chan struct{} // by read: closed when it began
+	polled map[string]func() bool   // by read: whether it began
+	mu     sync.Mutex
+	began  map[string]bool // the reads that began while the lease write was held
+	// expected is how many reads hold waits for
+	expected int
+}
+
+func newLeaseHeld(inner registry.Store, reads ...string) *leaseHeld {
+	h := &leaseHeld{Store: inner, signal: map[string]chan struct{}{}, polled: map[string]func() bool{}, began: map[string]bool{}}
+	for _, r := range reads {
+		h.signal[r] = make(chan struct{})
+	}
+	h.expected = len(reads)
+	return h
+}
+
+// poll expects the read that seen tells of.
+func (h *leaseHeld) poll(read string, seen func() bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.polled[read] = seen
+	h.expected++
+}
+
+// saw tells the store that read began.
+func (h *leaseHeld) saw(read string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.signal[read]; ok {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
+}
+
+func (h *leaseHeld) List(ctx context.Context, prefix string) ([]registry.Item, error) {
+	h.saw("list " + prefix)
+	return h.Store.List(ctx, prefix)
+}
+
+func (h *leaseHeld) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
+	for _, p := range pairs {
+		if p.Key == registry.LeaseKey {
+			h.once.Do(h.hold)
+		}
+	}
+	return h.Store.Put(ctx, pairs)
+}
+
+// hold waits for the expected reads (a second in all) and records them.
+func (h *leaseHeld) hold() {
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		h.mu.Lock()
+		for r, c := range h.signal {
+			select {
+			case <-c:
+				h.began[r] = true
+			default:
+			}
+		}
+		for r, seen := range h.polled {
+			if seen() {
+				h.began[r] = true
+			}
+		}
+		all := len(h.began) == h.expected
+		h.mu.Unlock()
+		if all {
+			return
+		}
+	}
+}
+
+func (h *leaseHeld) beganBeside(read string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.began[read]
+}
+
+// treeWatched is a Source that tells h when a tree read begins.
+type treeWatched struct {
+	syncer.Source
+	h *leaseHeld
+}
+
+func (s treeWatched) Tree(ctx context.Context, commit string) ([]policy.File, error) {
+	s.h.saw("tree")
+	return s.Source.Tree(ctx, commit)
+}
+
+// Only the registry's reads for the plan must follow the lease: the head
+// tree (GitHub's) and, on a first sync, the queue listing of the writes
+// waiting for retry (read before the lease until now) go beside its write.
+func TestLease_FirstSync_TreeAndQueueReadBesideTheLeaseWrite(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	h := newLeaseHeld(r.store, "tree", "list "+registry.QueuePrefix)
+	r.s.Registry = registry.New(h)
+	r.s.Source = treeWatched{Source: r.s.Source, h: h}
+	res := r.mustRun()
+	if res.Summary.Added != 3 {
+		t.Fatalf("added %d, want 3", res.Summary.Added)
+	}
+	if !h.beganBeside("tree") {
+		t.Error("the head tree was read after the lease write, not beside it")
+	}
+	if !h.beganBeside("list " + registry.QueuePrefix) {
+		t.Error("the first sync listed the queue before or after the lease write, not beside it")
+	}
+	if len(r.lastRun().Pending) != 0 || r.lastRun().Pending == nil {
+		t.Errorf("pending %v, want known and empty", r.lastRun().Pending)
+	}
+}
+
+// A refused lease leaves the registry as it was although the tree and the
+// queue were read beside it, and says so.
+func TestLease_RefusedFirstSync_EarlyReadsDropped_NothingWritten(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	ctx := context.Background()
+	other, err := r.reg.TakeLease(ctx, nil, "other-run", r.clock.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, registry.ErrLeaseHeld) {
+		t.Fatalf("run: %v, want ErrLeaseHeld", err)
+	}
+	if got := r.policies(); len(got) != 0 {
+		t.Errorf("policies written under another's lease: %v", got)
+	}
+	assertNoQueue(t, r)
+	if lc := r.lastCommit(); lc != "" {
+		t.Errorf("lastCommit %q, want none", lc)
+	}
+	if st := res.Summary.Status; st != policy.RunRefused {
+		t.Errorf("status %q, want %q", st, policy.RunRefused)
+	}
+	if p := res.Summary.Pending; p == nil || len(p) != 0 {
+		t.Errorf("pending %v, want [] (the empty queue, read beside the lease)", p)
+	}
+	l, err := r.reg.Lease(ctx)
+	if err != nil || l == nil || l.Owner != other.Owner {
+		t.Errorf("lease %+v, %v; want still other-run's", l, err)
+	}
+}
+
+// A tree that cannot be read while the lease is written fails the run:
+// nothing written but the lease and the run's record, lastCommit unset.
+func TestLease_TreeFailsBesideTheLease_RunFailed_NothingWritten(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.gh.FailNext(githubtest.KindTree, -1, githubtest.StatusError(404, "Not Found"))
+	_, err := r.run(syncer.Options{})
+	if err == nil || !strings.Contains(err.Error(), "tree") {
+		t.Fatalf("run: %v, want the tree's error", err)
+	}
+	if got := r.policies(); len(got) != 0 {
+		t.Errorf("policies written: %v", got)
+	}
+	assertNoQueue(t, r)
+	if lc := r.lastCommit(); lc != "" {
+		t.Errorf("lastCommit %q, want none", lc)
+	}
+	if st := r.lastRun().Status; st != policy.RunFailed {
+		t.Errorf("status %q, want %q", st, policy.RunFailed)
+	}
+}
+
+func assertNoQueue(t *testing.T, r *rig) {
+	t.Helper()
+	items, err := r.store.List(context.Background(), registry.QueuePrefix)
+	if err != nil || len(items) != 0 {
+		t.Errorf("queue entries %v, %v; want none", items, err)
+	}
+}
+
+// listHeld is a Store whose first listing of policies waits, up to a
+// second, until ahead says the read it expects has begun, and records
+// whether it did. It remembers the prefixes listed.
+type listHeld struct {
+	registry.Store
+	ahead  func() bool
+	once   sync.Once
+	began  atomic.Bool
+	listed sync.Map // prefix → true
+}
+
+func (h *listHeld) List(ctx context.Context, prefix string) ([]registry.Item, error) {
+	h.listed.Store(prefix, true)
+	if prefix == registry.PolicyPrefix {
+		h.once.Do(func() {
+			for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+				if h.ahead() {
+					h.began.Store(true)
+					return
+				}
+			}
+		})
+	}
+	return h.Store.List(ctx, prefix)
+}
+
+func seedMany(r *rig, n int) {
+	for i := range n {
+		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("seed")
+}
+
+// Once the tree says a first sync reads more files than the archive
+// threshold, the archive is asked for (its link and its download) beside
+// the registry's listings, and the titles step takes it: no request more.
+func TestRead_FirstSync_ArchiveAskedBesideTheListings(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	h := &listHeld{Store: r.store, ahead: func() bool { return r.gh.Requests()[githubtest.KindArchive] > 0 }}
+	r.s.Registry = registry.New(h)
+	res := r.mustRun()
+	if res.Summary.Added != 12 {
+		t.Fatalf("added %d, want 12", res.Summary.Added)
+	}
+	if !h.began.Load() {
+		t.Error("the archive was asked for after the registry's listings, not beside them")
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want one archive link and one download", c)
+	}
+}
+
+// A refused lease downloads nothing: only the archive's link may have been
+// asked beside it (a read, once the tree showed enough files); the download
+// follows the whole tree, after the lease.
+func TestLease_RefusedFirstSync_NoArchiveDownloaded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	if _, err := r.reg.TakeLease(context.Background(), nil, "other-run", r.clock.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, registry.ErrLeaseHeld) {
+		t.Fatalf("run: %v, want ErrLeaseHeld", err)
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchive] != 0 {
+		t.Errorf("requests %v, want no archive downloaded under another's lease", c)
+	}
+	if got := r.policies(); len(got) != 0 {
+		t.Errorf("policies written under another's lease: %v", got)
+	}
+}
+
+// A full run lists the policies and the dead letters at once.
+func TestRead_FullRun_PoliciesAndDeadLettersListedAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	h := &listHeld{Store: r.store}
+	h.ahead = func() bool { _, ok := h.listed.Load(registry.DeadLetterPrefix); return ok }
+	r.s.Registry = registry.New(h)
+	if res := r.mustRun(); res.Summary.Added != 3 {
+		t.Fatalf("added %d, want 3", res.Summary.Added)
+	}
+	if !h.began.Load() {
+		t.Error("the dead letters were listed after the policies, not beside them")
+	}
+}
+
+// A run that has synced nothing reads every file: it asks for the
+// archive's link beside the lease write, as soon as the tree read beside it
+// shows more files than the threshold, and the download once the tree is
+// in.
+func TestLease_FirstSync_ArchiveLinkAskedBesideTheLeaseWrite(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	h := newLeaseHeld(r.store)
+	h.poll("archive-link", func() bool { return r.gh.Requests()[githubtest.KindArchiveLink] > 0 })
+	r.s.Registry = registry.New(h)
+	if res := r.mustRun(); res.Summary.Added != 12 {
+		t.Fatalf("added %d, want 12", res.Summary.Added)
+	}
+	if !h.beganBeside("archive-link") {
+		t.Error("the archive's link was asked after the lease write, not beside it")
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want one archive link and one download", c)
+	}
+}
+
+// A first sync of a few files asks nothing of the archive (the tree shows
+// no more files than the threshold): blobs only.
+func TestLease_FirstSyncOfAFewFiles_BlobsNoArchive(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	if res := r.mustRun(); res.Summary.Added != 3 {
+		t.Fatalf("added %d, want 3", res.Summary.Added)
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 0 || c[githubtest.KindArchive] != 0 || c[githubtest.KindBlob] != 3 {
+		t.Errorf("requests %v, want three blobs and nothing of the archive", c)
+	}
+}

@@ -1,0 +1,172 @@
+package syncer
+
+import (
+	"context"
+	"iter"
+	"sync"
+	"sync/atomic"
+
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/queue"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// putGroup is a run of the plan's puts: its announcements go in one batch
+// and its entries in one batch, sent once those announcements landed. Ops
+// are made when their batch is sent, so a waiting group holds nothing but
+// where its items are.
+type putGroup struct {
+	announce func(yield func(op) bool) // nil: none
+	publish  func(yield func(op) bool) // nil: none
+}
+
+// putGroups are the plan's puts in groups of at most size entries, in plan
+// order (each group's announcements are those of its items); then the
+// queue work's announcements and the mirror's repaired entries, size a
+// group.
+func (p *planWrites) putGroups(size int) iter.Seq[putGroup] {
+	return func(yield func(putGroup) bool) {
+		items, lo, n := p.plan.Items, 0, 0
+		for i, it := range items {
+			if removes(it) {
+				continue
+			}
+			if n++; n == size {
+				if !yield(p.itemGroup(items[lo : i+1])) {
+					return
+				}
+				lo, n = i+1, 0
+			}
+		}
+		if n > 0 && !yield(p.itemGroup(items[lo:])) {
+			return
+		}
+		for part := range chunks(p.work.Requeue, size) {
+			g := putGroup{announce: func(yield func(op) bool) {
+				for _, q := range part {
+					if !yield(p.op(q.PolicyName, registry.PutQueue(q))) {
+						return
+					}
+				}
+			}}
+			if !yield(g) {
+				return
+			}
+		}
+		for part := range chunks(repairedEntries(p.reg, p.m), size) {
+			g := putGroup{publish: func(yield func(op) bool) {
+				for _, o := range part {
+					if !yield(p.op(o.name, o.w)) {
+						return
+					}
+				}
+			}}
+			if !yield(g) {
+				return
+			}
+		}
+	}
+}
+
+// itemGroup is the group of items: the announcement of each add and
+// update, the entry of each.
+func (p *planWrites) itemGroup(items []policy.Item) putGroup {
+	return putGroup{
+		announce: func(yield func(op) bool) {
+			for _, it := range items {
+				if removes(it) || !announces(it) {
+					continue
+				}
+				q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: queue.Op(it), CreatedAt: p.now, FileNo: p.entry(it).FileNo}
+				if !yield(p.op(it.PolicyName, registry.PutQueue(q))) {
+					return
+				}
+			}
+		},
+		publish: func(yield func(op) bool) {
+			for _, it := range items {
+				if !removes(it) && !yield(p.op(it.PolicyName, registry.PutPolicy(p.entry(it)))) {
+					return
+				}
+			}
+		},
+	}
+}
+
+// chunks are s in parts of at most size.
+func chunks[T any](s []T, size int) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for lo := 0; lo < len(s); lo += size {
+			if !yield(s[lo:min(lo+size, len(s))]) {
+				return
+			}
+		}
+	}
+}
+
+// writePuts sends the plan's puts group by group (putGroups): a group's
+// entries go as soon as its own announcements landed, not after every
+// announcement of the plan, and leave out a policy whose announcement
+// failed or waits (a queue: entry never lands after its policy: value). A
+// free slot takes the next group's announcements while fewer than twice
+// the slots of groups wait for their entries, else the entries of a group
+// whose announcements landed: the slots stay full (a first sync of 1,000
+// policies at 50 a batch takes three rounds of 16 requests, not four), and
+// a run stopped by its deadline leaves few policies announced but not
+// published. It returns how many writes it sent or kept for the next run.
+func (r *run) writePuts(ctx context.Context, w *planWrites, fails *failures, count *counter) int {
+	slots := r.opt.batchesInFlight()
+	lead := 2 * slots
+	next, stop := iter.Pull(w.putGroups(r.opt.BatchSize))
+	defer stop()
+	sem := make(chan struct{}, slots)
+	landed := make(chan putGroup, lead) // never more than lead wait
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	waiting := 0 // groups whose announcements were taken, entries not yet
+	for more := true; more || waiting > 0; {
+		if more && waiting < lead {
+			sem <- struct{}{}
+			g, ok := next()
+			if more = ok; !ok {
+				<-sem
+				continue
+			}
+			waiting++
+			wg.Go(func() { // the batch is made (encoded) in its slot, beside the others
+				defer func() { <-sem; landed <- g }()
+				r.sendBatch(ctx, logkey.Puts, r.keep(g.announce, fails.skip, count, &sent), fails, count)
+			})
+			continue
+		}
+		g := <-landed
+		waiting--
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.sendBatch(ctx, logkey.Puts, r.keep(g.publish, fails.skip, count, &sent), fails, count)
+		})
+	}
+	wg.Wait()
+	return int(sent.Load())
+}
+
+// keep makes the ops of seq but those whose policy skip names (let go and
+// counted done at once), and counts them in sent.
+func (r *run) keep(seq func(yield func(op) bool), skip func(string) bool, count *counter, sent *atomic.Int64) []op {
+	if seq == nil {
+		return nil
+	}
+	var batch []op
+	for o := range seq {
+		if skip(o.name) {
+			r.madeWrites(-1)
+			count.add(1)
+			continue
+		}
+		batch = append(batch, o)
+	}
+	sent.Add(int64(len(batch)))
+	return batch
+}
