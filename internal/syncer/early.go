@@ -105,7 +105,7 @@ func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, leas
 		pc = make(chan pendingRead, 1)
 		go func() {
 			var p pendingRead
-			p.pending, p.revisit, p.err = r.pendingRetries(ctx, st)
+			p.pending, p.revisit, p.err = r.pendingRetries(ctx, st.prev, st.unclean)
 			pc <- p
 		}()
 	}
