@@ -40,7 +40,7 @@ func (r *run) outOfTime(ctx context.Context) bool {
 // not read again). Call stop when the reads end.
 func (r *run) readUntil(ctx context.Context) (rctx context.Context, stop context.CancelFunc) {
 	d, ok := ctx.Deadline()
-	if !ok {
+	if !ok || r.opt.DryRun { // a dry run shows the whole plan: its deadline decides
 		return ctx, func() {}
 	}
 	left := time.Until(d) - r.opt.StopBefore
@@ -69,12 +69,18 @@ func cutOff(ctx, rctx context.Context) bool {
 	return ctx.Err() == nil && rctx != ctx && errors.Is(rctx.Err(), context.DeadlineExceeded)
 }
 
+// isContextErr says whether err is a context's end, not an error of the
+// read itself.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
 // withoutCut is readErrs less the reads the cutoff ended (not failures:
 // those files were not reached).
 func withoutCut(readErrs map[string]error) map[string]error {
 	out := make(map[string]error, len(readErrs))
 	for path, err := range readErrs {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		if !isContextErr(err) {
 			out[path] = err
 		}
 	}

@@ -3,6 +3,7 @@ package syncer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -113,4 +114,91 @@ func TestDeadline_RateWindowStopsTheWrites_RunStillRecordedPartial(t *testing.T)
 	}
 	checkWrittenOnce(t, r.bulk.landings(), n, 2)
 	checkAnnouncedFirst(t, r.bulk.landings())
+}
+
+// A dry run shows the whole plan, deadline or not: it writes nothing, so
+// it has nothing to leave for the next run, and a plan cut short would hide
+// changes (a dry run is how an operator reviews what a run would do).
+func TestDeadline_DryRun_ReadsOn_WholePlanShown(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	r.s.Source = slowReads{r.s.Source}
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	defer cancel()
+	res, err := r.s.Run(ctx, syncer.Options{DryRun: true, StopBefore: 50 * time.Millisecond})
+	if err == nil && res.Summary.Status == policy.RunSuccess {
+		t.Errorf("dry run whose reads outlast its deadline: success with %d of 12 changes; want the read to go on and the deadline to end it", len(res.Plan.Items))
+	}
+	if len(res.Plan.Items) == 6 && res.Summary.Waiting == 0 {
+		t.Errorf("dry run shows 6 of 12 changes and nothing waiting: the cut hid the rest")
+	}
+}
+
+// A read cut by the deadline leaves the plan's deletes for the next run
+// with the adds it did not reach: a rename's new name may be among them,
+// and then the guard would count the old name's content lost (refusing a
+// rename of everything, run after run) or the registry would miss the
+// policy until the next run.
+func TestDeadline_ReadsCut_RenameOfEverything_NotRefused_NothingLost(t *testing.T) {
+	t.Parallel()
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			seedMany(r, 30)
+			r.mustRun()
+			for i := range 30 {
+				r.repo.Move(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("새/n%02d.md", i))
+			}
+			r.repo.Commit("rename all")
+			src := r.s.Source
+			r.s.Source = slowReads{src}
+			ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+			res, err := r.s.Run(ctx, syncer.Options{Full: full, StopBefore: 50 * time.Millisecond})
+			cancel()
+			if sum := res.Summary; sum.Status != policy.RunPartial || sum.Deleted != 0 || !errors.Is(err, syncer.ErrPartial) {
+				t.Fatalf("status %s, deleted %d, err %v; want partial, no delete while the new names wait", sum.Status, sum.Deleted, err)
+			}
+			if n := len(r.policies()); n < 30 {
+				t.Errorf("%d policies in the registry after a cut rename of 30, want every one still there (old or new name)", n)
+			}
+			r.clock.Advance(time.Hour)
+			r.s.Source = src
+			r.mustRun()
+			got := r.policies()
+			if len(got) != 30 {
+				t.Errorf("%d policies after the next run, want the 30 renamed", len(got))
+			}
+			for name := range got {
+				if !strings.HasPrefix(name, "n") {
+					t.Errorf("old name %q still in the registry after the next run", name)
+				}
+			}
+		})
+	}
+}
+
+// A run its deadline stopped records as pending only what failed in it, so
+// the next run lists the queue: a retry the stopped run planned but left
+// waiting keeps its count and goes on towards a dead letter.
+func TestDeadline_StoppedRun_RetryLeftWaiting_KeepsItsCount(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	r.store.FailKeys(map[string]error{"policy:10": errors.New("boom"), "policy:11": errors.New("bang")})
+	r.run(syncer.Options{})
+	r.store.FailKeys(nil)
+	src := r.s.Source
+	r.s.Source = slowReads{src}
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	r.s.Run(ctx, syncer.Options{StopBefore: 50 * time.Millisecond})
+	cancel()
+	r.clock.Advance(time.Hour)
+	r.s.Source = src
+	r.store.FailKeys(map[string]error{"policy:11": errors.New("bang")})
+	r.run(syncer.Options{})
+	if got := r.queueEntries()["11"].RetryCount; got != 2 {
+		t.Errorf("queue:11 retryCount %d after its second failure, want 2", got)
+	}
 }

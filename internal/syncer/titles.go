@@ -72,7 +72,7 @@ func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, ent
 			err error
 		)
 		read, readErrs, cut, err = r.readBeforeCutoff(ctx, head, files, up)
-		if err != nil && !cut {
+		if err != nil && (!cut || !isContextErr(err)) { // a rate limit at the cutoff still aborts
 			return plan, nil, nil, err
 		} else if cut {
 			plan, late = differ.Unreached(plan, read, withoutCut(readErrs))
