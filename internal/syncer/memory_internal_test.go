@@ -33,7 +33,7 @@ func TestTakeWrites_BatchKeepsNamesAndKeys_NotTheValues(t *testing.T) {
 	for i, o := range batch {
 		keys = append(keys, o.name+" "+o.key)
 		sent = append(sent, ws[i].Key())
-		if o.w != (registry.Write{}) {
+		if o.w.Key() != "" || !o.w.IsDelete() { // every write held has its key; the zero Write has none
 			t.Errorf("op %d still holds its write", i)
 		}
 	}
