@@ -2,6 +2,7 @@ package differ
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/knue/syncjob/internal/policy"
 )
@@ -15,32 +16,12 @@ var errNotReturned = errors.New("content not returned")
 // be read (readErrs, or missing from read). A move keeps the title the
 // registry has (entries). The failures name each policy and why.
 func WithContent(plan policy.Plan, read map[string]policy.Content, readErrs map[string]error, entries map[string]policy.Entry, opt Options) (policy.Plan, []policy.Failure) {
-	var failures []policy.Failure
-	items := make([]policy.Item, 0, len(plan.Items))
-	plan.Skipped = append([]policy.Skip{}, plan.Skipped...)
-	for _, it := range plan.Items {
-		switch it.Action {
-		case policy.ActMove:
-			it.Title = entries[it.PolicyName].Title
-		case policy.ActAdd, policy.ActUpdate:
-			c, ok := read[it.Path]
-			if !ok {
-				err := readErrs[it.Path]
-				if err == nil {
-					err = errNotReturned
-				}
-				failures = append(failures, policy.Failure{PolicyName: it.PolicyName, Error: "read content: " + err.Error()})
-				continue
-			}
-			if reason := opt.SkipReason(it.PolicyName, c.Size); reason != "" {
-				plan.Skipped = append(plan.Skipped, policy.Skip{PolicyName: it.PolicyName, Path: it.Path, Reason: reason})
-				continue
-			}
-			it.Title = c.Title
-		}
-		items = append(items, it)
+	plan.Items = slices.Clone(plan.Items) // its input is never written (a run uses Titling on its own plan)
+	t := NewTitling(plan, opt)
+	for path, c := range read {
+		t.Put(path, c)
 	}
-	plan.Items = items
+	plan, failures, _ := t.Done(plan, readErrs, entries)
 	return plan, failures
 }
 

@@ -38,8 +38,17 @@ func (s *Source) Titles(ctx context.Context, commit string, files []policy.File,
 // be nil.
 func (s *Source) TitlesWith(ctx context.Context, commit string, files []policy.File, maxSize int64, each func(path string, data []byte)) (map[string]policy.Content, map[string]error, error) {
 	out := make(map[string]policy.Content, len(files))
+	failed, err := s.TitlesEach(ctx, commit, files, maxSize, each, func(path string, c policy.Content) { out[path] = c })
+	return out, failed, err
+}
+
+// TitlesEach is TitlesWith that hands each file's Content to put as it is
+// read instead of keeping a map of them: a run writes each title into its
+// plan item (differ.Titling). put is called once a file, never
+// concurrently; each may be nil.
+func (s *Source) TitlesEach(ctx context.Context, commit string, files []policy.File, maxSize int64, each func(path string, data []byte), put func(path string, c policy.Content)) (map[string]error, error) {
 	var titles strs
-	failed, err := s.read(ctx, commit, files, max(maxSize, 0), func(path string, size int64, data []byte) {
+	return s.read(ctx, commit, files, max(maxSize, 0), func(path string, size int64, data []byte) {
 		c := policy.Content{Size: size}
 		if data != nil {
 			c.Title = titles.join(policy.Title(data, policy.NameOf(path)), "")
@@ -47,9 +56,8 @@ func (s *Source) TitlesWith(ctx context.Context, commit string, files []policy.F
 				each(path, data)
 			}
 		}
-		out[path] = c
+		put(path, c)
 	})
-	return out, failed, err
 }
 
 // Contents reads the files' whole contents at commit, keyed by path, with

@@ -51,16 +51,18 @@ func (r *run) readUntil(ctx context.Context) (rctx context.Context, stop context
 // cut says the cutoff stopped the read. A read that reached none of the
 // files by then would make no progress by stopping: it reads on, and the
 // run's deadline decides (a run that times out, as without a cutoff).
-func (r *run) readBeforeCutoff(ctx context.Context, head string, files []policy.File, up *uploader) (map[string]policy.Content, map[string]error, bool, error) {
+func (r *run) readBeforeCutoff(ctx context.Context, head string, files []policy.File, up *uploader, put func(string, policy.Content)) (map[string]error, bool, error) {
 	rctx, stop := r.readUntil(ctx)
-	read, readErrs, err := r.readContents(rctx, head, files, up)
+	reached := 0
+	counted := func(path string, c policy.Content) { reached++; put(path, c) } // called one at a time, as put
+	readErrs, err := r.readContents(rctx, head, files, up, counted)
 	stop()
 	cut := cutOff(ctx, rctx)
-	if cut && len(read) == 0 && len(withoutCut(readErrs)) == 0 {
-		read, readErrs, err = r.readContents(ctx, head, files, up)
+	if cut && reached == 0 && len(withoutCut(readErrs)) == 0 {
+		readErrs, err = r.readContents(ctx, head, files, up, put)
 		cut = false
 	}
-	return read, readErrs, cut, err
+	return readErrs, cut, err
 }
 
 // cutOff says whether the reads stopped at their own cutoff (readUntil)

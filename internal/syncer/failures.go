@@ -23,7 +23,7 @@ type retried struct {
 // recordFailures is the record-failures step: for every failed add, update
 // or delete of the plan as planned (titled, the plan with its titles, and
 // unread, the planned items whose files could not be read, which the
-// titles step dropped: see unreadItems), it writes its queue entry with one
+// titles step dropped: see differ.Titling), it writes its queue entry with one
 // more failure, or its dead letter at the last one (differ.RecordFailures
 // decides which). A run whose deadline has passed still records them
 // (afterDeadline).
@@ -54,22 +54,4 @@ func (r *run) recordFailures(ctx context.Context, titled, unread policy.Plan, fa
 		}
 	}
 	return &retried{owed: rec.Owed, newlyDead: rec.HeldBack, err: errors.Join(errs...)}
-}
-
-// unreadItems are the items of the plan as planned whose files could not
-// be read (failures of the titles step): with the titled plan, all that
-// recording failures needs of it, so that a run does not hold every
-// planned item twice (as planned and with its titles) while it applies.
-func unreadItems(planned policy.Plan, failures []policy.Failure) policy.Plan {
-	names := make(map[string]bool, len(failures))
-	for _, f := range failures {
-		names[f.PolicyName] = true
-	}
-	var out policy.Plan
-	for _, it := range planned.Items {
-		if names[it.PolicyName] {
-			out.Items = append(out.Items, it)
-		}
-	}
-	return out
 }

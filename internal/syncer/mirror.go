@@ -163,18 +163,43 @@ func (r *run) titlesUploader(ctx context.Context, m *mirrorRun, plan policy.Plan
 	return r.newUploader(ctx, m, docs)
 }
 
-// readContents reads files for titles, handing their bytes to up when it
-// is not nil (the Source must then be a ContentSource).
-func (r *run) readContents(ctx context.Context, head string, files []policy.File, up *uploader) (map[string]policy.Content, map[string]error, error) {
+// TitleStreamer is a Source that hands each file's Content to put as it
+// reads it, keeping no map of them (internal/github implements it): the
+// titles step writes each title into its plan item.
+type TitleStreamer interface {
+	// TitlesEach is ContentSource.TitlesWith with put called once a file
+	// (never concurrently) instead of a map returned; each may be nil.
+	TitlesEach(ctx context.Context, commit string, files []policy.File, maxSize int64, each func(path string, data []byte), put func(path string, c policy.Content)) (map[string]error, error)
+}
+
+// readContents reads files for titles, handing each file's Content to put
+// and its bytes to up when up is not nil (the Source must then be a
+// ContentSource or a TitleStreamer).
+func (r *run) readContents(ctx context.Context, head string, files []policy.File, up *uploader, put func(string, policy.Content)) (map[string]error, error) {
+	var each func(string, []byte)
+	if up != nil {
+		defer up.wait()
+		each = up.each
+	}
+	if ts, ok := r.Source.(TitleStreamer); ok {
+		return ts.TitlesEach(ctx, head, files, r.opt.MaxFileSize, each, put)
+	}
+	var (
+		read   map[string]policy.Content
+		failed map[string]error
+		err    error
+	)
 	if up == nil {
-		return r.Source.Titles(ctx, head, files, r.opt.MaxFileSize)
+		read, failed, err = r.Source.Titles(ctx, head, files, r.opt.MaxFileSize)
+	} else if cs, ok := r.Source.(ContentSource); ok {
+		read, failed, err = cs.TitlesWith(ctx, head, files, r.opt.MaxFileSize, each)
+	} else {
+		return nil, fmt.Errorf("content mirror: the source cannot stream contents: %w", policy.ErrConfig)
 	}
-	cs, ok := r.Source.(ContentSource)
-	if !ok {
-		return nil, nil, fmt.Errorf("content mirror: the source cannot stream contents: %w", policy.ErrConfig)
+	for path, c := range read {
+		put(path, c)
 	}
-	defer up.wait()
-	return cs.TitlesWith(ctx, head, files, r.opt.MaxFileSize, up.each)
+	return failed, err
 }
 
 // mirrorPlan is the mirror's plan step, after the guard: a full run lists
@@ -267,7 +292,7 @@ func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan 
 			files[i] = policy.File{Path: d.Path, SHA: d.SHA, Size: -1}
 		}
 		up := r.newUploader(ctx, m, docs)
-		_, readErrs, err := r.readContents(ctx, head, files, up)
+		readErrs, err := r.readContents(ctx, head, files, up, func(string, policy.Content) {})
 		for _, d := range docs {
 			switch {
 			case err != nil:

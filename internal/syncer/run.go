@@ -67,7 +67,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	rep.plan = p.plan
 	r.phases.enter("fetch")
 	t, err := r.titles(ctx, rep.state, in, p.forTitles(rep.mirror, rep.mode), rep.mirror)
-	if rep.plan = t.plan; err != nil {
+	if rep.plan, p.plan = t.plan, t.unread; err != nil { // the titles are in the planned items' own array: all that is kept as planned is what could not be read (docs/bench.md)
 		return
 	}
 	rep.titled = &t
@@ -81,14 +81,14 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 		rep.failures = t.failures
 		return
 	}
-	if err = outage(differ.Unread(p.plan, nil), t.failures); err != nil {
+	if err = outage(t.files, t.failures); err != nil {
 		return
 	}
 	plan, waiting, err := r.fitBudget(ctx, rep.state, rep.mode, t.plan, p.work, len(t.failures))
 	if rep.waiting = waiting; err != nil {
 		return
 	}
-	rep.wrote, p.plan, p.desired = true, unreadItems(p.plan, t.failures), nil // planned items and the desired map are not held while applying (docs/bench.md)
+	rep.wrote, p.desired = true, nil // the desired map is not held while applying (docs/bench.md)
 	failed, waits, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
 	if err != nil {
 		return
@@ -155,11 +155,11 @@ func (r *run) guard(plan policy.Plan, reg registryState, renames map[string]stri
 
 // outage says whether every read of files failed (see ErrOutage): a run
 // that could read none of what it must write does not apply.
-func outage(files []policy.File, failures []policy.Failure) error {
-	if len(files) == 0 || len(failures) < len(files) {
+func outage(files int, failures []policy.Failure) error {
+	if files == 0 || len(failures) < files {
 		return nil
 	}
-	return fmt.Errorf("%w: all %d file reads failed, e.g. %s: %s", ErrOutage, len(files), failures[0].PolicyName, failures[0].Error)
+	return fmt.Errorf("%w: all %d file reads failed, e.g. %s: %s", ErrOutage, files, failures[0].PolicyName, failures[0].Error)
 }
 
 // run is one run in progress: its identity, options, logger and

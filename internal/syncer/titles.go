@@ -15,7 +15,12 @@ import (
 type titled struct {
 	plan     policy.Plan      // with titles, skips, and legacy fields carried
 	failures []policy.Failure // files that could not be read
-	mig      differ.Migration
+	// files is how many files the step read (or tried to); unread are the
+	// items whose files could not be read, as planned: the planned items
+	// are not held beside the titled ones, which are in their array.
+	files  int
+	unread policy.Plan
+	mig    differ.Migration
 	// legacy are the v1 keys (titles) no policy took the fields of, after
 	// the run.
 	legacy []string
@@ -25,65 +30,69 @@ type titled struct {
 }
 
 // titles is the titles step: it reads the content of every add and update
-// to take its title (differ.WithContent), the legacy v1 entries those titles
+// to take its title (differ.Titling, in the plan's own items: the caller
+// lets go of p.plan), the legacy v1 entries those titles
 // match when the run read only what it touches, and carries their fields
 // (differ.Migrate). On an error, plan is the plan as far as it got.
 func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m *mirrorRun) (titled, error) {
 	reg := in.reg
 	up := r.titlesUploader(ctx, m, p.plan, reg, p.renames)
-	plan, late, failures, err := r.readTitles(ctx, st.head, p.plan, reg.entries, p.desired, up)
+	t, err := r.readTitles(ctx, st.head, p.plan, reg.entries, p.desired, up)
 	if err != nil {
-		return titled{plan: plan}, err
+		return t, err
 	}
+	plan := t.plan
 	v1 := reg.v1
 	if reg.partial {
 		if v1, err = r.readV1(ctx, plan, st.prev.LegacyV1); err != nil {
 			return titled{plan: plan}, err
 		}
 	}
-	plan, mig := differ.Migrate(plan, reg.entries, v1, in.mode == differ.ModeFull, r.start)
-	t := titled{plan: plan, failures: failures, mig: mig, late: late}
+	t.plan, t.mig = differ.Migrate(plan, reg.entries, v1, in.mode == differ.ModeFull, r.start)
 	var last []string
 	if reg.partial { // then the last run said what was left
 		last = st.prev.LegacyV1
 	}
-	t.legacy = differ.LegacyLeft(reg.partial, last, v1, mig)
-	r.logPlan(plan, mig)
+	t.legacy = differ.LegacyLeft(reg.partial, last, v1, t.mig)
+	r.logPlan(t.plan, t.mig)
 	return t, nil
 }
 
-// readTitles reads the content of every add and update to take its title;
-// the differ turns empty and oversized content into skips and unreadable
-// files into failures (never deletes). A run with a deadline stops reading
-// at its cutoff (readUntil): late names what it did not reach, left out of
-// the plan for the next run. An error aborts the run (a rate limit, a
-// configuration error, the context).
-func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired map[string]policy.Desired, up *uploader) (policy.Plan, []string, []policy.Failure, error) {
+// readTitles reads the content of every add and update to take its title,
+// written into its item as the read delivers it; the differ turns empty
+// and oversized content into skips and unreadable files into failures
+// (never deletes). A run with a deadline stops reading at its cutoff
+// (readUntil): late names what it did not reach, left out of the plan for
+// the next run (differ.Titling.LeaveUnreached). An error aborts the run (a
+// rate limit, a configuration error, the context); the plan is then the
+// planned one, with what titles were read.
+func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired map[string]policy.Desired, up *uploader) (titled, error) {
 	files := differ.Unread(plan, desired)
-	var (
-		read     map[string]policy.Content
-		readErrs map[string]error
-		late     []string
-	)
+	t := titled{files: len(files)}
+	ti := differ.NewTitling(plan, r.opt.differ())
+	var readErrs map[string]error
 	if len(files) > 0 {
 		r.log.Info("reading contents", logkey.Files, len(files))
 		var (
 			cut bool
 			err error
 		)
-		read, readErrs, cut, err = r.readBeforeCutoff(ctx, head, files, up)
+		readErrs, cut, err = r.readBeforeCutoff(ctx, head, files, up, ti.Put)
 		if err != nil && (!cut || !isContextErr(err)) { // a rate limit at the cutoff still aborts
-			return plan, nil, nil, err
-		} else if cut {
-			plan, late = differ.Unreached(plan, read, withoutCut(readErrs))
-			r.log.Warn("out of time: files left unread for the next run", logkey.Waiting, len(late), logkey.WaitingPolicies, firstNames(late))
+			t.plan = plan
+			return t, err
+		}
+		if cut {
+			readErrs = withoutCut(readErrs)
+			t.late = ti.LeaveUnreached(readErrs)
+			r.log.Warn("out of time: files left unread for the next run", logkey.Waiting, len(t.late), logkey.WaitingPolicies, firstNames(t.late))
 		}
 	}
-	plan, failures := differ.WithContent(plan, read, readErrs, entries, r.opt.differ())
-	for _, f := range failures {
+	t.plan, t.failures, t.unread.Items = ti.Done(plan, readErrs, entries)
+	for _, f := range t.failures {
 		r.log.Warn("content unreadable", logkey.Policy, f.PolicyName, logkey.Error, f.Error)
 	}
-	return plan, late, failures, nil
+	return t, nil
 }
 
 // readV1 reads, for a run that read only the entries it touches, the legacy
