@@ -62,7 +62,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 		return
 	}
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
-	p := r.plan(rep.state, &in) // planning lets go of the tree, per policy, once it is grouped by name (docs/bench.md)
+	p := r.plan(rep.state, &in)
 	rep.plan = p.plan
 	r.phases.enter("fetch")
 	t, err := r.titles(ctx, rep.state, in, p.forTitles(rep.mirror, rep.mode), rep.mirror)
