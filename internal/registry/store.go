@@ -141,26 +141,39 @@ func CheckPair(p Pair) error {
 // order, and the keys that fail before any write (CheckPair, ErrDuplicateKey)
 // with their errors; failed is nil when there are none.
 func ValidatePairs(pairs []Pair) (valid []Pair, failed map[string]error) {
-	seen := make(map[string]int, len(pairs))
-	for _, p := range pairs {
-		seen[p.Key]++
+	idx, failed := ValidateEach(PairKeys(pairs), func(i int) error { return CheckPair(pairs[i]) })
+	valid = make([]Pair, len(idx))
+	for j, i := range idx {
+		valid[j] = pairs[i]
 	}
-	valid = make([]Pair, 0, len(pairs))
-	for _, p := range pairs {
+	return valid, failed
+}
+
+// ValidateEach is ValidatePairs for a put whose pairs are made one at a
+// time: keys[i] is the ith pair's key, check(i) its CheckPair, called in
+// order for each key that is not put twice. It returns the indexes of the
+// valid pairs and the failures of the others.
+func ValidateEach(keys []string, check func(i int) error) (valid []int, failed map[string]error) {
+	seen := make(map[string]int, len(keys))
+	for _, k := range keys {
+		seen[k]++
+	}
+	valid = make([]int, 0, len(keys))
+	for i, k := range keys {
 		var err error
-		if n := seen[p.Key]; n > 1 {
-			err = fmt.Errorf("registry: put %q: %d times: %w", p.Key, n, ErrDuplicateKey)
+		if n := seen[k]; n > 1 {
+			err = fmt.Errorf("registry: put %q: %d times: %w", k, n, ErrDuplicateKey)
 		} else {
-			err = CheckPair(p)
+			err = check(i)
 		}
 		if err != nil {
 			if failed == nil {
 				failed = make(map[string]error)
 			}
-			failed[p.Key] = err
+			failed[k] = err
 			continue
 		}
-		valid = append(valid, p)
+		valid = append(valid, i)
 	}
 	return valid, failed
 }

@@ -209,21 +209,7 @@ func quotedBound(s []byte) int {
 // writes metadata with the value).
 func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
 	valid, outcome := registry.ValidatePairs(pairs)
-	if len(valid) == 0 {
-		return outcome
-	}
-	keys := registry.PairKeys(valid)
-	if s.closed.Load() {
-		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), registry.ErrClosed))
-	}
-	if err := ctx.Err(); err != nil {
-		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), err))
-	}
-	op := bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
-	for _, b := range chunk(keys, encodeLettingGo(valid), func(i int) int { return pairBound(valid[i]) }, s.cfg.MaxBulkBytes) {
-		outcome = s.bulk(ctx, op, b, outcome)
-	}
-	return outcome
+	return s.putBodies(ctx, registry.PairKeys(valid), encodeLettingGo(valid), func(i int) int { return pairBound(valid[i]) }, outcome)
 }
 
 // PutMade implements registry.PairMaker: Put with each pair made when it
@@ -231,52 +217,41 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 // a batch's encoded values are never held beside its body (at 10,000 a
 // batch: some 5 MB; docs/bench.md). pair(i) is the pair of keys[i].
 func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) registry.Pair) map[string]error {
-	idx, bounds, outcome := validMade(keys, pair)
-	if len(idx) == 0 {
-		return outcome
-	}
+	var bounds []int
+	idx, outcome := registry.ValidateEach(keys, func(i int) error {
+		p := pair(i)
+		if err := registry.CheckPair(p); err != nil {
+			return err
+		}
+		bounds = append(bounds, pairBound(p))
+		return nil
+	})
 	valid := make([]string, len(idx))
 	for j, i := range idx {
 		valid[j] = keys[i]
 	}
+	encode := func(j int) []byte { return encodePair(pair(idx[j])) }
+	return s.putBodies(ctx, valid, encode, func(j int) int { return bounds[j] }, outcome)
+}
+
+// putBodies sends the valid pairs of a put, keys[i]'s encoded by
+// encode(i) with at most bound(i) bytes, as bulk writes; outcome holds the
+// failures of the invalid ones.
+func (s *Store) putBodies(ctx context.Context, keys []string, encode func(i int) []byte, bound func(i int) int, outcome map[string]error) map[string]error {
+	if len(keys) == 0 {
+		return outcome
+	}
 	if s.closed.Load() {
-		return registry.FailAll(outcome, valid, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(valid), registry.ErrClosed))
+		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), registry.ErrClosed))
 	}
 	if err := ctx.Err(); err != nil {
-		return registry.FailAll(outcome, valid, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(valid), err))
+		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), err))
 	}
 	op := bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
-	encode := func(j int) []byte { return encodePair(pair(idx[j])) }
-	for _, b := range chunk(valid, encode, func(j int) int { return bounds[j] }, s.cfg.MaxBulkBytes) {
+	for _, b := range chunk(keys, encode, bound, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome
-}
-
-// validMade is registry.ValidatePairs for pairs made one at a time: the
-// indexes of the valid ones with the bound of each (pairBound), and the
-// failures of the others.
-func validMade(keys []string, pair func(i int) registry.Pair) (idx, bounds []int, failed map[string]error) {
-	seen := make(map[string]int, len(keys))
-	for _, k := range keys {
-		seen[k]++
-	}
-	for i, k := range keys {
-		var err error
-		if n := seen[k]; n > 1 {
-			err = fmt.Errorf("registry: put %q: %d times: %w", k, n, registry.ErrDuplicateKey)
-		} else if p := pair(i); registry.CheckPair(p) != nil {
-			err = registry.CheckPair(p)
-		} else {
-			idx, bounds = append(idx, i), append(bounds, pairBound(p))
-			continue
-		}
-		if failed == nil {
-			failed = make(map[string]error)
-		}
-		failed[k] = err
-	}
-	return idx, bounds, failed
 }
 
 // Delete implements registry.Store with bulk deletes (POST .../bulk/delete),
