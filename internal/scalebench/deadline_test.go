@@ -15,7 +15,17 @@ import (
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 )
 
-var scaleDeadline = flag.Duration("scale.deadline", 0, "scale bench: instead of the usual runs, run the program's first sync again and again with MAX_DURATION set to this until a run succeeds; report each run and how often any policy: key was written (0: off)")
+var (
+	scaleDeadline = flag.Duration("scale.deadline", 0, "scale bench: instead of the usual runs, run the program's first sync again and again with MAX_DURATION set to this until a run succeeds; report each run and how often any policy: key was written (0: off)")
+	scaleGap      = flag.Duration("scale.gap", 0, "scale bench: with -scale.deadline, the pause between one run's end and the next's start (a new process does not know its predecessor's requests: 5m keeps the token inside Cloudflare's window)")
+)
+
+// cloudflareLimit is the requests Cloudflare lets one token make in any
+// cloudflareWindow; past it, a 429 blocks the token for minutes.
+const (
+	cloudflareLimit  = 1200
+	cloudflareWindow = 5 * time.Minute
+)
 
 // maxDeadlineRuns bounds a series that does not converge.
 const maxDeadlineRuns = 30
@@ -43,6 +53,9 @@ type deadlineSeries struct {
 	policyKeys           int // policy: keys in the namespace at the end
 	maxPolicy, maxQueue  int // the most writes of any one key
 	policyAgain, queueAg int // keys written more than once
+	// busiestWindow is the most Cloudflare requests that started within any
+	// cloudflareWindow of the series, across runs and gaps
+	busiestWindow int
 }
 
 // acrossDeadlines runs the program's first sync on a fresh namespace with
@@ -75,7 +88,16 @@ func (s *scaleSet) acrossDeadlines(b *testing.B, prog scaleProgram, sr *scaleRep
 			b.Errorf("%s: two runs in a row wrote nothing: the series stalls", s.name())
 			break
 		}
+		if *scaleGap > 0 {
+			b.Logf("%s: pausing %s before the next run", s.name(), *scaleGap)
+			time.Sleep(*scaleGap)
+		}
 	}
+	var starts []time.Time
+	for _, r := range series.runs {
+		starts = append(starts, r.cfStarts...)
+	}
+	series.busiestWindow = busiest(starts, cloudflareWindow)
 	pol, q := cf.KeyWrites(registry.PolicyPrefix), cf.KeyWrites(registry.QueuePrefix)
 	series.policyKeys = len(pol)
 	series.maxPolicy, series.policyAgain = mostWrites(pol)
@@ -87,8 +109,25 @@ func (s *scaleSet) acrossDeadlines(b *testing.B, prog scaleProgram, sr *scaleRep
 		b.Errorf("%s: %d policies in the namespace, want %d", s.name(), series.policyKeys, s.n)
 	case series.maxPolicy != 1:
 		b.Errorf("%s: %d policy: keys written more than once (at most %d times): a later run wrote again what had landed", s.name(), series.policyAgain, series.maxPolicy)
+	case series.busiestWindow > cloudflareLimit:
+		b.Errorf("%s: %d Cloudflare requests within %s: Cloudflare would have answered 429 past %d", s.name(), series.busiestWindow, cloudflareWindow, cloudflareLimit)
 	}
 	return series
+}
+
+// busiest is the most of the times (in any order) that fall within any
+// span of length w.
+func busiest(times []time.Time, w time.Duration) int {
+	ts := slices.Clone(times)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	most, lo := 0, 0
+	for hi, t := range ts {
+		for t.Sub(ts[lo]) >= w {
+			lo++
+		}
+		most = max(most, hi-lo+1)
+	}
+	return most
 }
 
 // mostWrites is the most writes of any one key, and how many keys were
@@ -148,8 +187,35 @@ func printDeadlines(w io.Writer, sets []*scaleSet, head scaleHead) {
 				fmt.Fprintf(w, "| %d | %s | %s | %.2f | %+.2f | %s | %s | %s | %d | %d | %s |\n", k+1, r.mode, r.status, r.wall.Seconds(), over.Seconds(), inTime,
 					thousands(r.added), thousands(r.waiting), r.failed, r.cloudflare, rss)
 			}
-			fmt.Fprintf(w, "\nruns needed: %d (converged: %v); total %.1f s; policy: keys %s, each written at most %d time(s) (%d more than once); queue: keys at most %d time(s) (%d more than once). \"In time\": the run recorded itself within the Lambda handler's %s reserve after its deadline.\n",
-				len(series.runs), series.converged, series.total.Seconds(), thousands(series.policyKeys), series.maxPolicy, series.policyAgain, series.maxQueue, series.queueAg, lambdaReserve)
+			fmt.Fprintf(w, "\nruns needed: %d (converged: %v); total %.1f s of runs, %s paused between them; policy: keys %s, each written at most %d time(s) (%d more than once); queue: keys at most %d time(s) (%d more than once); at most %s Cloudflare requests in any %s (its limit %s). \"In time\": the run recorded itself within the Lambda handler's %s reserve after its deadline.\n",
+				len(series.runs), series.converged, series.total.Seconds(), *scaleGap, thousands(series.policyKeys), series.maxPolicy, series.policyAgain, series.maxQueue, series.queueAg,
+				thousands(series.busiestWindow), cloudflareWindow, thousands(cloudflareLimit), lambdaReserve)
+		}
+	}
+}
+
+func TestBusiest_MostRequestsInAnyWindow(t *testing.T) {
+	t.Parallel()
+	at := func(s ...int) []time.Time {
+		t0 := time.Unix(1_700_000_000, 0)
+		var ts []time.Time
+		for _, v := range s {
+			ts = append(ts, t0.Add(time.Duration(v)*time.Second))
+		}
+		return ts
+	}
+	for _, c := range []struct {
+		secs []int
+		want int
+	}{
+		{nil, 0},
+		{[]int{5}, 1},
+		{[]int{0, 299, 300, 301}, 3},           // 300 s after the first is outside its window
+		{[]int{900, 0, 1, 2, 600, 601}, 3},     // unsorted; two runs 5 minutes apart
+		{[]int{0, 100, 200, 250, 260, 599}, 5}, // the busiest window does not start at a run's start
+	} {
+		if got := busiest(at(c.secs...), 5*time.Minute); got != c.want {
+			t.Errorf("busiest(%v) = %d, want %d", c.secs, got, c.want)
 		}
 	}
 }

@@ -31,8 +31,9 @@ type scaleResult struct {
 	leaseExpired, leaseLongest time.Duration
 	// as the run's summary line reports them; -1 without one
 	sumGitHub, sumCloudflare int
-	ops                      int   // registry writes and deletes: billable writes + billable deletes
-	rssKiB                   int64 // peak RSS of the process; -1 when unknown
+	cfStarts                 []time.Time // when each Cloudflare request reached the proxy
+	ops                      int         // registry writes and deletes: billable writes + billable deletes
+	rssKiB                   int64       // peak RSS of the process; -1 when unknown
 	cpu                      time.Duration
 	phases                   map[string]float64 // ms, from the summary line
 	mode, status             string
@@ -136,6 +137,9 @@ func (p scaleProgram) sync(tb testing.TB, t scaleTarget, name string) scaleResul
 	r.ghKinds, ghLog, r.ghConns = t.gh.takeLog()
 	r.cfKinds, cfLog, r.cfConns = t.cf.takeLog()
 	r.github, r.cloudflare = total(r.ghKinds), total(r.cfKinds)
+	for _, q := range cfLog {
+		r.cfStarts = append(r.cfStarts, q.start)
+	}
 	if t.s3 != nil {
 		r.s3Kinds, _ = t.s3.take()
 		r.s3 = total(r.s3Kinds)
