@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/knue/syncjob/internal/config"
 )
@@ -101,7 +102,11 @@ func usageError(cmd, problem string) error {
 	return &exitError{exitUsage, fmt.Errorf("%s; see %s", problem, see)}
 }
 
-var invalidFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]+): `)
+// invalidFlagValue is compiled when first used, not when the program
+// starts (docs/bench.md, "Round trips, fourth pass").
+var invalidFlagValue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]+): `)
+})
 
 // flagProblem says in a few words what the flag package refused.
 func flagProblem(fs *flag.FlagSet, err error) string {
@@ -109,7 +114,7 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
 		return "unknown flag " + name
 	}
-	if m := invalidFlagValue.FindStringSubmatch(msg); m != nil {
+	if m := invalidFlagValue().FindStringSubmatch(msg); m != nil {
 		want := "valid value"
 		if f := fs.Lookup(m[2]); f != nil {
 			switch kind, _ := flag.UnquoteUsage(f); kind {

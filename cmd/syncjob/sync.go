@@ -80,7 +80,7 @@ than the registry was synced from (env ALLOW_REWIND=yes); refused otherwise`)
 		return cfg, f, envErr // the flag wins over a bad environment value
 	case rewindErr != nil && !config.IsSet(fs, "allow-rewind"):
 		return cfg, f, rewindErr
-	case f.expectHead != "" && !shaPrefix.MatchString(f.expectHead):
+	case f.expectHead != "" && !shaPrefix().MatchString(f.expectHead):
 		return cfg, f, usageError("sync", fmt.Sprintf("-expect-head: %q is not a commit sha (7 to 40 hex digits)", f.expectHead))
 	case f.detailed && !f.dryRun:
 		return cfg, f, usageError("sync", "-detailed-exitcode goes with --dry-run")
@@ -88,7 +88,9 @@ than the registry was synced from (env ALLOW_REWIND=yes); refused otherwise`)
 	return cfg, f, cfg.ValidateSource()
 }
 
-var shaPrefix = regexp.MustCompile(`^[0-9a-fA-F]{7,40}$`)
+// shaPrefix is compiled when first used, not when the program starts
+// (docs/bench.md, "Round trips, fourth pass").
+var shaPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F]{7,40}$`) })
 
 func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	cfg, f, err := c.parseSync(args)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
@@ -274,14 +275,16 @@ func (c Config) Validate() error {
 	return c.validateContent()
 }
 
-// contentSetting finds the setting a mirror.Config.Validate error names.
-var contentSetting = regexp.MustCompile(`CONTENT_[A-Z_]+`)
+// contentSetting finds the setting a mirror.Config.Validate error names
+// (compiled when first used, not when the program starts: docs/bench.md,
+// "Round trips, fourth pass").
+var contentSetting = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`CONTENT_[A-Z_]+`) })
 
 // validateContent checks the CONTENT_* settings with mirror.Config.Validate
 // and names the first setting it blames. The secret key is never shown.
 func (c Config) validateContent() error {
 	if err := c.MirrorConfig().Validate(); err != nil {
-		setting := contentSetting.FindString(err.Error())
+		setting := contentSetting().FindString(err.Error())
 		if setting == "" {
 			setting = "CONTENT_DIR"
 		}

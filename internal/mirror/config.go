@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -61,8 +62,10 @@ func (c Config) withDefaults() Config {
 }
 
 // bucketName: S3's rule, 3 to 63 lowercase letters, digits, dots and
-// hyphens, starting and ending with a letter or digit.
-var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+// hyphens, starting and ending with a letter or digit; compiled when first
+// used, not when the program starts (docs/bench.md, "Round trips, fourth
+// pass").
+var bucketName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`) })
 
 // Validate names the first setting that is wrong and the form expected;
 // the error wraps policy.ErrConfig. A config that is not Enabled is valid
@@ -89,7 +92,7 @@ func (c Config) validate() error {
 	if c.Bucket == "" {
 		return c.validateTuning()
 	}
-	if !bucketName.MatchString(c.Bucket) {
+	if !bucketName().MatchString(c.Bucket) {
 		return fmt.Errorf("CONTENT_BUCKET %q: want a bucket name, 3 to 63 lowercase letters, digits, dots and hyphens", c.Bucket)
 	}
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {

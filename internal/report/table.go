@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 )
@@ -22,7 +23,41 @@ var cells = func() *runewidth.Condition {
 }()
 
 // Width is how many terminal cells s takes, as tables measure it.
-func Width(s string) int { return cells.StringWidth(s) }
+func Width(s string) int {
+	if n, ok := plainWidth(s); ok {
+		return n
+	}
+	return cells.StringWidth(s)
+}
+
+// plainWidth measures, without go-runewidth, text made only of printable
+// ASCII, precomposed Hangul syllables (U+AC00–U+D7A3) and U+2024 (․):
+// most names, paths and titles here. Each of these characters is a
+// grapheme of its own, one cell wide or (a syllable) two, as cells
+// measures it. go-runewidth builds a 2 MiB table the first time it
+// measures a character past U+02FF, which costs a sync that prints its
+// plan more CPU than anything else it does between its last request and
+// its exit (docs/bench.md, "Round trips, fourth pass"). ok is false for
+// any other text, which cells measures.
+func plainWidth(s string) (n int, ok bool) {
+	for i := 0; i < len(s); {
+		if c := s[i]; c >= 0x20 && c < 0x7f {
+			n, i = n+1, i+1
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r >= 0xAC00 && r <= 0xD7A3:
+			n += 2
+		case r == '\u2024':
+			n++
+		default:
+			return 0, false
+		}
+		i += size
+	}
+	return n, true
+}
 
 // Table lays out rows of text in columns aligned by screen width. The last
 // cell of a row is not padded.
@@ -74,7 +109,7 @@ func WriteRows(w io.Writer, indent string, pal Palette, rows Rows, limit int) in
 				if i == len(widths) {
 					widths = append(widths, 0)
 				}
-				widths[i] = max(widths[i], cells.StringWidth(Printable(c)))
+				widths[i] = max(widths[i], Width(Printable(c)))
 			}
 		}
 		n++
@@ -109,7 +144,7 @@ func writeRow(b *bufio.Writer, indent string, pal Palette, colour string, row []
 		}
 		_, _ = b.WriteString(cell)
 		if i < len(row)-1 {
-			_, _ = b.WriteString(strings.Repeat(" ", widths[i]-cells.StringWidth(c)+2))
+			_, _ = b.WriteString(strings.Repeat(" ", widths[i]-Width(c)+2))
 		}
 	}
 	_ = b.WriteByte('\n')

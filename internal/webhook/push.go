@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -21,11 +22,13 @@ type Push struct {
 // zeroSHA is what GitHub sends as after when a push deletes the ref.
 const zeroSHA = "0000000000000000000000000000000000000000"
 
-var shaPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
+// shaPattern is compiled when first used, not when the program starts
+// (docs/bench.md, "Round trips, fourth pass").
+var shaPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 
 // IsCommitSHA reports whether s is a full commit sha as GitHub writes it:
 // 40 lower-case hex digits.
-func IsCommitSHA(s string) bool { return shaPattern.MatchString(s) }
+func IsCommitSHA(s string) bool { return shaPattern().MatchString(s) }
 
 // BranchRef is the ref a push to branch names.
 func BranchRef(branch string) string { return "refs/heads/" + branch }
