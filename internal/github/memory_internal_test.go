@@ -182,3 +182,38 @@ func TestReading_DeliversEachOnce_DoneByIndex(t *testing.T) {
 		t.Errorf("done %v and more %v: want a mark per file and x.md alone by path", r.done, r.more)
 	}
 }
+
+// TestTitleOf_TheNameItselfTakesNoBytes: a title that is the policy's
+// name (its heading repeats the file's name, or it has none) is the name
+// within the file's own path, not a copy; another title is a copy in the
+// read's chunks, not a part of the file's bytes.
+func TestTitleOf_TheNameItselfTakesNoBytes(t *testing.T) {
+	t.Parallel()
+	var titles strs
+	within := func(s, in string) bool {
+		p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(in)))
+		return p >= lo && p+uintptr(len(s)) <= lo+uintptr(len(in))
+	}
+	for _, c := range []struct {
+		path, data, want string
+		inPath           bool
+	}{
+		{"규정/학칙.md", "# 학칙\n\n본문", "학칙", true},
+		{"규정/학칙.md", "본문만 있다", "학칙", true},
+		{"규정/학칙.md", "\ufeff---\nx: 1\n---\n# 학칙  \r\n", "학칙", true},
+		{"규정/학칙.md", "# 한국교원대학교 학칙\n", "한국교원대학교 학칙", false},
+	} {
+		data := []byte(c.data)
+		got := titleOf(c.path, data, &titles)
+		if got != c.want {
+			t.Errorf("%q: title %q, want %q", c.data, got, c.want)
+			continue
+		}
+		if within(got, c.path) != c.inPath {
+			t.Errorf("%q: title within the path: %v, want %v", c.data, within(got, c.path), c.inPath)
+		}
+		if within(got, unsafe.String(&data[0], len(data))) || (!c.inPath && !within(got, titles.chunk.String())) {
+			t.Errorf("%q: title %q is a part of the file's bytes, or not in the read's chunks", c.data, got)
+		}
+	}
+}
