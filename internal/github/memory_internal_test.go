@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -215,5 +216,35 @@ func TestTitleOf_TheNameItselfTakesNoBytes(t *testing.T) {
 		if within(got, unsafe.String(&data[0], len(data))) || (!c.inPath && !within(got, titles.chunk.String())) {
 			t.Errorf("%q: title %q is a part of the file's bytes, or not in the read's chunks", c.data, got)
 		}
+	}
+}
+
+// TestDistinctWanted_DuplicatesFoundInTheIndexByPath: a read's files
+// without a second file of one path keep the first of each, in order; when
+// none repeats, the read works in the caller's files and the index by path
+// it found them with (no map of every path, no second index).
+func TestDistinctWanted_DuplicatesFoundInTheIndexByPath(t *testing.T) {
+	t.Parallel()
+	files := []policy.File{{Path: "b.md", SHA: "1"}, {Path: "a.md", SHA: "2"}, {Path: "c.md", SHA: "3"}}
+	todo, w := distinctWanted(files)
+	if &todo[0] != &files[0] || len(todo) != 3 || &w.files[0] != &files[0] || len(w.byPath) != 3 {
+		t.Errorf("no duplicate: files %v, index of %d: want the caller's files and their index", todo, len(w.byPath))
+	}
+	files = []policy.File{{Path: "b.md", SHA: "1"}, {Path: "a.md", SHA: "2"}, {Path: "b.md", SHA: "3"}, {Path: "c.md", SHA: "4"}, {Path: "a.md", SHA: "5"}, {Path: "b.md", SHA: "6"}}
+	todo, w = distinctWanted(files)
+	var got []string
+	for _, f := range todo {
+		got = append(got, f.Path+f.SHA)
+	}
+	if want := []string{"b.md1", "a.md2", "c.md4"}; !slices.Equal(got, want) {
+		t.Errorf("distinct = %v, want %v (the first of each path, in order)", got, want)
+	}
+	for _, f := range todo {
+		if g, ok := w.get(f.Path); !ok || g != f {
+			t.Errorf("index: get(%q) = %v, %t; want %v", f.Path, g, ok, f)
+		}
+	}
+	if files[2].SHA != "3" || len(files) != 6 {
+		t.Errorf("the caller's files changed: %v", files)
 	}
 }
