@@ -227,9 +227,12 @@ func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) reg
 		lens = append(lens, len(encodePair(p)))
 		return nil
 	})
-	valid := make([]string, len(idx))
-	for j, i := range idx {
-		valid[j] = keys[i]
+	valid := keys
+	if len(idx) < len(keys) { // else every key is valid: no second list of them
+		valid = make([]string, len(idx))
+		for j, i := range idx {
+			valid[j] = keys[i]
+		}
 	}
 	if err := s.canSend(ctx, "write", valid); err != nil {
 		return registry.FailAll(outcome, valid, err)

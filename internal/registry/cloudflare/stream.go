@@ -72,6 +72,9 @@ func (s streamedBody) only(keys []string) payload {
 // bodies of at most MaxBulkPairs elements and maxBytes bytes, as chunk
 // does, without encoding them.
 func chunkStreamed(keys []string, idx, lens []int, encode func(i int) []byte, maxBytes int) []streamedBody {
+	if one := (streamedBody{keys: keys, idx: idx, lens: lens, encode: encode}); len(keys) <= MaxBulkPairs && one.size() <= int64(maxBytes) {
+		return []streamedBody{one} // one body: the caller's lists, not copies of them
+	}
 	var out []streamedBody
 	cur := streamedBody{encode: encode}
 	size := 0
