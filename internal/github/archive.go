@@ -2,6 +2,7 @@ package github
 
 import (
 	"archive/tar"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha1"
@@ -245,8 +246,27 @@ func newWantedFiles(files []policy.File) wantedFiles {
 	for i := range byPath {
 		byPath[i] = int32(i)
 	}
-	slices.SortFunc(byPath, func(a, b int32) int { return strings.Compare(files[a].Path, files[b].Path) })
+	slices.SortFunc(byPath, func(a, b int32) int { return cmp.Or(strings.Compare(files[a].Path, files[b].Path), cmp.Compare(a, b)) })
 	return wantedFiles{files: files, byPath: byPath}
+}
+
+// firstOfEachPath marks, by index, the first file of each path, or is
+// nil when no path is there twice.
+func (w wantedFiles) firstOfEachPath() []bool {
+	var first []bool
+	for k := 1; k < len(w.byPath); k++ {
+		if w.files[w.byPath[k]].Path != w.files[w.byPath[k-1]].Path {
+			continue
+		}
+		if first == nil {
+			first = make([]bool, len(w.files))
+			for i := range first {
+				first[i] = true
+			}
+		}
+		first[w.byPath[k]] = false // byPath orders a path's files by index: not the first
+	}
+	return first
 }
 
 func (w wantedFiles) get(path string) (policy.File, bool) {

@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -180,5 +181,70 @@ func TestReading_DeliversEachOnce_DoneByIndex(t *testing.T) {
 	}
 	if len(r.done) != len(files) || len(r.more) != 1 {
 		t.Errorf("done %v and more %v: want a mark per file and x.md alone by path", r.done, r.more)
+	}
+}
+
+// TestTitleOf_TheNameItselfTakesNoBytes: a title that is the policy's
+// name (its heading repeats the file's name, or it has none) is the name
+// within the file's own path, not a copy; another title is a copy in the
+// read's chunks, not a part of the file's bytes.
+func TestTitleOf_TheNameItselfTakesNoBytes(t *testing.T) {
+	t.Parallel()
+	var titles strs
+	within := func(s, in string) bool {
+		p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(in)))
+		return p >= lo && p+uintptr(len(s)) <= lo+uintptr(len(in))
+	}
+	for _, c := range []struct {
+		path, data, want string
+		inPath           bool
+	}{
+		{"규정/학칙.md", "# 학칙\n\n본문", "학칙", true},
+		{"규정/학칙.md", "본문만 있다", "학칙", true},
+		{"규정/학칙.md", "\ufeff---\nx: 1\n---\n# 학칙  \r\n", "학칙", true},
+		{"규정/학칙.md", "# 한국교원대학교 학칙\n", "한국교원대학교 학칙", false},
+	} {
+		data := []byte(c.data)
+		got := titleOf(c.path, data, &titles)
+		if got != c.want {
+			t.Errorf("%q: title %q, want %q", c.data, got, c.want)
+			continue
+		}
+		if within(got, c.path) != c.inPath {
+			t.Errorf("%q: title within the path: %v, want %v", c.data, within(got, c.path), c.inPath)
+		}
+		if within(got, unsafe.String(&data[0], len(data))) || (!c.inPath && !within(got, titles.chunk.String())) {
+			t.Errorf("%q: title %q is a part of the file's bytes, or not in the read's chunks", c.data, got)
+		}
+	}
+}
+
+// TestDistinctWanted_DuplicatesFoundInTheIndexByPath: a read's files
+// without a second file of one path keep the first of each, in order; when
+// none repeats, the read works in the caller's files and the index by path
+// it found them with (no map of every path, no second index).
+func TestDistinctWanted_DuplicatesFoundInTheIndexByPath(t *testing.T) {
+	t.Parallel()
+	files := []policy.File{{Path: "b.md", SHA: "1"}, {Path: "a.md", SHA: "2"}, {Path: "c.md", SHA: "3"}}
+	todo, w := distinctWanted(files)
+	if &todo[0] != &files[0] || len(todo) != 3 || &w.files[0] != &files[0] || len(w.byPath) != 3 {
+		t.Errorf("no duplicate: files %v, index of %d: want the caller's files and their index", todo, len(w.byPath))
+	}
+	files = []policy.File{{Path: "b.md", SHA: "1"}, {Path: "a.md", SHA: "2"}, {Path: "b.md", SHA: "3"}, {Path: "c.md", SHA: "4"}, {Path: "a.md", SHA: "5"}, {Path: "b.md", SHA: "6"}}
+	todo, w = distinctWanted(files)
+	var got []string
+	for _, f := range todo {
+		got = append(got, f.Path+f.SHA)
+	}
+	if want := []string{"b.md1", "a.md2", "c.md4"}; !slices.Equal(got, want) {
+		t.Errorf("distinct = %v, want %v (the first of each path, in order)", got, want)
+	}
+	for _, f := range todo {
+		if g, ok := w.get(f.Path); !ok || g != f {
+			t.Errorf("index: get(%q) = %v, %t; want %v", f.Path, g, ok, f)
+		}
+	}
+	if files[2].SHA != "3" || len(files) != 6 {
+		t.Errorf("the caller's files changed: %v", files)
 	}
 }

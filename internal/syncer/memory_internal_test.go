@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -101,5 +102,50 @@ func TestPlan_TakesTheTreeOutOfTheRead(t *testing.T) {
 	}
 	if len(p.plan.Items) != 1 || p.plan.Items[0].PolicyName != "x" || p.plan.Items[0].Action != policy.ActAdd {
 		t.Errorf("plan %+v, want x added", p.plan.Items)
+	}
+}
+
+// TestItemGroup_EntriesMadeFromTheItemsWhenTheStoreTakesThem: a batch's
+// announcements and entries are made from the plan's items when the store
+// makes their pairs, not when the batch is made (a batch of 10,000 entries
+// held as made was some 2 MB beside its items, docs/bench.md).
+func TestItemGroup_EntriesMadeFromTheItemsWhenTheStoreTakesThem(t *testing.T) {
+	t.Parallel()
+	items := []policy.Item{
+		{Action: policy.ActAdd, PolicyName: "학칙", Path: "학칙.md", SHA: "aaa"},
+		{Action: policy.ActMove, PolicyName: "규정", Path: "새/규정.md", SHA: "bbb"},
+	}
+	r := &run{Syncer: &Syncer{}, start: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)}
+	p := r.writes(policy.Plan{Items: items}, registryState{}, differ.Migration{}, differ.QueueWork{}, nil)
+	g := p.itemGroup(items)
+	var ws []registry.Write
+	for o := range g.announce {
+		ws = append(ws, o.w)
+	}
+	for o := range g.publish {
+		ws = append(ws, o.w)
+	}
+	items[0].Title, items[1].Title = "학칙 제목", "규정 제목" // read after the batch was made
+	items[0].SHA = "ccc"
+	reg := registry.New(registry.NewMemory(time.Now))
+	if failed := reg.Write(t.Context(), ws...); len(failed) != 0 {
+		t.Fatalf("Write: %v", failed)
+	}
+	entries, _, err := reg.Entries(t.Context(), []string{"학칙", "규정"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := entries["학칙"]; got.Title != "학칙 제목" || got.SHA != "ccc" || got.Path != "학칙.md" {
+		t.Errorf("학칙 = %+v, want the item as it was when the store took it", got)
+	}
+	if got := entries["규정"]; got.Title != "규정 제목" || got.Path != "새/규정.md" {
+		t.Errorf("규정 = %+v, want the item as it was when the store took it", got)
+	}
+	q, err := reg.Queue(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q) != 1 || q["학칙"].SHA != "ccc" || q["학칙"].Operation != policy.OpAdd {
+		t.Errorf("queue = %+v, want the add announced with the sha of its item when the store took it", q)
 	}
 }

@@ -108,8 +108,8 @@ func (b bulkBody) elem(i int) []byte {
 	return b.body[b.starts[i]:end]
 }
 
-// only is b with only the given keys, in b's order.
-func (b bulkBody) only(keys []string) bulkBody {
+// onlyBody is b with only the given keys, in b's order.
+func (b bulkBody) onlyBody(keys []string) bulkBody {
 	keep := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		keep[k] = true
@@ -213,25 +213,52 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 }
 
 // PutMade implements registry.PairMaker: Put with each pair made when it
-// is checked and again when it is encoded into the request body, so that
-// a batch's encoded values are never held beside its body (at 10,000 a
-// batch: some 5 MB; docs/bench.md). pair(i) is the pair of keys[i].
+// is checked (and measured) and again when it is encoded into the request
+// body as the request is written (streamedBody), so that neither a batch's
+// encoded values nor its body are held while it is sent (at 10,000 a
+// batch: some 5 and 6 MB; docs/bench.md). pair(i) is the pair of keys[i].
 func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) registry.Pair) map[string]error {
-	var bounds []int
+	var lens []int
 	idx, outcome := registry.ValidateEach(keys, func(i int) error {
 		p := pair(i)
 		if err := registry.CheckPair(p); err != nil {
 			return err
 		}
-		bounds = append(bounds, pairBound(p))
+		lens = append(lens, len(encodePair(p)))
 		return nil
 	})
-	valid := make([]string, len(idx))
-	for j, i := range idx {
-		valid[j] = keys[i]
+	valid := keys
+	if len(idx) < len(keys) { // else every key is valid: no second list of them
+		valid = make([]string, len(idx))
+		for j, i := range idx {
+			valid[j] = keys[i]
+		}
 	}
-	encode := func(j int) []byte { return encodePair(pair(idx[j])) }
-	return s.putBodies(ctx, valid, encode, func(j int) int { return bounds[j] }, outcome)
+	if err := s.canSend(ctx, "write", valid); err != nil {
+		return registry.FailAll(outcome, valid, err)
+	}
+	op := s.writeOp()
+	for _, b := range chunkStreamed(valid, idx, lens, func(i int) []byte { return encodePair(pair(i)) }, s.cfg.MaxBulkBytes) {
+		outcome = s.bulk(ctx, op, b, outcome)
+	}
+	return outcome
+}
+
+// canSend says why a bulk verb of keys cannot be sent: the store is
+// closed, or the context ended.
+func (s *Store) canSend(ctx context.Context, verb string, keys []string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("cloudflare: bulk %s %d keys: %w", verb, len(keys), registry.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cloudflare: bulk %s %d keys: %w", verb, len(keys), err)
+	}
+	return nil
+}
+
+// writeOp is the bulk write endpoint.
+func (s *Store) writeOp() bulkOp {
+	return bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
 }
 
 // putBodies sends the valid pairs of a put, keys[i]'s encoded by
@@ -241,13 +268,10 @@ func (s *Store) putBodies(ctx context.Context, keys []string, encode func(i int)
 	if len(keys) == 0 {
 		return outcome
 	}
-	if s.closed.Load() {
-		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), registry.ErrClosed))
+	if err := s.canSend(ctx, "write", keys); err != nil {
+		return registry.FailAll(outcome, keys, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return registry.FailAll(outcome, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), err))
-	}
-	op := bulkOp{verb: "write", method: http.MethodPut, path: s.namespacePath("bulk"), billed: &s.writes}
+	op := s.writeOp()
 	for _, b := range chunk(keys, encode, bound, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
@@ -261,11 +285,8 @@ func (s *Store) Delete(ctx context.Context, keys []string) map[string]error {
 	if len(valid) == 0 {
 		return outcome
 	}
-	if s.closed.Load() {
-		return registry.FailAll(outcome, valid, fmt.Errorf("cloudflare: bulk delete %d keys: %w", len(valid), registry.ErrClosed))
-	}
-	if err := ctx.Err(); err != nil {
-		return registry.FailAll(outcome, valid, fmt.Errorf("cloudflare: bulk delete %d keys: %w", len(valid), err))
+	if err := s.canSend(ctx, "delete", valid); err != nil {
+		return registry.FailAll(outcome, valid, err)
 	}
 	op := bulkOp{verb: "delete", method: http.MethodPost, path: s.namespacePath("bulk/delete"), billed: &s.deletes}
 	for _, b := range chunk(valid, func(i int) []byte { return registry.MustJSON(valid[i]) }, nil, s.cfg.MaxBulkBytes) {
@@ -301,8 +322,8 @@ func (e *requestFailed) Error() string { return e.err.Error() }
 // context's deadline allows), and records the outcome of the keys: those
 // still unsuccessful fail with ErrUnsuccessful, all that a failed request
 // carried fail with its error.
-func (s *Store) bulk(ctx context.Context, op bulkOp, b bulkBody, outcome map[string]error) map[string]error {
-	n := len(b.keys)
+func (s *Store) bulk(ctx context.Context, op bulkOp, b payload, outcome map[string]error) map[string]error {
+	n := len(b.keyList())
 	pending, tries := b, 0
 	p := retry.Policy{
 		MaxRetries: len(keyRetryWaits),
@@ -310,7 +331,7 @@ func (s *Store) bulk(ctx context.Context, op bulkOp, b bulkBody, outcome map[str
 		Classify:   func(err error) retry.Decision { return retry.Decision{Retry: err == errSomeUnsuccessful} },
 		Sleep:      s.cfg.Sleep,
 		OnRetry: func(ctx context.Context, r retry.Retry) {
-			s.log.WarnContext(ctx, "re-sending keys cloudflare reported unsuccessful", logkey.Op, "bulk "+op.verb, logkey.Entries, len(pending.keys), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
+			s.log.WarnContext(ctx, "re-sending keys cloudflare reported unsuccessful", logkey.Op, "bulk "+op.verb, logkey.Entries, len(pending.keyList()), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
 		},
 	}
 	_, err := retry.Do(ctx, p, func(ctx context.Context) (struct{}, error) {
@@ -329,9 +350,9 @@ func (s *Store) bulk(ctx context.Context, op bulkOp, b bulkBody, outcome map[str
 	case err == nil:
 		return outcome
 	case errors.As(err, &rf):
-		return registry.FailAll(outcome, pending.keys, fmt.Errorf("cloudflare: bulk %s %d keys: %w", op.verb, n, s.edge(ctx, rf.err)))
+		return registry.FailAll(outcome, pending.keyList(), fmt.Errorf("cloudflare: bulk %s %d keys: %w", op.verb, n, s.edge(ctx, rf.err)))
 	}
-	for _, k := range pending.keys {
+	for _, k := range pending.keyList() {
 		kerr := fmt.Errorf("cloudflare: bulk %s %d keys: %q: %w (%d tries)", op.verb, n, k, ErrUnsuccessful, tries)
 		if err != errSomeUnsuccessful { // the context ended before a re-send
 			kerr = fmt.Errorf("%w: %w", kerr, err)
@@ -344,8 +365,9 @@ func (s *Store) bulk(ctx context.Context, op bulkOp, b bulkBody, outcome map[str
 // send makes one bulk request (the transport retries it on 429, 5xx and
 // timeouts) and returns the keys of b that the answer lists in
 // unsuccessful_keys; the others are billed.
-func (s *Store) send(ctx context.Context, op bulkOp, b bulkBody) ([]string, error) {
-	r, err := s.api.Raw(ctx, op.method, op.path, b.json(), http.Header{"Content-Type": {"application/json"}})
+func (s *Store) send(ctx context.Context, op bulkOp, b payload) ([]string, error) {
+	keys := b.keyList()
+	r, err := s.api.Raw(ctx, op.method, op.path, b.data(), http.Header{"Content-Type": {"application/json"}})
 	if err == nil && !r.Success {
 		err = fmt.Errorf("answer not successful: %v", r.Errors)
 	}
@@ -358,8 +380,8 @@ func (s *Store) send(ctx context.Context, op bulkOp, b bulkBody) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	inBatch := make(map[string]bool, len(b.keys))
-	for _, k := range b.keys {
+	inBatch := make(map[string]bool, len(keys))
+	for _, k := range keys {
 		inBatch[k] = true
 	}
 	var failed []string
@@ -369,6 +391,6 @@ func (s *Store) send(ctx context.Context, op bulkOp, b bulkBody) ([]string, erro
 			failed = append(failed, k)
 		}
 	}
-	op.billed.Add(int64(len(b.keys) - len(failed)))
+	op.billed.Add(int64(len(keys) - len(failed)))
 	return failed, nil
 }

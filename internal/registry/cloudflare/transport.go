@@ -51,8 +51,10 @@ func newTransport(base http.RoundTripper, cfg Config, log *slog.Logger) *transpo
 
 // RoundTrip implements http.RoundTripper. A request retried until the bound
 // fails with an *attemptsError; one whose body cannot be sent again stops
-// at its first failure the same way.
+// at its first failure the same way. A bulk body encoded as it is sent
+// (stream.go) is given its length and a way to be sent again.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = withStreamedBody(req)
 	p := t.retries
 	p.OnRetry = func(_ context.Context, r retry.Retry) { t.beforeRetry(req.Method, r) }
 	tries := 0
