@@ -25,19 +25,20 @@ func TestSync_MaxDuration_PartialThenNextRunContinues_EachPolicyWrittenOnce(t *t
 		w.repo.Write(fmt.Sprintf("규정/%02d/정책 %02d.md", i%4, i), fmt.Sprintf("# 정책 %d\n", i))
 	}
 	w.repo.Commit("policies")
-	// Each write of a policy or an announcement takes 60 ms: the 20 of them
+	// Each write of a policy or an announcement takes 200 ms: the 20 of them
 	// outlast the deadline, which leaves the reads (ten blobs at once, a few
-	// hundred ms under -race on a loaded machine) time to finish first.
+	// hundred ms under -race, over a second at a load average of 12: an
+	// 800 ms deadline failed the run there) time to finish first.
 	var slow atomic.Bool
 	slow.Store(true)
 	w.watchCloudflare(func(r *http.Request) {
 		if slow.Load() && isBulkWrite(r) && !bodyMentions(r, registry.LeaseKey) {
-			time.Sleep(60 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond)
 		}
 	})
 	w.env["BATCH_SIZE"], w.env["CONCURRENCY"] = "1", "1"
 
-	first := w.sync(exitPartial, "--max-duration", "800ms")
+	first := w.sync(exitPartial, "--max-duration", "2500ms")
 	var sum policy.RunSummary
 	v, _, ok := w.cf.Value(registry.LastRunKey)
 	if !ok || json.Unmarshal(v, &sum) != nil {
