@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,25 @@ func TestRun_FailingRunExitsNonZero(t *testing.T) {
 	out, code, _ := child(t, "TestHelper_Fails")
 	if code == 0 || !strings.Contains(out, "this run must fail") {
 		t.Fatalf("exit %d, want non-zero\n%s", code, out)
+	}
+}
+
+func TestHelper_SaysGCPercent(t *testing.T) {
+	if os.Getenv(helper) == "" {
+		t.Skip("runs as a child of the tests below")
+	}
+	fmt.Printf("gc=%d\n", debug.SetGCPercent(-1))
+}
+
+// TestRun_CollectorRunsLessOften_UnlessGOGCSet: GOGC 400 when GOGC is not
+// set, and GOGC's own value when it is.
+func TestRun_CollectorRunsLessOften_UnlessGOGCSet(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ env, want string }{{"GOGC=", "gc=400\n"}, {"GOGC=150", "gc=150\n"}} {
+		out, code, _ := child(t, "TestHelper_SaysGCPercent", tc.env)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, want it to say %q\n%s", tc.env, code, tc.want, out)
+		}
 	}
 }
 
