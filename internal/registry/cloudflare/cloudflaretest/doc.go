@@ -9,4 +9,7 @@
 // (FailNext), drawn at seeded rates (SetRates), or as partial bulk failures
 // (FailKeys, FailKeyFraction) that report keys in "unsuccessful_keys" and do
 // not write them. The clock is injectable, for expiry.
+//
+// Its own tests, which drive it with cloudflare-go, are the parent package's
+// (fake_test.go, faults_test.go): one test binary for the Cloudflare edge.
 package cloudflaretest

@@ -1,4 +1,4 @@
-package cloudflaretest_test
+package cloudflare_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package registrytest_test
+package registry_test
 
 import (
 	"errors"

@@ -1,9 +1,0 @@
-package registrytest_test
-
-import (
-	"testing"
-
-	"github.com/knue/syncjob/internal/testmain"
-)
-
-func TestMain(m *testing.M) { testmain.Run(m) }
