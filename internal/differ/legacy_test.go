@@ -16,7 +16,7 @@ func TestSplitV1_CurrentIsTheListingItself(t *testing.T) {
 	t.Parallel()
 	sha := "0123456789abcdef0123456789abcdef01234567"
 	all := map[string]policy.Entry{
-		"학칙":    {PolicyName: "학칙", SHA: sha, Path: "a/학칙.md"},
+		"학칙":   {PolicyName: "학칙", SHA: sha, Path: "a/학칙.md"},
 		"옛 규정": {Title: "옛 규정", FileNo: "7"},
 	}
 	current, v1 := differ.SplitV1(all)
