@@ -1,7 +1,6 @@
 package differ
 
 import (
-	"maps"
 	"slices"
 	"time"
 
@@ -15,8 +14,9 @@ import (
 // for the policy's version (a worker compares shas: a fresh announcement is
 // harmless). Names the plan writes, failed writes the sync owes (pending:
 // SettleQueue's) and skipped names are left alone. queued are the queue
-// entries' shas by name; entries the policies the registry holds.
-func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Entry, pending map[string]policy.QueueEntry, queued map[string]string, now time.Time) QueueWork {
+// entries' versions, sorted by name, each name once; entries the policies
+// the registry holds.
+func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Entry, pending map[string]policy.QueueEntry, queued []policy.Queued, now time.Time) QueueWork {
 	leave := map[string]bool{}
 	for _, it := range plan.Items {
 		leave[it.PolicyName] = true
@@ -30,7 +30,8 @@ func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Ent
 	for _, q := range work.Requeue {
 		leave[q.PolicyName] = true
 	}
-	for _, name := range slices.Sorted(maps.Keys(queued)) {
+	for _, q := range queued {
+		name := q.PolicyName
 		if _, owed := pending[name]; owed || leave[name] {
 			continue
 		}
@@ -39,7 +40,7 @@ func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Ent
 		case !ok:
 			work.Drop = append(work.Drop, name)
 			work.Orphans = append(work.Orphans, name)
-		case e.SHA != queued[name]:
+		case e.SHA != q.SHA:
 			work.Requeue = append(work.Requeue, policy.QueueEntry{PolicyName: name, SHA: e.SHA, Operation: policy.OpUpdate, CreatedAt: now.UTC().Format(policy.TimeLayout)})
 		}
 	}

@@ -20,35 +20,38 @@ import (
 // complete (see PolicyPair), and its value is read only otherwise (legacy or
 // hand-written keys, metadata dropped for size).
 func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
-	items, err := r.store.List(ctx, PolicyPrefix)
+	entries = map[string]policy.Entry{}
+	err = r.listPages(ctx, PolicyPrefix, func(items []Item) error {
+		for _, it := range items {
+			name := strings.TrimPrefix(it.Key, PolicyPrefix)
+			if it.Value == nil {
+				if e, ok := entryFromMetadata(it); ok {
+					entries[name] = e
+					continue
+				}
+				filled, found, err := r.fill(ctx, it)
+				if err != nil {
+					return err
+				}
+				if !found {
+					continue // gone since it was listed
+				}
+				it = filled
+			}
+			var e policy.Entry
+			if err := decodeObject(it.Value, &e); err != nil {
+				if problems == nil {
+					problems = make(map[string]error)
+				}
+				problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
+				continue
+			}
+			entries[name] = e
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("registry: read policies: %w", err)
-	}
-	entries = make(map[string]policy.Entry, len(items))
-	for _, it := range items {
-		name := strings.TrimPrefix(it.Key, PolicyPrefix)
-		if it.Value == nil {
-			if e, ok := entryFromMetadata(it); ok {
-				entries[name] = e
-				continue
-			}
-			var found bool
-			if it, found, err = r.fill(ctx, it); err != nil {
-				return nil, nil, fmt.Errorf("registry: read policies: %w", err)
-			}
-			if !found {
-				continue
-			}
-		}
-		var e policy.Entry
-		if err := decodeObject(it.Value, &e); err != nil {
-			if problems == nil {
-				problems = make(map[string]error)
-			}
-			problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
-			continue
-		}
-		entries[name] = e
 	}
 	return entries, problems, nil
 }

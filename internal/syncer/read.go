@@ -37,9 +37,10 @@ type registryState struct {
 	partial bool
 	size    int
 	dead    map[string]policy.DeadLetter
-	// queued are the queue entries' shas by name, read by a full run to
-	// repair the queue (differ.RepairQueue); nil otherwise.
-	queued map[string]string
+	// queued are the queue entries' versions, sorted by name, read by a
+	// full run to repair the queue (differ.RepairQueue); nil otherwise
+	// (an empty queue, listed, is not nil).
+	queued []policy.Queued
 }
 
 // read reads what the plan needs: in a full run, the head tree and every
