@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/registry"
@@ -47,7 +48,7 @@ func (s *Store) ListPages(ctx context.Context, prefix string, page func([]regist
 		return fmt.Errorf("cloudflare: list %q: %w", prefix, registry.ErrClosed)
 	}
 	cursor := ""
-	seen := map[string]bool{}
+	seen := cursors{}
 	for {
 		items, next, err := s.listPage(ctx, prefix, cursor)
 		if err != nil {
@@ -59,10 +60,9 @@ func (s *Store) ListPages(ctx context.Context, prefix string, page func([]regist
 		if next == "" {
 			return nil
 		}
-		if seen[next] {
+		if seen.repeated(next) {
 			return fmt.Errorf("cloudflare: list %q: cursor repeated", prefix)
 		}
-		seen[next] = true
 		cursor = next
 	}
 }
@@ -103,4 +103,20 @@ func (s *Store) listPage(ctx context.Context, prefix, cursor string) (items []re
 		next = r.ResultInfo.Cursor
 	}
 	return items, next, nil
+}
+
+// cursors are the cursors a listing was given, to stop one that repeats.
+// Each is kept as a copy: the API client decodes a response's strings as
+// slices of the whole response, so a cursor kept as given would keep its
+// page's 150-250 KB body for as long as the listing lasts
+// (docs/bench.md, "A full run's memory").
+type cursors map[string]bool
+
+// repeated reports whether c was seen before, and remembers it.
+func (s cursors) repeated(c string) bool {
+	if s[c] {
+		return true
+	}
+	s[strings.Clone(c)] = true
+	return false
 }
