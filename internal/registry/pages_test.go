@@ -94,3 +94,33 @@ func TestPolicies_PageByPage(t *testing.T) {
 		t.Errorf("Policies (-want +got):\n%s", diff)
 	}
 }
+
+// A listed entry's strings are not the listed key's or metadata's, and the
+// entries a run wrote at once share one lastUpdated.
+func TestPolicies_StringsNotTheListing_OneLastUpdated(t *testing.T) {
+	t.Parallel()
+	var page []registry.Item
+	for _, name := range []string{"a", "b", "학칙"} {
+		pair := registry.PolicyPair(policy.Entry{PolicyName: name, Title: name, Status: policy.StatusActive, SHA: "0123456789abcdef0123456789abcdef01234567", Path: "x/" + name + ".md", LastUpdated: "2026-11-26T16:00:00Z"})
+		page = append(page, registry.Item{Key: pair.Key, Metadata: pair.Metadata})
+	}
+	got, _, err := registry.New(pagedStore{pages: [][]registry.Item{page}}).Policies(t.Context())
+	if err != nil || len(got) != len(page) {
+		t.Fatalf("Policies = %d entries, %v; want %d", len(got), err, len(page))
+	}
+	var last *byte
+	for key, e := range got {
+		for _, it := range page {
+			for _, s := range []string{key, e.PolicyName, e.Title, e.SHA, e.Path, e.LastUpdated} {
+				if within(s, it.Key) || within(s, unsafe.String(&it.Metadata[0], len(it.Metadata))) {
+					t.Errorf("%q is a slice of the listing of %q: the listing stays held", s, it.Key)
+				}
+			}
+		}
+		if p := unsafe.StringData(e.LastUpdated); last != nil && p != last {
+			t.Errorf("%s: lastUpdated is a string of its own, not the one of the entries before", key)
+		} else {
+			last = p
+		}
+	}
+}
