@@ -14,8 +14,9 @@ import (
 // for the policy's version (a worker compares shas: a fresh announcement is
 // harmless). Names the plan writes, failed writes the sync owes (pending:
 // SettleQueue's) and skipped names are left alone. queued are the queue
-// entries' versions, sorted by name, each name once; entries the policies
-// the registry holds.
+// entries' versions, sorted by name, each name once, less any the caller
+// left out because QueueCurrent reports them (RepairQueue does nothing
+// with those); entries the policies the registry holds.
 func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Entry, pending map[string]policy.QueueEntry, queued []policy.Queued, now time.Time) QueueWork {
 	leave := map[string]bool{}
 	for _, it := range plan.Items {
@@ -40,9 +41,19 @@ func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Ent
 		case !ok:
 			work.Drop = append(work.Drop, name)
 			work.Orphans = append(work.Orphans, name)
-		case e.SHA != q.SHA:
+		case !QueueCurrent(entries, q):
 			work.Requeue = append(work.Requeue, policy.QueueEntry{PolicyName: name, SHA: e.SHA, Operation: policy.OpUpdate, CreatedAt: now.UTC().Format(policy.TimeLayout)})
 		}
 	}
 	return work
+}
+
+// QueueCurrent reports whether a queue entry announces the version of its
+// policy that the registry holds: RepairQueue leaves it as it is, whatever
+// the plan. A full run keeps only the queue entries it does not report
+// while it lists the queue (docs/bench.md, "A full run's memory"): the
+// rest are all the queue's entries in the usual case.
+func QueueCurrent(entries map[string]policy.Entry, q policy.Queued) bool {
+	e, ok := entries[q.PolicyName]
+	return ok && e.SHA == q.SHA
 }

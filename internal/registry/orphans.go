@@ -15,9 +15,10 @@ import (
 // matches. A listing that carries metadata costs no read of a value; an
 // entry without metadata is read. An entry that does not decode is listed
 // with sha "" (it matches no policy, so a full run rewrites or removes it).
-// On success it is not nil, even for an empty queue. The listing is read
+// When leave is not nil, the entries it reports are left out as they are
+// listed. On success it is not nil, even for an empty queue. The listing is read
 // a page at a time and only the names and shas are kept, in shared chunks (docs/bench.md, "A full run's memory").
-func (r *Registry) QueueVersions(ctx context.Context) ([]policy.Queued, error) {
+func (r *Registry) QueueVersions(ctx context.Context, leave func(policy.Queued) bool) ([]policy.Queued, error) {
 	var s strs
 	out := []policy.Queued{} // not nil: the queue was listed, if empty
 	err := r.listPages(ctx, QueuePrefix, func(items []Item) error {
@@ -26,8 +27,9 @@ func (r *Registry) QueueVersions(ctx context.Context) ([]policy.Queued, error) {
 			if err != nil {
 				return err
 			}
-			if ok {
-				out = append(out, policy.Queued{PolicyName: s.copy(strings.TrimPrefix(it.Key, QueuePrefix)), SHA: s.copy(sha)})
+			q := policy.Queued{PolicyName: strings.TrimPrefix(it.Key, QueuePrefix), SHA: sha}
+			if ok && (leave == nil || !leave(q)) {
+				out = append(out, policy.Queued{PolicyName: s.copy(q.PolicyName), SHA: s.copy(q.SHA)})
 			}
 		}
 		return nil

@@ -45,7 +45,7 @@ func TestQueueVersions_PageByPage_SortedOnceEach_KeysNotHeld(t *testing.T) {
 		{queued("학칙", "b1"), queued("a", "a1")},
 		{queued("c d", "c1"), queued("학칙", "b2")},
 	}
-	got, err := registry.New(pagedStore{pages: pages}).QueueVersions(t.Context())
+	got, err := registry.New(pagedStore{pages: pages}).QueueVersions(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,11 @@ func TestQueueVersions_PageByPage_SortedOnceEach_KeysNotHeld(t *testing.T) {
 			}
 		}
 	}
-	empty, err := registry.New(pagedStore{}).QueueVersions(t.Context())
+	left, err := registry.New(pagedStore{pages: pages}).QueueVersions(t.Context(), func(q policy.Queued) bool { return q.PolicyName != "c d" })
+	if diff := cmp.Diff([]policy.Queued{{PolicyName: "c d", SHA: "c1"}}, left); err != nil || diff != "" {
+		t.Errorf("QueueVersions leaving all but \"c d\" (-want +got):\n%s (err %v)", diff, err)
+	}
+	empty, err := registry.New(pagedStore{}).QueueVersions(t.Context(), nil)
 	if err != nil || empty == nil {
 		t.Errorf("QueueVersions of an empty queue = %v, %v; want an empty, non-nil slice (the queue was listed)", empty, err)
 	}
