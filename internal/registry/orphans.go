@@ -16,8 +16,9 @@ import (
 // entry without metadata is read. An entry that does not decode is listed
 // with sha "" (it matches no policy, so a full run rewrites or removes it).
 // When leave is not nil, the entries it reports are left out as they are
-// listed. On success it is not nil, even for an empty queue. The listing is read
-// a page at a time and only the names and shas are kept, in shared chunks (docs/bench.md, "A full run's memory").
+// listed. On success it is not nil, even for an empty queue. The listing
+// is read a page at a time and only the names and shas are kept, in shared
+// chunks (docs/bench.md, "A full run's memory").
 func (r *Registry) QueueVersions(ctx context.Context, leave func(policy.Queued) bool) ([]policy.Queued, error) {
 	var s strs
 	out := []policy.Queued{} // not nil: the queue was listed, if empty

@@ -18,7 +18,9 @@ import (
 // A backend that lists without values (Cloudflare) costs one List request
 // per page of keys: an entry is built from its key's metadata when that is
 // complete (see PolicyPair), and its value is read only otherwise (legacy or
-// hand-written keys, metadata dropped for size).
+// hand-written keys, metadata dropped for size). The listing is read a page
+// at a time (PageLister) and an entry's strings kept in shared chunks, not
+// the listed keys (docs/bench.md, "A full run's memory").
 func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
 	entries = map[string]policy.Entry{}
 	var s entryStrs
