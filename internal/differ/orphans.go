@@ -1,7 +1,6 @@
 package differ
 
 import (
-	"maps"
 	"slices"
 	"time"
 
@@ -15,8 +14,10 @@ import (
 // for the policy's version (a worker compares shas: a fresh announcement is
 // harmless). Names the plan writes, failed writes the sync owes (pending:
 // SettleQueue's) and skipped names are left alone. queued are the queue
-// entries' shas by name; entries the policies the registry holds.
-func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Entry, pending map[string]policy.QueueEntry, queued map[string]string, now time.Time) QueueWork {
+// entries' versions, sorted by name, each name once, less any the caller
+// left out because QueueCurrent reports them (RepairQueue does nothing
+// with those); entries the policies the registry holds.
+func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Entry, pending map[string]policy.QueueEntry, queued []policy.Queued, now time.Time) QueueWork {
 	leave := map[string]bool{}
 	for _, it := range plan.Items {
 		leave[it.PolicyName] = true
@@ -30,7 +31,8 @@ func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Ent
 	for _, q := range work.Requeue {
 		leave[q.PolicyName] = true
 	}
-	for _, name := range slices.Sorted(maps.Keys(queued)) {
+	for _, q := range queued {
+		name := q.PolicyName
 		if _, owed := pending[name]; owed || leave[name] {
 			continue
 		}
@@ -39,9 +41,19 @@ func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Ent
 		case !ok:
 			work.Drop = append(work.Drop, name)
 			work.Orphans = append(work.Orphans, name)
-		case e.SHA != queued[name]:
+		case !QueueCurrent(entries, q):
 			work.Requeue = append(work.Requeue, policy.QueueEntry{PolicyName: name, SHA: e.SHA, Operation: policy.OpUpdate, CreatedAt: now.UTC().Format(policy.TimeLayout)})
 		}
 	}
 	return work
+}
+
+// QueueCurrent reports whether a queue entry announces the version of its
+// policy that the registry holds: RepairQueue leaves it as it is, whatever
+// the plan. A full run keeps only the queue entries it does not report
+// while it lists the queue (docs/bench.md, "A full run's memory"): the
+// rest are all the queue's entries in the usual case.
+func QueueCurrent(entries map[string]policy.Entry, q policy.Queued) bool {
+	e, ok := entries[q.PolicyName]
+	return ok && e.SHA == q.SHA
 }

@@ -50,7 +50,7 @@ func TestRepairQueue_OrphansRemovedStaleRewritten(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
 	entries := map[string]policy.Entry{"ok": {SHA: "o1"}, "stale": {SHA: "s2"}, "owed": {SHA: "w2"}}
-	queued := map[string]string{"ok": "o1", "stale": "s1", "orphan": "x1", "owed": "w1", "planned": "p1", "skip": "k1"}
+	queued := []policy.Queued{{PolicyName: "ok", SHA: "o1"}, {PolicyName: "orphan", SHA: "x1"}, {PolicyName: "owed", SHA: "w1"}, {PolicyName: "planned", SHA: "p1"}, {PolicyName: "skip", SHA: "k1"}, {PolicyName: "stale", SHA: "s1"}}
 	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "planned", SHA: "p2"}}, Skipped: []policy.Skip{{PolicyName: "skip"}}}
 	pending := map[string]policy.QueueEntry{"owed": {PolicyName: "owed", SHA: "w1"}}
 	got := differ.RepairQueue(plan, differ.QueueWork{}, entries, pending, queued, now)

@@ -18,57 +18,85 @@ import (
 // A backend that lists without values (Cloudflare) costs one List request
 // per page of keys: an entry is built from its key's metadata when that is
 // complete (see PolicyPair), and its value is read only otherwise (legacy or
-// hand-written keys, metadata dropped for size).
+// hand-written keys, metadata dropped for size). The listing is read a page
+// at a time (PageLister) and an entry's strings kept in shared chunks, not
+// the listed keys (docs/bench.md, "A full run's memory").
 func (r *Registry) Policies(ctx context.Context) (entries map[string]policy.Entry, problems map[string]error, err error) {
-	items, err := r.store.List(ctx, PolicyPrefix)
+	entries = map[string]policy.Entry{}
+	var s entryStrs
+	err = r.listPages(ctx, PolicyPrefix, func(items []Item) error {
+		for _, it := range items {
+			name := strings.TrimPrefix(it.Key, PolicyPrefix)
+			if it.Value == nil {
+				if e, ok := entryFromMetadata(it, &s); ok {
+					entries[e.PolicyName] = e // not name: the listed key is not kept
+					continue
+				}
+				filled, found, err := r.fill(ctx, it)
+				if err != nil {
+					return err
+				}
+				if !found {
+					continue // gone since it was listed
+				}
+				it = filled
+			}
+			var e policy.Entry
+			if err := decodeObject(it.Value, &e); err != nil {
+				if problems == nil {
+					problems = make(map[string]error)
+				}
+				problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
+				continue
+			}
+			entries[name] = e
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("registry: read policies: %w", err)
-	}
-	entries = make(map[string]policy.Entry, len(items))
-	for _, it := range items {
-		name := strings.TrimPrefix(it.Key, PolicyPrefix)
-		if it.Value == nil {
-			if e, ok := entryFromMetadata(it); ok {
-				entries[name] = e
-				continue
-			}
-			var found bool
-			if it, found, err = r.fill(ctx, it); err != nil {
-				return nil, nil, fmt.Errorf("registry: read policies: %w", err)
-			}
-			if !found {
-				continue
-			}
-		}
-		var e policy.Entry
-		if err := decodeObject(it.Value, &e); err != nil {
-			if problems == nil {
-				problems = make(map[string]error)
-			}
-			problems[it.Key] = fmt.Errorf("registry: decode %s: %w", it.Key, err)
-			continue
-		}
-		entries[name] = e
 	}
 	return entries, problems, nil
 }
 
 // entryFromMetadata returns the Entry a listed policy key's metadata
 // describes, when it describes all of it: written by PolicyPair, with path,
-// title and lastUpdated, and no legacy fields.
-func entryFromMetadata(it Item) (policy.Entry, bool) {
+// title and lastUpdated, and no legacy fields. Its strings are taken from
+// s, not from the listed key.
+func entryFromMetadata(it Item, s *entryStrs) (policy.Entry, bool) {
 	var m policyMetadata
 	if decodeObject(it.Metadata, &m) != nil || m.Legacy || m.Path == nil || m.Title == nil || m.LastUpdated == nil {
 		return policy.Entry{}, false
 	}
+	name := s.copy(strings.TrimPrefix(it.Key, PolicyPrefix))
+	title := name
+	if *m.Title != name {
+		title = s.copy(*m.Title)
+	}
 	return policy.Entry{
-		PolicyName:  strings.TrimPrefix(it.Key, PolicyPrefix),
-		Title:       *m.Title,
+		PolicyName:  name,
+		Title:       title,
 		Status:      policy.StatusActive,
-		LastUpdated: *m.LastUpdated,
-		SHA:         m.SHA,
-		Path:        *m.Path,
+		LastUpdated: s.lastUpdated(*m.LastUpdated),
+		SHA:         s.copy(m.SHA),
+		Path:        s.copy(*m.Path),
 	}, true
+}
+
+// entryStrs keeps the strings of a full run's listed entries in shared
+// chunks, and one lastUpdated for the many entries a run wrote at once
+// (docs/bench.md, "A full run's memory").
+type entryStrs struct {
+	strs
+	last string
+}
+
+// lastUpdated returns t, as the string of the entry before when equal.
+func (s *entryStrs) lastUpdated(t string) string {
+	if t != s.last {
+		s.last = s.copy(t)
+	}
+	return s.last
 }
 
 // CountPolicies returns how many policy:{name} keys the registry holds,

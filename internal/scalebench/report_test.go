@@ -32,7 +32,7 @@ func printScale(w io.Writer, sets []*scaleSet, head scaleHead) {
 	}
 	fmt.Fprint(w, "\n\n| policies | files | run | wall (s) | GitHub requests | Cloudflare requests | peak RSS (MiB) | CPU (s) |\n|---:|---|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range sets {
-		for _, run := range []string{runFirst, runMinimal, runIncr, runUnchanged} {
+		for _, run := range []string{runFirst, runMinimal, runFull, runIncr, runUnchanged} {
 			m, ok := s.median(run)
 			if !ok {
 				if why := s.killedRun(run); why != "" {
@@ -60,7 +60,7 @@ func printScale(w io.Writer, sets []*scaleSet, head scaleHead) {
 	}
 	fmt.Fprint(w, "\nWhere it goes (phases from the summary line, ms; requests by endpoint at the proxies; connections opened):\n\n| policies | files | run | phases (ms) | GitHub | Cloudflare | connections GitHub/Cloudflare |\n|---:|---|---|---|---|---|---|\n")
 	for _, s := range sets {
-		for _, run := range []string{runFirst, runMinimal, runIncr, runUnchanged} {
+		for _, run := range []string{runFirst, runMinimal, runFull, runIncr, runUnchanged} {
 			m, ok := s.median(run)
 			if !ok {
 				continue
@@ -148,6 +148,10 @@ func (s *scaleSet) targets() []scaleCheck {
 			b := cfBound(r.m.ops)
 			out = append(out, scaleCheck{fmt.Sprintf("%s: Cloudflare ≤ ⌈N/1000⌉ + ⌈operations/%d⌉ + %d = %d (%d operations)", r.name, batch, slack, b, r.m.ops), fmt.Sprint(r.m.cloudflare), r.m.cloudflare <= b})
 		}
+	}
+	if full, okFull := s.median(runFull); okFirst && okFull && first.rssKiB > 0 {
+		above := float64(full.rssKiB-first.rssKiB) / 1024
+		out = append(out, scaleCheck{"full run: peak RSS ≤ the first sync's + 10 MiB", fmt.Sprintf("%.1f MiB (%+.1f MiB)", float64(full.rssKiB)/1024, above), above <= 10})
 	}
 	if okFirst {
 		total, longest := s.leaseExpired(runFirst)

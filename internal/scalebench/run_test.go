@@ -76,14 +76,14 @@ func buildRusage(b *testing.B, gotool string) string {
 	return bin
 }
 
-// sync runs "syncjob sync" against t and returns what it cost.
-func (p scaleProgram) sync(tb testing.TB, t scaleTarget, name string) scaleResult {
+// sync runs "syncjob sync" with args against t and returns what it cost.
+func (p scaleProgram) sync(tb testing.TB, t scaleTarget, name string, args ...string) scaleResult {
 	tb.Helper()
 	dir := tb.TempDir()
 	report := filepath.Join(dir, "rusage.json")
-	cmd := exec.Command(p.bin, "sync")
+	cmd := exec.Command(p.bin, append([]string{"sync"}, args...)...)
 	if p.rusage != "" {
-		cmd = exec.Command(p.rusage, "-out", report, "-cap", strconv.FormatInt(p.memCap, 10), "--", p.bin, "sync")
+		cmd = exec.Command(p.rusage, append([]string{"-out", report, "-cap", strconv.FormatInt(p.memCap, 10), "--", p.bin, "sync"}, args...)...)
 	}
 	cmd.Dir = dir
 	cmd.Env = append([]string{

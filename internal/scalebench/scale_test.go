@@ -29,6 +29,7 @@ var (
 	scaleMemCap   = flag.Int64("scale.memcap", 4096, "scale bench: MiB; a run whose RSS passes it is stopped (0: no cap)")
 	scaleLogs     = flag.String("scale.logs", "", "scale bench: folder to keep each run's log in")
 	scaleProfile  = flag.String("scale.profile", "", "scale bench: folder for CPU and heap profiles of a first and an incremental sync run in-process (see docs/bench.md)")
+	scaleFull     = flag.Bool("scale.full", false, "scale bench: after the first sync, run 'sync --full' over the registry it wrote (head unchanged): a full run's memory")
 )
 
 // The runs of one repetition.
@@ -37,6 +38,7 @@ const (
 	runMinimal   = "first sync, minimal client"
 	runIncr      = "incremental (5 edits, 1 add, 1 delete)"
 	runUnchanged = "unchanged head"
+	runFull      = "full run (head unchanged, --full)"
 )
 
 // BenchmarkScale runs the syncjob binary, as a child process, against the
@@ -154,7 +156,7 @@ func (s *scaleSet) bench(b *testing.B, prog scaleProgram) {
 	if *scaleProfile != "" {
 		s.profile(b, sr, ghp)
 	}
-	for _, run := range []struct{ name, unit string }{{runFirst, "first"}, {runIncr, "incr"}, {runUnchanged, "same"}, {runMinimal, "minimal"},
+	for _, run := range []struct{ name, unit string }{{runFirst, "first"}, {runFull, "full"}, {runIncr, "incr"}, {runUnchanged, "same"}, {runMinimal, "minimal"},
 		{runMirrorFirst, "mirror-first"}, {runMirrorIncr, "mirror-incr"}, {runMirrorMinimal, "mirror-minimal"}} {
 		m, ok := s.median(run.name)
 		if !ok {
@@ -183,17 +185,22 @@ func (s *scaleSet) once(b *testing.B, prog scaleProgram, sr *scaleRepo, ghp *sca
 	name := func(run string) string {
 		return fmt.Sprintf("%s-%d-%s", strings.ReplaceAll(s.name(), "/", "-"), i+1, strings.Fields(run)[0])
 	}
-	for _, run := range []struct {
+	type scaleRun struct {
 		name, mode              string
 		added, updated, deleted int
 		head                    string
-	}{
-		{runFirst, "full", s.n, 0, 0, sr.base},
-		{runIncr, "incremental", 1, 5, 1, sr.next},
-		{runUnchanged, "unchanged", 0, 0, 0, sr.next},
-	} {
+		args                    []string
+	}
+	runs := []scaleRun{{name: runFirst, mode: "full", added: s.n, head: sr.base}}
+	if *scaleFull {
+		runs = append(runs, scaleRun{name: runFull, mode: "full", head: sr.base, args: []string{"--full"}})
+	}
+	runs = append(runs,
+		scaleRun{name: runIncr, mode: "incremental", added: 1, updated: 5, deleted: 1, head: sr.next},
+		scaleRun{name: runUnchanged, mode: "unchanged", head: sr.next})
+	for _, run := range runs {
 		sr.at(run.head)
-		r := prog.sync(b, t, name(run.name))
+		r := prog.sync(b, t, name(run.name), run.args...)
 		rep[run.name] = r
 		if r.leaseExpired > 0 {
 			s.problems = append(s.problems, fmt.Sprintf("%s, repetition %d, %s: the lease had expired for %s (at most %s at a time) while the run went on writing",

@@ -37,9 +37,11 @@ type registryState struct {
 	partial bool
 	size    int
 	dead    map[string]policy.DeadLetter
-	// queued are the queue entries' shas by name, read by a full run to
-	// repair the queue (differ.RepairQueue); nil otherwise.
-	queued map[string]string
+	// queued are the queue entries' versions, sorted by name, read by a
+	// full run to repair the queue (differ.RepairQueue), less those that
+	// announce their policy's version (differ.QueueCurrent); nil otherwise
+	// (an empty queue, listed, is not nil).
+	queued []policy.Queued
 }
 
 // read reads what the plan needs: in a full run, the head tree and every
@@ -80,8 +82,10 @@ func (r *run) read(ctx context.Context, st state, mode, reason string, distrust 
 	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs, ahead); err != nil || in.cs != nil || st.last == "" {
 		return in, err
 	}
-	// a full run after a sync repairs the queue (a first sync: none left)
-	in.reg.queued, err = r.Registry.QueueVersions(ctx)
+	// a full run after a sync repairs the queue (a first sync: none left),
+	// keeping only what the repair may change
+	entries := in.reg.entries
+	in.reg.queued, err = r.Registry.QueueVersions(ctx, func(q policy.Queued) bool { return differ.QueueCurrent(entries, q) })
 	return in, err
 }
 

@@ -1,0 +1,130 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+)
+
+// pagedStore lists only page by page, as Cloudflare can: its List fails,
+// so a read that would hold the whole listing at once fails.
+type pagedStore struct {
+	registry.Store // nil: no other method is called
+	pages          [][]registry.Item
+}
+
+func (p pagedStore) List(context.Context, string) ([]registry.Item, error) {
+	return nil, errors.New("pagedStore: List holds the whole listing")
+}
+
+func (p pagedStore) ListPages(_ context.Context, _ string, page func([]registry.Item) error) error {
+	for _, items := range p.pages {
+		if err := page(items); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func queued(name, sha string) registry.Item {
+	pair := registry.QueuePair(policy.QueueEntry{PolicyName: name, SHA: sha, Operation: policy.OpAdd, CreatedAt: "2026-11-26T16:00:00Z"})
+	return registry.Item{Key: pair.Key, Metadata: pair.Metadata}
+}
+
+// A full run's queue listing is read a page at a time and kept as a
+// sorted slice whose strings are not the listed keys.
+func TestQueueVersions_PageByPage_SortedOnceEach_KeysNotHeld(t *testing.T) {
+	t.Parallel()
+	pages := [][]registry.Item{
+		{queued("학칙", "b1"), queued("a", "a1")},
+		{queued("c d", "c1"), queued("학칙", "b2")},
+	}
+	got, err := registry.New(pagedStore{pages: pages}).QueueVersions(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []policy.Queued{{PolicyName: "a", SHA: "a1"}, {PolicyName: "c d", SHA: "c1"}, {PolicyName: "학칙", SHA: "b2"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("QueueVersions (-want +got):\n%s", diff)
+	}
+	for _, q := range got {
+		for _, page := range pages {
+			for _, it := range page {
+				if within(q.PolicyName, it.Key) {
+					t.Errorf("name %q is a slice of the listed key %q: the listing's keys stay held", q.PolicyName, it.Key)
+				}
+			}
+		}
+	}
+	left, err := registry.New(pagedStore{pages: pages}).QueueVersions(t.Context(), func(q policy.Queued) bool { return q.PolicyName != "c d" })
+	if diff := cmp.Diff([]policy.Queued{{PolicyName: "c d", SHA: "c1"}}, left); err != nil || diff != "" {
+		t.Errorf("QueueVersions leaving all but \"c d\" (-want +got):\n%s (err %v)", diff, err)
+	}
+	empty, err := registry.New(pagedStore{}).QueueVersions(t.Context(), nil)
+	if err != nil || empty == nil {
+		t.Errorf("QueueVersions of an empty queue = %v, %v; want an empty, non-nil slice (the queue was listed)", empty, err)
+	}
+}
+
+// within reports whether s lies in the memory of key.
+func within(s, key string) bool {
+	if s == "" || key == "" {
+		return false
+	}
+	p, k := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(key)))
+	return p >= k && p < k+uintptr(len(key))
+}
+
+// A full run's policies are read a page at a time.
+func TestPolicies_PageByPage(t *testing.T) {
+	t.Parallel()
+	a := policy.Entry{PolicyName: "a", Title: "A", Status: policy.StatusActive, SHA: "a1", Path: "x/a.md", LastUpdated: "2026-11-26T16:00:00Z"}
+	b := policy.Entry{PolicyName: "학칙", Title: "학칙", Status: policy.StatusActive, SHA: "b1", Path: "학칙.md", LastUpdated: "2026-11-26T16:00:00Z"}
+	item := func(e policy.Entry) registry.Item {
+		pair := registry.PolicyPair(e)
+		return registry.Item{Key: pair.Key, Metadata: pair.Metadata}
+	}
+	got, problems, err := registry.New(pagedStore{pages: [][]registry.Item{{item(a)}, {item(b)}}}).Policies(t.Context())
+	if err != nil || problems != nil {
+		t.Fatalf("Policies: problems %v, err %v", problems, err)
+	}
+	if diff := cmp.Diff(map[string]policy.Entry{"a": a, "학칙": b}, got); diff != "" {
+		t.Errorf("Policies (-want +got):\n%s", diff)
+	}
+}
+
+// A listed entry's strings are not the listed key's or metadata's, and the
+// entries a run wrote at once share one lastUpdated.
+func TestPolicies_StringsNotTheListing_OneLastUpdated(t *testing.T) {
+	t.Parallel()
+	var page []registry.Item
+	for _, name := range []string{"a", "b", "학칙"} {
+		pair := registry.PolicyPair(policy.Entry{PolicyName: name, Title: name, Status: policy.StatusActive, SHA: "0123456789abcdef0123456789abcdef01234567", Path: "x/" + name + ".md", LastUpdated: "2026-11-26T16:00:00Z"})
+		page = append(page, registry.Item{Key: pair.Key, Metadata: pair.Metadata})
+	}
+	got, _, err := registry.New(pagedStore{pages: [][]registry.Item{page}}).Policies(t.Context())
+	if err != nil || len(got) != len(page) {
+		t.Fatalf("Policies = %d entries, %v; want %d", len(got), err, len(page))
+	}
+	var last *byte
+	for key, e := range got {
+		for _, it := range page {
+			for _, s := range []string{key, e.PolicyName, e.Title, e.SHA, e.Path, e.LastUpdated} {
+				if within(s, it.Key) || within(s, unsafe.String(&it.Metadata[0], len(it.Metadata))) {
+					t.Errorf("%q is a slice of the listing of %q: the listing stays held", s, it.Key)
+				}
+			}
+		}
+		if p := unsafe.StringData(e.LastUpdated); last != nil && p != last {
+			t.Errorf("%s: lastUpdated is a string of its own, not the one of the entries before", key)
+		} else {
+			last = p
+		}
+	}
+}
