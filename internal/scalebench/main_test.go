@@ -7,12 +7,13 @@ import (
 	"github.com/knue/syncjob/internal/testmain"
 )
 
-// TestMain keeps the collector at Go's default here: testmain.Run would
-// run it at GOGC 400 for the tests' sake, and the minimal client and the
+// init keeps the collector at Go's default here (GOGC 100): testmain.Run
+// would run it at 400 for the tests' sake, and the minimal client and the
 // in-process profiles must run as a program does.
-func TestMain(m *testing.M) {
+func init() {
 	if _, set := os.LookupEnv("GOGC"); !set {
-		os.Setenv("GOGC", "100")
+		_ = os.Setenv("GOGC", "100")
 	}
-	testmain.Run(m)
 }
+
+func TestMain(m *testing.M) { testmain.Run(m) }
