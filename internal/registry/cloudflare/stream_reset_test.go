@@ -69,4 +69,3 @@ type resetError struct{ err error }
 
 func (e *resetError) Error() string { return "write tcp: " + e.err.Error() }
 func (e *resetError) Unwrap() error { return e.err }
-
