@@ -29,8 +29,14 @@ func (r *Registry) QueueVersions(ctx context.Context, leave func(policy.Queued) 
 				return err
 			}
 			q := policy.Queued{PolicyName: strings.TrimPrefix(it.Key, QueuePrefix), SHA: sha}
-			if ok && (leave == nil || !leave(q)) {
+			switch {
+			case !ok:
+			case leave == nil || !leave(q):
 				out = append(out, policy.Queued{PolicyName: s.copy(q.PolicyName), SHA: s.copy(q.SHA)})
+			case len(out) > 0 && out[len(out)-1].PolicyName == q.PolicyName:
+				// left out, it is the name's last listing: an earlier one
+				// (listed just before, in key order) goes too
+				out = out[:len(out)-1]
 			}
 		}
 		return nil

@@ -128,3 +128,34 @@ func TestPolicies_StringsNotTheListing_OneLastUpdated(t *testing.T) {
 		}
 	}
 }
+
+// A name listed twice keeps its last listing (as a map by name did), and
+// a last listing that leave reports leaves nothing of the name: the repair
+// would otherwise see the earlier listing and rewrite an announcement that
+// is current (differ.RepairQueue requeues a queue entry whose sha is not
+// its policy's).
+func TestQueueVersions_RepeatedName_LastListingLeftOut_NoneKept(t *testing.T) {
+	t.Parallel()
+	pages := [][]registry.Item{
+		{queued("a", "a1"), queued("학칙", "old")},
+		{queued("학칙", "cur"), queued("z", "z1")},
+	}
+	current := func(q policy.Queued) bool { return q.SHA == "cur" }
+	all, err := registry.New(pagedStore{pages: pages}).QueueVersions(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []policy.Queued
+	for _, q := range all {
+		if !current(q) {
+			want = append(want, q)
+		}
+	}
+	got, err := registry.New(pagedStore{pages: pages}).QueueVersions(t.Context(), current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("QueueVersions leaving the current listings (-want +got), want the full listing less them:\n%s", diff)
+	}
+}

@@ -80,6 +80,7 @@ func entryFromMetadata(it Item, s *entryStrs) (policy.Entry, bool) {
 		LastUpdated: s.lastUpdated(*m.LastUpdated),
 		SHA:         s.copy(m.SHA),
 		Path:        s.copy(*m.Path),
+		ContentETag: s.copy(m.ContentETag),
 	}, true
 }
 

@@ -40,18 +40,21 @@ type policyMetadata struct {
 	Path        *string `json:"path,omitempty"`
 	Title       *string `json:"title,omitempty"`
 	LastUpdated *string `json:"lastUpdated,omitempty"`
+	// ContentETag is the entry's, so that a listing knows what the content
+	// mirror holds without reading values.
+	ContentETag string `json:"contentEtag,omitempty"`
 	// Legacy marks an entry that carries v1 fields (fileNo, previewUrl,
 	// downloadUrl), which only the value holds.
 	Legacy bool `json:"legacy,omitempty"`
 }
 
 // PolicyPair encodes e as policy:{e.PolicyName} with metadata
-// {"sha","path","title","lastUpdated"} (+ "legacy":true when e carries v1
-// fields). When that would break the 1,024-byte metadata limit, or e is not
+// {"sha","path","title","lastUpdated"} (+ "contentEtag" when e has one,
+// "legacy":true when e carries v1 fields). When that would break the 1,024-byte metadata limit, or e is not
 // active, the metadata is {"sha"} alone and readers Get the value.
 func PolicyPair(e policy.Entry) Pair {
 	legacy := e.FileNo != "" || e.PreviewURL != "" || e.DownloadURL != ""
-	meta := MustJSON(policyMetadata{SHA: e.SHA, Path: &e.Path, Title: &e.Title, LastUpdated: &e.LastUpdated, Legacy: legacy})
+	meta := MustJSON(policyMetadata{SHA: e.SHA, Path: &e.Path, Title: &e.Title, LastUpdated: &e.LastUpdated, ContentETag: e.ContentETag, Legacy: legacy})
 	if len(meta) > policy.MaxMetadataBytes || e.Status != policy.StatusActive {
 		meta = MustJSON(policyMetadata{SHA: e.SHA, Legacy: legacy})
 	}

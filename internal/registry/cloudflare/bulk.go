@@ -227,6 +227,9 @@ func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) reg
 		lens = append(lens, len(encodePair(p)))
 		return nil
 	})
+	if len(idx) == 0 {
+		return outcome // nothing to send, as Put
+	}
 	valid := keys
 	if len(idx) < len(keys) { // else every key is valid: no second list of them
 		valid = make([]string, len(idx))
