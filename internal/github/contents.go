@@ -10,6 +10,7 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/strs"
 )
 
 // Titles reads what a run keeps of each file at commit: its size and, when
@@ -47,7 +48,7 @@ func (s *Source) TitlesWith(ctx context.Context, commit string, files []policy.F
 // plan item (differ.Titling). put is called once a file, never
 // concurrently; each may be nil.
 func (s *Source) TitlesEach(ctx context.Context, commit string, files []policy.File, maxSize int64, each func(path string, data []byte), put func(path string, c policy.Content)) (map[string]error, error) {
-	var titles strs
+	var titles strs.Chunks
 	return s.read(ctx, commit, files, max(maxSize, 0), func(path string, size int64, data []byte) {
 		c := policy.Content{Size: size}
 		if data != nil {
@@ -65,10 +66,10 @@ func (s *Source) TitlesEach(ctx context.Context, commit string, files []policy.F
 // which is a part of path and takes no bytes of its own; else a copy in
 // titles' chunks (data is the read's, let go after the call). 200,000
 // titles of their own took 7 MB (docs/bench.md, "Memory, fifth pass").
-func titleOf(path string, data []byte, titles *strs) string {
+func titleOf(path string, data []byte, titles *strs.Chunks) string {
 	name := policy.NameOf(path)
 	if title := policy.Title(data, name); title != name {
-		return titles.join(title, "")
+		return titles.Join(title, "")
 	}
 	return name
 }

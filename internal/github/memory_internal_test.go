@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/strs"
 )
 
 // A listing keeps its files' paths and shas in shared chunks, each string
@@ -49,22 +50,6 @@ func TestListing_PathsAndSHAsShareChunks(t *testing.T) {
 // follows says whether b begins where a ends, in memory.
 func follows(a, b string) bool {
 	return uintptr(unsafe.Pointer(unsafe.StringData(a)))+uintptr(len(a)) == uintptr(unsafe.Pointer(unsafe.StringData(b)))
-}
-
-func TestStrs_LongStringsAndEmpty(t *testing.T) {
-	t.Parallel()
-	var s strs
-	long := string(bytes.Repeat([]byte("x"), strsChunk))
-	if got := s.join(long, "y"); got != long+"y" {
-		t.Errorf("long string: %d bytes, want %d", len(got), len(long)+1)
-	}
-	if got := s.join("", ""); got != "" {
-		t.Errorf("empty: %q", got)
-	}
-	a, b := s.join("ab", "c"), s.join("d", "")
-	if a != "abc" || b != "d" || !follows(a, b) {
-		t.Errorf("got %q and %q, want abc and d in one chunk", a, b)
-	}
 }
 
 // An archive read hands each file on by the file's own path, not by the
@@ -190,7 +175,7 @@ func TestReading_DeliversEachOnce_DoneByIndex(t *testing.T) {
 // read's chunks, not a part of the file's bytes.
 func TestTitleOf_TheNameItselfTakesNoBytes(t *testing.T) {
 	t.Parallel()
-	var titles strs
+	var titles strs.Chunks
 	within := func(s, in string) bool {
 		p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(in)))
 		return p >= lo && p+uintptr(len(s)) <= lo+uintptr(len(in))
@@ -213,7 +198,7 @@ func TestTitleOf_TheNameItselfTakesNoBytes(t *testing.T) {
 		if within(got, c.path) != c.inPath {
 			t.Errorf("%q: title within the path: %v, want %v", c.data, within(got, c.path), c.inPath)
 		}
-		if within(got, unsafe.String(&data[0], len(data))) || (!c.inPath && !within(got, titles.chunk.String())) {
+		if within(got, unsafe.String(&data[0], len(data))) || (!c.inPath && !titles.Holds(got)) {
 			t.Errorf("%q: title %q is a part of the file's bytes, or not in the read's chunks", c.data, got)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/strs"
 )
 
 // Tree returns every regular file (mode 100644 or 100755; not symlinks, not
@@ -78,7 +79,7 @@ func (s *Source) walk(ctx context.Context, sha, prefix string, l *listing) error
 type listing struct {
 	files   []policy.File
 	archive int64
-	strs    strs // the files' paths and shas
+	strs    strs.Chunks // the files' paths and shas
 }
 
 // Bounds of what git archive adds to a tree's bytes: per entry its header
@@ -102,7 +103,7 @@ func (l *listing) add(prefix string, e treeEntry) {
 	if e.Mode != "100644" && e.Mode != "100755" {
 		return
 	}
-	l.files = append(l.files, policy.File{Path: l.strs.join(prefix, e.Path), SHA: l.strs.join(e.SHA, ""), Size: e.Size})
+	l.files = append(l.files, policy.File{Path: l.strs.Join(prefix, e.Path), SHA: l.strs.Join(e.SHA, ""), Size: e.Size})
 }
 
 // merge takes the files and bytes of another listing.

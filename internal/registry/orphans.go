@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/strs"
 )
 
 // QueueVersions returns the version of every queue entry, sorted by name,
@@ -20,7 +21,7 @@ import (
 // is read a page at a time and only the names and shas are kept, in shared
 // chunks (docs/bench.md, "A full run's memory").
 func (r *Registry) QueueVersions(ctx context.Context, leave func(policy.Queued) bool) ([]policy.Queued, error) {
-	var s strs
+	var s strs.Chunks
 	out := []policy.Queued{} // not nil: the queue was listed, if empty
 	err := r.listPages(ctx, QueuePrefix, func(items []Item) error {
 		for _, it := range items {
@@ -32,7 +33,7 @@ func (r *Registry) QueueVersions(ctx context.Context, leave func(policy.Queued) 
 			switch {
 			case !ok:
 			case leave == nil || !leave(q):
-				out = append(out, policy.Queued{PolicyName: s.copy(q.PolicyName), SHA: s.copy(q.SHA)})
+				out = append(out, policy.Queued{PolicyName: s.Copy(q.PolicyName), SHA: s.Copy(q.SHA)})
 			case len(out) > 0 && out[len(out)-1].PolicyName == q.PolicyName:
 				// left out, it is the name's last listing: an earlier one
 				// (listed just before, in key order) goes too

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/strs"
 )
 
 // Policies returns every policy:{name} entry by name (the key without its
@@ -68,19 +69,19 @@ func entryFromMetadata(it Item, s *entryStrs) (policy.Entry, bool) {
 	if decodeObject(it.Metadata, &m) != nil || m.Legacy || m.Path == nil || m.Title == nil || m.LastUpdated == nil {
 		return policy.Entry{}, false
 	}
-	name := s.copy(strings.TrimPrefix(it.Key, PolicyPrefix))
+	name := s.Copy(strings.TrimPrefix(it.Key, PolicyPrefix))
 	title := name
 	if *m.Title != name {
-		title = s.copy(*m.Title)
+		title = s.Copy(*m.Title)
 	}
 	return policy.Entry{
 		PolicyName:  name,
 		Title:       title,
 		Status:      policy.StatusActive,
 		LastUpdated: s.lastUpdated(*m.LastUpdated),
-		SHA:         s.copy(m.SHA),
-		Path:        s.copy(*m.Path),
-		ContentETag: s.copy(m.ContentETag),
+		SHA:         s.Copy(m.SHA),
+		Path:        s.Copy(*m.Path),
+		ContentETag: s.Copy(m.ContentETag),
 	}, true
 }
 
@@ -88,14 +89,14 @@ func entryFromMetadata(it Item, s *entryStrs) (policy.Entry, bool) {
 // chunks, and one lastUpdated for the many entries a run wrote at once
 // (docs/bench.md, "A full run's memory").
 type entryStrs struct {
-	strs
+	strs.Chunks
 	last string
 }
 
 // lastUpdated returns t, as the string of the entry before when equal.
 func (s *entryStrs) lastUpdated(t string) string {
 	if t != s.last {
-		s.last = s.copy(t)
+		s.last = s.Copy(t)
 	}
 	return s.last
 }
