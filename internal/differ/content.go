@@ -29,7 +29,7 @@ func WithContent(plan policy.Plan, read map[string]policy.Content, readErrs map[
 // update (a move keeps its title, a delete needs none), with the size
 // desired says the tree gave (-1 when unknown), so that a file known to be
 // too large is not downloaded.
-func Unread(plan policy.Plan, desired map[string]policy.Desired) []policy.File {
+func Unread(plan policy.Plan, desired Desired) []policy.File {
 	n := 0
 	for _, it := range plan.Items {
 		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
@@ -45,7 +45,7 @@ func Unread(plan policy.Plan, desired map[string]policy.Desired) []policy.File {
 			continue
 		}
 		size := int64(-1)
-		if d, ok := desired[it.PolicyName]; ok && d.Path == it.Path && d.SHA == it.SHA && d.Size > 0 {
+		if d, ok := desired.Get(it.PolicyName); ok && d.Path == it.Path && d.SHA == it.SHA && d.Size > 0 {
 			size = d.Size
 		}
 		files = append(files, policy.File{Path: it.Path, SHA: it.SHA, Size: size})

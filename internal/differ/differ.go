@@ -53,8 +53,8 @@ func (o Options) SkipReason(name string, size int64) string {
 // long) is skipped, not replaced by a loser, so that Plan keeps its entry.
 // Skips are sorted by name, conflicts by name; the result does not depend on
 // the order of files.
-func FromTree(files []policy.File, opt Options) (desired map[string]policy.Desired, skipped []policy.Skip, conflicts []policy.Conflict) {
-	return resolve(groupByName(files, nil), opt)
+func FromTree(files []policy.File, opt Options) (desired Desired, skipped []policy.Skip, conflicts []policy.Conflict) {
+	return resolve(candidates(files, nil), opt)
 }
 
 // NeedsTree reports whether deletes for the changeset must be decided from the
@@ -96,10 +96,10 @@ func NeedsTree(cs policy.Changeset) bool {
 // so only long keys are skipped here and the orchestrator skips empty and
 // too-large files once it has read them (Options.SkipReason). A conflict is
 // then reported only when the changeset touches it.
-func FromChanges(cs policy.Changeset, known map[string]policy.Known, tree []policy.File, opt Options) (desired map[string]policy.Desired, touched map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) {
+func FromChanges(cs policy.Changeset, known map[string]policy.Known, tree []policy.File, opt Options) (desired Desired, touched map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) {
 	touched = Touched(cs)
 	if tree != nil {
-		desired, skipped, conflicts = resolve(groupByName(tree, touched), opt)
+		desired, skipped, conflicts = resolve(candidates(tree, touched), opt)
 		return desired, touched, skipped, conflicts
 	}
 
@@ -126,17 +126,17 @@ func FromChanges(cs policy.Changeset, known map[string]policy.Known, tree []poli
 		delete(gone, p)
 	}
 
-	candidates := slices.Collect(maps.Values(head))
+	files := slices.Collect(maps.Values(head))
 	for name := range touched {
 		k, ok := known[name]
 		if !ok || gone[k.Path] || !policy.IsPolicyPath(k.Path) || policy.NameOf(k.Path) != name {
 			continue
 		}
 		if _, changed := head[k.Path]; !changed {
-			candidates = append(candidates, policy.File{Path: k.Path, SHA: k.SHA, Size: -1})
+			files = append(files, policy.File{Path: k.Path, SHA: k.SHA, Size: -1})
 		}
 	}
-	desired, skipped, conflicts = resolve(groupByName(candidates, touched), opt)
+	desired, skipped, conflicts = resolve(candidates(files, touched), opt)
 	return desired, touched, skipped, conflicts
 }
 
@@ -163,7 +163,7 @@ func Touched(cs policy.Changeset) map[string]bool {
 // before deletes, each group by policyName bytewise. An update and a move
 // carry OldPath and OldSHA; a delete carries only OldPath and OldSHA, the
 // entry it removes.
-func Plan(desired map[string]policy.Desired, known map[string]policy.Known, scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) policy.Plan {
+func Plan(desired Desired, known map[string]policy.Known, scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) policy.Plan {
 	isSkipped := make(map[string]bool, len(skipped))
 	for _, s := range skipped {
 		isSkipped[s.PolicyName] = true
@@ -178,7 +178,8 @@ func Plan(desired map[string]policy.Desired, known map[string]policy.Known, scop
 		Conflicts: append([]policy.Conflict{}, conflicts...),
 	}
 
-	for name, d := range desired {
+	for _, d := range desired {
+		name := d.PolicyName
 		if !inScope(name) || isSkipped[name] {
 			continue
 		}
@@ -197,7 +198,7 @@ func Plan(desired map[string]policy.Desired, known map[string]policy.Known, scop
 		}
 	}
 	for name, k := range known {
-		if _, ok := desired[name]; ok || !inScope(name) || isSkipped[name] {
+		if _, ok := desired.Get(name); ok || !inScope(name) || isSkipped[name] {
 			continue
 		}
 		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldPath: k.Path, OldSHA: k.SHA})
@@ -214,15 +215,16 @@ func Plan(desired map[string]policy.Desired, known map[string]policy.Known, scop
 // countItems is how many items Plan makes at most: a name in scope and not skipped
 // that is desired and not known the same (sha and path), or known and not
 // desired.
-func countItems(desired map[string]policy.Desired, known map[string]policy.Known, inScope func(string) bool, isSkipped map[string]bool) int {
+func countItems(desired Desired, known map[string]policy.Known, inScope func(string) bool, isSkipped map[string]bool) int {
 	n := 0
-	for name, d := range desired {
+	for _, d := range desired {
+		name := d.PolicyName
 		if k, ok := known[name]; inScope(name) && !isSkipped[name] && (!ok || k.SHA != d.SHA || k.Path != d.Path) {
 			n++
 		}
 	}
 	for name := range known {
-		if _, ok := desired[name]; !ok && inScope(name) && !isSkipped[name] {
+		if _, ok := desired.Get(name); !ok && inScope(name) && !isSkipped[name] {
 			n++
 		}
 	}
@@ -234,88 +236,4 @@ func isDelete(it policy.Item) int {
 		return 1
 	}
 	return 0
-}
-
-// groups are policy files by policyName: the first file of each name, as
-// what the head would want of it, and the others of a name that has more
-// than one (few: conflicts). A map of one file per name, not a slice per
-// name: at 50,000 policies the slices were 50,000 allocations and the
-// largest part of planning's garbage; and the map resolve returns, not a
-// second one beside it (200,000 policies: 16 MB).
-type groups struct {
-	first map[string]policy.Desired
-	more  map[string][]policy.File
-}
-
-// groupByName groups policy files by policyName, keeping only names in keep
-// (all when keep is nil).
-func groupByName(files []policy.File, keep map[string]bool) groups {
-	hint := len(files)
-	if keep != nil {
-		hint = min(hint, len(keep))
-	}
-	g := groups{first: make(map[string]policy.Desired, hint)}
-	for _, f := range files {
-		if !policy.IsPolicyPath(f.Path) {
-			continue
-		}
-		name := policy.NameOf(f.Path)
-		if keep != nil && !keep[name] {
-			continue
-		}
-		if _, seen := g.first[name]; !seen {
-			g.first[name] = policy.Desired{PolicyName: name, Path: f.Path, SHA: f.SHA, Size: f.Size}
-			continue
-		}
-		if g.more == nil {
-			g.more = map[string][]policy.File{}
-		}
-		g.more[name] = append(g.more[name], f)
-	}
-	return g
-}
-
-// resolve picks each name's winner, reports conflicts and skips, each
-// sorted by name. The desired map is g's, resolved in place.
-func resolve(g groups, opt Options) (map[string]policy.Desired, []policy.Skip, []policy.Conflict) {
-	desired := g.first
-	var skipped []policy.Skip
-	var conflicts []policy.Conflict
-	for name, d := range desired {
-		if more, ok := g.more[name]; ok {
-			first := policy.File{Path: d.Path, SHA: d.SHA, Size: d.Size}
-			win, c := winner(name, append([]policy.File{first}, more...))
-			if c != nil {
-				conflicts = append(conflicts, *c)
-			}
-			d = policy.Desired{PolicyName: name, Path: win.Path, SHA: win.SHA, Size: win.Size}
-			desired[name] = d
-		}
-		if reason := opt.SkipReason(name, d.Size); reason != "" {
-			skipped = append(skipped, policy.Skip{PolicyName: name, Path: d.Path, Reason: reason})
-			delete(desired, name)
-		}
-	}
-	slices.SortFunc(skipped, func(a, b policy.Skip) int { return strings.Compare(a.PolicyName, b.PolicyName) })
-	slices.SortFunc(conflicts, func(a, b policy.Conflict) int { return strings.Compare(a.PolicyName, b.PolicyName) })
-	return desired, skipped, conflicts
-}
-
-// winner is the bytewise-first of the name's paths, and the conflict when
-// more than one path gives it.
-func winner(name string, files []policy.File) (policy.File, *policy.Conflict) {
-	// Order by path, then sha and size so that a path listed twice
-	// resolves the same way whatever the input order.
-	slices.SortFunc(files, func(a, b policy.File) int {
-		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.SHA, b.SHA), cmp.Compare(a.Size, b.Size))
-	})
-	files = slices.CompactFunc(files, func(a, b policy.File) bool { return a.Path == b.Path })
-	if len(files) == 1 {
-		return files[0], nil
-	}
-	losers := make([]string, 0, len(files)-1)
-	for _, f := range files[1:] {
-		losers = append(losers, f.Path)
-	}
-	return files[0], &policy.Conflict{PolicyName: name, Winner: files[0].Path, Losers: losers}
 }

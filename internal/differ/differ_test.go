@@ -2,6 +2,8 @@ package differ_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +16,11 @@ import (
 
 // sha returns a distinct 40-hex blob sha for n.
 func sha(n int) string { return fmt.Sprintf("%040x", n) }
+
+// desiredOf is the map's policies as the differ keeps them, sorted by name.
+func desiredOf(m map[string]policy.Desired) differ.Desired {
+	return differ.NewDesired(slices.Collect(maps.Values(m))...)
+}
 
 func file(path string, n int) policy.File { return policy.File{Path: path, SHA: sha(n), Size: 100} }
 
@@ -226,8 +233,8 @@ func TestFromTree_WinnerIndependentOfOrder(t *testing.T) {
 			t.Errorf("rotation %d: conflicts (-want +got):\n%s", i, diff)
 		}
 	}
-	if got := wantDesired["x"].Path; got != "a/x.MD" {
-		t.Errorf("winner = %q, want a/x.MD", got)
+	if got, _ := wantDesired.Get("x"); got.Path != "a/x.MD" {
+		t.Errorf("winner = %q, want a/x.MD", got.Path)
 	}
 }
 
@@ -414,12 +421,12 @@ func TestFromChanges_WithoutTree_RemovedPathNotKept(t *testing.T) {
 
 func TestPlan_ScopeAndOrder(t *testing.T) {
 	t.Parallel()
-	desired := map[string]policy.Desired{
+	desired := desiredOf(map[string]policy.Desired{
 		"학칙":  {PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Size: 1},
 		"b":   {PolicyName: "b", Path: "b.md", SHA: sha(2), Size: 1},
 		"B":   {PolicyName: "B", Path: "B.md", SHA: sha(3), Size: 1},
 		"out": {PolicyName: "out", Path: "out.md", SHA: sha(4), Size: 1},
-	}
+	})
 	reg := registry(known("a.md", 5), known("z.md", 6), known("b.md", 1), known("kept.md", 7), known("skip.md", 8))
 	scope := map[string]bool{"학칙": true, "b": true, "B": true, "a": true, "z": true, "skip": true}
 	skipped := []policy.Skip{{PolicyName: "skip", Path: "skip.md", Reason: "empty"}}
@@ -442,7 +449,7 @@ func TestPlan_ScopeAndOrder(t *testing.T) {
 func TestPlan_InvalidUTF8Path_StoredAsJSON_Unchanged(t *testing.T) {
 	t.Parallel()
 	raw := "규정/\xff잘못.md"
-	desired := map[string]policy.Desired{"x": {PolicyName: "x", Path: raw, SHA: "s"}}
+	desired := desiredOf(map[string]policy.Desired{"x": {PolicyName: "x", Path: raw, SHA: "s"}})
 	// what the registry gives back after a JSON round trip
 	known := map[string]policy.Known{"x": {PolicyName: "x", Path: "규정/\uFFFD잘못.md", SHA: "s"}}
 	if p := differ.Plan(desired, known, nil, nil, nil); len(p.Items) != 0 || p.Unchanged != 1 {

@@ -64,11 +64,11 @@ func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
 		return policy.QueueEntry{PolicyName: name, SHA: sha(n), Operation: op, RetryCount: 1, ErrorMessage: &msg}
 	}
 	reg := entries(entry("gone", 1), entry("landed", 2), entry("skipped", 3), entry("dead", 4), entry("newer", 5))
-	desired := map[string]policy.Desired{
+	desired := desiredOf(map[string]policy.Desired{
 		"landed": {PolicyName: "landed", Path: "a/landed.md", SHA: sha(2)},
 		"dead":   {PolicyName: "dead", Path: "a/dead.md", SHA: sha(40)},
 		"newer":  {PolicyName: "newer", Path: "a/newer.md", SHA: sha(51)},
-	}
+	})
 	plan := policy.Plan{
 		Items: []policy.Item{
 			{Action: policy.ActUpdate, PolicyName: "dead", Path: "a/dead.md", SHA: sha(40), OldSHA: sha(4)},
@@ -186,7 +186,7 @@ func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
 	if got := len(differ.Unread(plan, nil)); got != 4 {
 		t.Errorf("Unread = %d files, want the 4 adds and updates", got)
 	}
-	sized := differ.Unread(plan, map[string]policy.Desired{"a": {PolicyName: "a", Path: "a.md", SHA: sha(1), Size: 3 << 20}})
+	sized := differ.Unread(plan, differ.NewDesired(policy.Desired{PolicyName: "a", Path: "a.md", SHA: sha(1), Size: 3 << 20}))
 	if sized[0].Size != 3<<20 || sized[1].Size != -1 {
 		t.Errorf("Unread sizes %d, %d: want the tree's size where known, -1 elsewhere", sized[0].Size, sized[1].Size)
 	}

@@ -148,11 +148,11 @@ func TestProperty_ApplyPlanFromTreeGivesDesired(t *testing.T) {
 		}
 
 		want := make(map[string]policy.Known)
-		for name, d := range desired {
-			want[name] = policy.Known{PolicyName: name, Path: d.Path, SHA: d.SHA}
+		for _, d := range desired {
+			want[d.PolicyName] = policy.Known{PolicyName: d.PolicyName, Path: d.Path, SHA: d.SHA}
 		}
 		for _, s := range skipped {
-			if _, ok := desired[s.PolicyName]; ok {
+			if _, ok := desired.Get(s.PolicyName); ok {
 				t.Fatalf("iteration %d: %q both desired and skipped", i, s.PolicyName)
 			}
 			if k, ok := reg[s.PolicyName]; ok {
@@ -270,16 +270,18 @@ func TestProperty_IncrementalEqualsFull(t *testing.T) {
 			withoutTree++
 			// The orchestrator reads the content of what it writes and skips
 			// what turns out empty or too large.
-			for name, d := range desired {
+			desired = slices.DeleteFunc(desired, func(d policy.Desired) bool {
+				name := d.PolicyName
 				h, ok := head[d.Path]
 				if !ok || h.SHA != d.SHA {
 					t.Fatalf("iteration %d: desired %q is %s@%s, head has %+v", i, name, d.Path, d.SHA, h)
 				}
-				if reason := opt.SkipReason(name, h.Size); reason != "" {
-					delete(desired, name)
+				reason := opt.SkipReason(name, h.Size)
+				if reason != "" {
 					skipped = append(skipped, policy.Skip{PolicyName: name, Path: d.Path, Reason: reason})
 				}
-			}
+				return reason != ""
+			})
 		}
 		plan := differ.Plan(desired, reg, touched, skipped, conflicts)
 		checkPlanShape(t, plan)

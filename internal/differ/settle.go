@@ -32,7 +32,7 @@ type QueueWork struct {
 // queue entry dropped. A dead letter's version is held back (a skip) until a
 // person retries it (plan.HeldBack); another version of the same policy
 // goes ahead. Puts stay before deletes.
-func SettleQueue(plan policy.Plan, desired map[string]policy.Desired, entries map[string]policy.Entry,
+func SettleQueue(plan policy.Plan, desired Desired, entries map[string]policy.Entry,
 	pending map[string]policy.QueueEntry, dead map[string]policy.DeadLetter, now time.Time) (policy.Plan, QueueWork) {
 	planned := plannedOf(plan.Items, pending)
 	skipped := map[string]bool{}
@@ -46,7 +46,7 @@ func SettleQueue(plan policy.Plan, desired map[string]policy.Desired, entries ma
 	plan.HeldBack = slices.Clone(plan.HeldBack)
 	var work QueueWork
 	for _, name := range slices.Sorted(maps.Keys(pending)) {
-		d, want := desired[name]
+		d, want := desired.Get(name)
 		switch {
 		case planned[name]:
 		case skipped[name]:

@@ -15,7 +15,7 @@ import (
 // entry announces it: workers compare shas, a second announcement is
 // harmless) when the head has it, deleted when not. Skipped names stay
 // untouched; a touched name out of desired is one the head does not have.
-func Distrust(plan policy.Plan, desired map[string]policy.Desired, known map[string]policy.Known, touched map[string]bool) policy.Plan {
+func Distrust(plan policy.Plan, desired Desired, known map[string]policy.Known, touched map[string]bool) policy.Plan {
 	if len(touched) == 0 {
 		return plan
 	}
@@ -31,7 +31,7 @@ func Distrust(plan policy.Plan, desired map[string]policy.Desired, known map[str
 		if leave[name] || !policy.KeyFits(name) {
 			continue
 		}
-		d, want := desired[name]
+		d, want := desired.Get(name)
 		k, had := known[name]
 		switch {
 		case want && had:

@@ -15,11 +15,11 @@ import (
 // already writes or skips is left as planned.
 func TestDistrust_TouchedNamesWrittenFromHead(t *testing.T) {
 	t.Parallel()
-	desired := map[string]policy.Desired{
+	desired := desiredOf(map[string]policy.Desired{
 		"same": {PolicyName: "same", Path: "same.md", SHA: "s1"},
 		"new":  {PolicyName: "new", Path: "new.md", SHA: "n1"},
 		"edit": {PolicyName: "edit", Path: "edit.md", SHA: "e2"},
-	}
+	})
 	known := map[string]policy.Known{
 		"same": {PolicyName: "same", Path: "same.md", SHA: "s1"},
 		"edit": {PolicyName: "edit", Path: "edit.md", SHA: "e1"},

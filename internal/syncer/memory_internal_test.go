@@ -77,7 +77,7 @@ func TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan(t *testing.T) {
 		{"mirror, full", &mirrorRun{}, differ.ModeFull, true},
 		{"mirror, incremental", &mirrorRun{}, differ.ModeIncremental, false},
 	} {
-		p := planned{desired: map[string]policy.Desired{"a": {PolicyName: "a"}}}
+		p := planned{desired: differ.Desired{{PolicyName: "a"}}}
 		q := p.forTitles(c.m, c.mode)
 		if len(q.desired) != 1 {
 			t.Errorf("%s: the titles step got no desired map", c.name)

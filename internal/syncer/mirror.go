@@ -207,7 +207,7 @@ func (r *run) readContents(ctx context.Context, head string, files []policy.File
 // the ETags the registry records; nothing is downloaded). The foreign
 // objects it would delete pass the mass-delete guard's limit, as the
 // registry's deletes do.
-func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan policy.Plan, reg registryState, desired map[string]policy.Desired) error {
+func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan policy.Plan, reg registryState, desired differ.Desired) error {
 	if m == nil || mode != differ.ModeFull {
 		return nil
 	}
@@ -237,10 +237,10 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan po
 // of the head (desired) and of the registry but those the plan deletes,
 // with what the registry records of its upload. A policy the plan writes is uploaded by
 // the plan, so only its key matters here.
-func mirrorWants(plan policy.Plan, reg registryState, desired map[string]policy.Desired) map[string]mirror.Want {
+func mirrorWants(plan policy.Plan, reg registryState, desired differ.Desired) map[string]mirror.Want {
 	want := make(map[string]mirror.Want, len(desired))
-	for name, d := range desired {
-		want[name] = mirror.Want{SHA: d.SHA}
+	for _, d := range desired {
+		want[d.PolicyName] = mirror.Want{SHA: d.SHA}
 	}
 	// The registry's version of every entry the plan keeps (a head version
 	// that is skipped, held back or in the plan is not the mirror's yet).

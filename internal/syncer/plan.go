@@ -12,7 +12,7 @@ import (
 // planned is what the plan step decided.
 type planned struct {
 	plan    policy.Plan
-	desired map[string]policy.Desired // what the head wants, with the tree's sizes
+	desired differ.Desired // what the head wants, with the tree's sizes
 	work    differ.QueueWork
 	// renames are the policy names git reports renamed by the compare, old
 	// name → new name, for the mass-delete guard.
@@ -44,8 +44,8 @@ func (r *run) plan(st state, in *readForPlan) planned {
 	return p
 }
 
-// forTitles is the plan for the titles step, which needs the desired map
-// only to size the files it reads: the run keeps the map for the mirror's
+// forTitles is the plan for the titles step, which needs the desired policies
+// only to size the files it reads: the run keeps them for the mirror's
 // plan step only when a full run with a mirror will use it, so that it is
 // let go once the files to read are known (50,000 policies: 4.5 MB, held
 // through the read where a first sync's heap peaks).

@@ -87,7 +87,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	if rep.waiting = waiting; err != nil {
 		return
 	}
-	rep.wrote, p.desired = true, nil // the desired map is not held while applying (docs/bench.md)
+	rep.wrote, p.desired = true, nil // the desired policies are not held while applying (docs/bench.md)
 	failed, waits, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
 	if err != nil {
 		return

@@ -66,7 +66,7 @@ func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m
 // the next run (differ.Titling.LeaveUnreached). An error aborts the run (a
 // rate limit, a configuration error, the context); the plan is then the
 // planned one, with what titles were read.
-func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired map[string]policy.Desired, up *uploader) (titled, error) {
+func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired differ.Desired, up *uploader) (titled, error) {
 	files := differ.Unread(plan, desired)
 	t := titled{files: len(files)}
 	ti := differ.NewTitling(plan, r.opt.differ())
