@@ -74,8 +74,8 @@ func goldenTables() string {
 			Items: []policy.Item{
 				{Action: policy.ActAdd, PolicyName: "연구소 설치(운영)․규정", Path: "규정/제2편/연구소 설치(운영)․규정.md", Title: "연구소 설치․운영 규정"},
 				{Action: policy.ActUpdate, PolicyName: "학칙", Path: "규정/" + nfd + ".md", Title: "한국교원대학교 학칙"},
-				{Action: policy.ActMove, PolicyName: "policy", OldPath: "docs/policy.md", Path: "docs/규정/policy.md", Title: "Policy"},
-				{Action: policy.ActDelete, PolicyName: "a b:c(d)․e", OldPath: "a b:c(d)․e.md"},
+				{Action: policy.ActMove, PolicyName: "policy", Old: &policy.Old{Path: "docs/policy.md"}, Path: "docs/규정/policy.md", Title: "Policy"},
+				{Action: policy.ActDelete, PolicyName: "a b:c(d)․e", Old: &policy.Old{Path: "a b:c(d)․e.md"}},
 			},
 			Skipped:   []policy.Skip{{PolicyName: "빈 규정", Path: "규정/빈 규정.md", Reason: "empty file"}},
 			Conflicts: []policy.Conflict{{PolicyName: "규정", Winner: "a폴더/규정.md", Losers: []string{"z폴더/규정.md"}}},

@@ -188,11 +188,11 @@ func Plan(desired Desired, known map[string]policy.Known, scope map[string]bool,
 		case !ok:
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActAdd, PolicyName: name, Path: d.Path, SHA: d.SHA})
 		case k.SHA != d.SHA:
-			plan.Items = append(plan.Items, policy.Item{Action: policy.ActUpdate, PolicyName: name, Path: d.Path, SHA: d.SHA, OldPath: k.Path, OldSHA: k.SHA})
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActUpdate, PolicyName: name, Path: d.Path, SHA: d.SHA, Old: policy.OldOf(k.Path, k.SHA)})
 		case strings.ToValidUTF8(k.Path, "\uFFFD") != strings.ToValidUTF8(d.Path, "\uFFFD"):
 			// A registry stores paths as JSON, where invalid UTF-8 became
 			// U+FFFD: compare like with like, or such a path moves every run.
-			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMove, PolicyName: name, Path: d.Path, SHA: d.SHA, OldPath: k.Path, OldSHA: k.SHA})
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMove, PolicyName: name, Path: d.Path, SHA: d.SHA, Old: policy.OldOf(k.Path, k.SHA)})
 		default:
 			plan.Unchanged++
 		}
@@ -201,7 +201,7 @@ func Plan(desired Desired, known map[string]policy.Known, scope map[string]bool,
 		if _, ok := desired.Get(name); ok || !inScope(name) || isSkipped[name] {
 			continue
 		}
-		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldPath: k.Path, OldSHA: k.SHA})
+		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, Old: policy.OldOf(k.Path, k.SHA)})
 	}
 	slices.SortFunc(plan.Items, func(a, b policy.Item) int {
 		return cmp.Or(

@@ -51,15 +51,15 @@ func add(name, path string, n int) policy.Item {
 }
 
 func update(name, oldPath string, oldN int, path string, n int) policy.Item {
-	return policy.Item{Action: policy.ActUpdate, PolicyName: name, Path: path, SHA: sha(n), OldPath: oldPath, OldSHA: sha(oldN)}
+	return policy.Item{Action: policy.ActUpdate, PolicyName: name, Path: path, SHA: sha(n), Old: &policy.Old{Path: oldPath, SHA: sha(oldN)}}
 }
 
 func move(name, oldPath, path string, n int) policy.Item {
-	return policy.Item{Action: policy.ActMove, PolicyName: name, Path: path, SHA: sha(n), OldPath: oldPath, OldSHA: sha(n)}
+	return policy.Item{Action: policy.ActMove, PolicyName: name, Path: path, SHA: sha(n), Old: &policy.Old{Path: oldPath, SHA: sha(n)}}
 }
 
 func del(name, oldPath string, oldN int) policy.Item {
-	return policy.Item{Action: policy.ActDelete, PolicyName: name, OldPath: oldPath, OldSHA: sha(oldN)}
+	return policy.Item{Action: policy.ActDelete, PolicyName: name, Old: &policy.Old{Path: oldPath, SHA: sha(oldN)}}
 }
 
 func TestFromTree_PlansFromFullTree(t *testing.T) {

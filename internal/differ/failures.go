@@ -51,7 +51,7 @@ func RecordFailures(plan policy.Plan, failures []policy.Failure, pending map[str
 		}
 		path := it.Path
 		if path == "" {
-			path = it.OldPath
+			path = it.OldPath()
 		}
 		out.HeldBack = append(out.HeldBack, policy.Skip{PolicyName: it.PolicyName, Path: path, Reason: queue.HeldBackReason(it.PolicyName)})
 	}
@@ -62,7 +62,7 @@ func RecordFailures(plan policy.Plan, failures []policy.Failure, pending map[str
 func retryOf(it policy.Item, f policy.Failure, pending map[string]policy.QueueEntry, attempt string, now time.Time) Retry {
 	q := policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: queue.Op(it), CreatedAt: now.Format(policy.TimeLayout)}
 	if it.Action == policy.ActDelete {
-		q.SHA = it.OldSHA
+		q.SHA = it.OldSHA()
 	}
 	if prev, ok := pending[it.PolicyName]; ok && prev.SHA == q.SHA && prev.Operation == q.Operation {
 		q = prev // the same write failed again: count on

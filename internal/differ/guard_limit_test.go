@@ -16,7 +16,7 @@ func TestGuardWithin_LimitAndPinnedCount(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		name := string(rune('가' + i))
 		reg[name] = entry(name, i)
-		deletes = append(deletes, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
+		deletes = append(deletes, policy.Item{Action: policy.ActDelete, PolicyName: name, Old: &policy.Old{SHA: sha(i)}})
 	}
 	plan := policy.Plan{Items: deletes[:30]} // 30 of 100 lost
 	for _, tc := range []struct {

@@ -77,7 +77,7 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 		case name == key, planned[key]:
 			// the v1 key is a policy name this run writes: the put replaces it
 		default:
-			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: key, OldPath: "v1 entry, fields moved to policy:" + name})
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: key, Old: &policy.Old{Path: "v1 entry, fields moved to policy:" + name}})
 		}
 	}
 	return plan, out

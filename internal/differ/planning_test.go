@@ -71,8 +71,8 @@ func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
 	})
 	plan := policy.Plan{
 		Items: []policy.Item{
-			{Action: policy.ActUpdate, PolicyName: "dead", Path: "a/dead.md", SHA: sha(40), OldSHA: sha(4)},
-			{Action: policy.ActUpdate, PolicyName: "newer", Path: "a/newer.md", SHA: sha(51), OldSHA: sha(5)},
+			{Action: policy.ActUpdate, PolicyName: "dead", Path: "a/dead.md", SHA: sha(40), Old: &policy.Old{SHA: sha(4)}},
+			{Action: policy.ActUpdate, PolicyName: "newer", Path: "a/newer.md", SHA: sha(51), Old: &policy.Old{SHA: sha(5)}},
 		},
 		Skipped: []policy.Skip{{PolicyName: "skipped", Path: "a/skipped.md", Reason: "empty"}},
 	}
@@ -89,7 +89,7 @@ func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
 
 	wantItems := []policy.Item{
 		plan.Items[1], // another version of a dead letter goes ahead
-		{Action: policy.ActDelete, PolicyName: "gone", OldSHA: sha(1), OldPath: "a/gone.md"},
+		{Action: policy.ActDelete, PolicyName: "gone", Old: &policy.Old{Path: "a/gone.md", SHA: sha(1)}},
 	}
 	if diff := cmp.Diff(wantItems, got.Items); diff != "" {
 		t.Errorf("items (-want +got):\n%s", diff)
@@ -118,7 +118,7 @@ func TestSettleQueue_RetriesDeletesRequeuesDropsAndHoldsBack(t *testing.T) {
 
 func TestSettleQueue_DeadDeleteHoldsBackTheDelete(t *testing.T) {
 	t.Parallel()
-	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActDelete, PolicyName: "x", OldSHA: sha(1)}}}
+	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActDelete, PolicyName: "x", Old: &policy.Old{SHA: sha(1)}}}}
 	dead := map[string]policy.DeadLetter{"x": {QueueEntry: policy.QueueEntry{PolicyName: "x", SHA: sha(1), Operation: policy.OpDelete}}}
 	got, _ := differ.SettleQueue(plan, nil, entries(entry("x", 1)), nil, dead, now)
 	if len(got.Items) != 0 || len(got.HeldBack) != 1 {
@@ -140,8 +140,8 @@ func TestMigrate_CarriesV1FieldsByTitle_RemovesTheV1Key_ReportsUnmatched(t *test
 	if !cmp.Equal(mig.Unmatched, []string{"없는 규정"}) {
 		t.Errorf("unmatched = %v", mig.Unmatched)
 	}
-	want := policy.Item{Action: policy.ActMigrate, PolicyName: "학칙 전문", OldPath: "v1 entry, fields moved to policy:학칙"}
-	if len(got.Items) != 2 || got.Items[1] != want {
+	want := policy.Item{Action: policy.ActMigrate, PolicyName: "학칙 전문", Old: &policy.Old{Path: "v1 entry, fields moved to policy:학칙"}}
+	if len(got.Items) != 2 || !cmp.Equal(got.Items[1], want) {
 		t.Errorf("items = %+v, want the add and the v1 key's removal", got.Items)
 	}
 }
@@ -181,7 +181,7 @@ func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
 		{Action: policy.ActAdd, PolicyName: "c", Path: "c.md", SHA: sha(3)},
 		{Action: policy.ActAdd, PolicyName: "d", Path: "d.md", SHA: sha(4)},
 		{Action: policy.ActMove, PolicyName: "e", Path: "x/e.md", SHA: sha(5)},
-		{Action: policy.ActDelete, PolicyName: "f", OldSHA: sha(6)},
+		{Action: policy.ActDelete, PolicyName: "f", Old: &policy.Old{SHA: sha(6)}},
 	}}
 	if got := len(differ.Unread(plan, nil)); got != 4 {
 		t.Errorf("Unread = %d files, want the 4 adds and updates", got)
@@ -214,10 +214,10 @@ func TestGuard(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		name := string(rune('가' + i))
 		reg[name] = entry(name, i)
-		deleteAll.Items = append(deleteAll.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
+		deleteAll.Items = append(deleteAll.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, Old: &policy.Old{SHA: sha(i)}})
 		renameAll.Items = append(renameAll.Items,
 			policy.Item{Action: policy.ActAdd, PolicyName: name + " 개정", SHA: sha(i)},
-			policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
+			policy.Item{Action: policy.ActDelete, PolicyName: name, Old: &policy.Old{SHA: sha(i)}})
 	}
 	if err := differ.Guard(deleteAll, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
 		t.Errorf("an empty tree: %v", err)
@@ -263,7 +263,7 @@ func TestGuard_RenamesWithEdits_SurviveByTitleOrGitsPairing(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		old := string(rune('가' + i))
 		reg[old] = entry(old, i)
-		del := policy.Item{Action: policy.ActDelete, PolicyName: old, OldSHA: sha(i)}
+		del := policy.Item{Action: policy.ActDelete, PolicyName: old, Old: &policy.Old{SHA: sha(i)}}
 		// renamed and edited: a new blob, the same title
 		byTitle.Items = append(byTitle.Items, policy.Item{Action: policy.ActAdd, PolicyName: "1-2-" + old, SHA: sha(100 + i), Title: old}, del)
 		// renamed and retitled: git paired the paths
@@ -350,7 +350,7 @@ func TestGuard_IncrementalRun_CountsAgainstTheWholeRegistry(t *testing.T) {
 	for i := 0; i < 15; i++ {
 		name := fmt.Sprintf("규정 %02d", i)
 		touched[name] = entry(name, i)
-		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: sha(i)})
+		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, Old: &policy.Old{SHA: sha(i)}})
 	}
 	if err := differ.Guard(plan, touched, nil, 60); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 15 of 60") {
 		t.Errorf("15 of 60: %v", err)
@@ -379,7 +379,7 @@ func TestSettleQueue_NothingToSettle_NoCopyOfTheItems(t *testing.T) {
 	t.Parallel()
 	plan := policy.Plan{Items: []policy.Item{
 		{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", SHA: sha(1)},
-		{Action: policy.ActDelete, PolicyName: "b", OldPath: "b.md", OldSHA: sha(2)},
+		{Action: policy.ActDelete, PolicyName: "b", Old: &policy.Old{Path: "b.md", SHA: sha(2)}},
 	}}
 	got, _ := differ.SettleQueue(plan, nil, nil, nil, nil, now)
 	if !cmp.Equal(got.Items, plan.Items) || &got.Items[0] != &plan.Items[0] {

@@ -52,7 +52,7 @@ func SettleQueue(plan policy.Plan, desired Desired, entries map[string]policy.En
 		case skipped[name]:
 			work.Drop = append(work.Drop, name)
 		case !want:
-			items, owned = append(items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldSHA: entries[name].SHA, OldPath: entries[name].Path}), true
+			items, owned = append(items, policy.Item{Action: policy.ActDelete, PolicyName: name, Old: policy.OldOf(entries[name].Path, entries[name].SHA)}), true
 		default:
 			op := pending[name].Operation
 			if op == policy.OpDelete {

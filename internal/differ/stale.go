@@ -36,11 +36,11 @@ func Distrust(plan policy.Plan, desired Desired, known map[string]policy.Known, 
 		switch {
 		case want && had:
 			plan.Unchanged-- // Plan counted it unchanged
-			plan.Items = append(plan.Items, policy.Item{Action: policy.ActUpdate, PolicyName: name, Path: d.Path, SHA: d.SHA, OldPath: k.Path, OldSHA: k.SHA})
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActUpdate, PolicyName: name, Path: d.Path, SHA: d.SHA, Old: policy.OldOf(k.Path, k.SHA)})
 		case want:
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActAdd, PolicyName: name, Path: d.Path, SHA: d.SHA})
 		default:
-			plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, OldPath: k.Path, OldSHA: k.SHA})
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, Old: policy.OldOf(k.Path, k.SHA)})
 		}
 	}
 	slices.SortStableFunc(plan.Items, func(a, b policy.Item) int { return isDelete(a) - isDelete(b) })

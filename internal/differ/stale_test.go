@@ -29,11 +29,11 @@ func TestDistrust_TouchedNamesWrittenFromHead(t *testing.T) {
 	touched := map[string]bool{"same": true, "new": true, "edit": true, "ghost": true, "gone": true, "skip": true}
 	got := differ.Distrust(plan, desired, known, touched)
 	want := []policy.Item{
-		{Action: policy.ActUpdate, PolicyName: "edit", Path: "edit.md", SHA: "e2", OldPath: "edit.md", OldSHA: "e1"},
+		{Action: policy.ActUpdate, PolicyName: "edit", Path: "edit.md", SHA: "e2", Old: &policy.Old{Path: "edit.md", SHA: "e1"}},
 		{Action: policy.ActAdd, PolicyName: "new", Path: "new.md", SHA: "n1"},
-		{Action: policy.ActUpdate, PolicyName: "same", Path: "same.md", SHA: "s1", OldPath: "same.md", OldSHA: "s1"},
+		{Action: policy.ActUpdate, PolicyName: "same", Path: "same.md", SHA: "s1", Old: &policy.Old{Path: "same.md", SHA: "s1"}},
 		{Action: policy.ActDelete, PolicyName: "ghost"},
-		{Action: policy.ActDelete, PolicyName: "gone", OldPath: "gone.md", OldSHA: "g1"},
+		{Action: policy.ActDelete, PolicyName: "gone", Old: &policy.Old{Path: "gone.md", SHA: "g1"}},
 	}
 	if diff := cmp.Diff(want, got.Items); diff != "" {
 		t.Errorf("items (-want +got):\n%s", diff)

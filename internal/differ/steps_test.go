@@ -80,9 +80,9 @@ func TestPlanIncremental_WithTreeDecidesRetriesAndDeletes(t *testing.T) {
 	_, plan := differ.PlanIncremental(differ.Before{Revisit: []string{"나"}}, cs, reg, nil, tree, differ.Options{})
 	var got []string
 	for _, it := range plan.Items {
-		got = append(got, string(it.Action)+" "+it.PolicyName)
+		got = append(got, it.Action.String()+" "+it.PolicyName)
 	}
-	want := []string{string(policy.ActUpdate) + " 가", string(policy.ActDelete) + " 나"}
+	want := []string{policy.ActUpdate.String() + " 가", policy.ActDelete.String() + " 나"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("items (-want +got):\n%s", diff)
 	}
@@ -130,7 +130,7 @@ func TestRecordFailures_OwedThenDead(t *testing.T) {
 	t.Parallel()
 	plan := policy.Plan{Items: []policy.Item{
 		{Action: policy.ActUpdate, PolicyName: "가", Path: "a/가.md", SHA: sha(2)},
-		{Action: policy.ActDelete, PolicyName: "나", OldPath: "a/나.md", OldSHA: sha(3)},
+		{Action: policy.ActDelete, PolicyName: "나", Old: &policy.Old{Path: "a/나.md", SHA: sha(3)}},
 		{Action: policy.ActMove, PolicyName: "다", Path: "b/다.md", SHA: sha(4)},
 	}}
 	msg := "boom"

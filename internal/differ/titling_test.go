@@ -20,8 +20,8 @@ func TestTitling_TitlesInThePlannedItemsOwnArray(t *testing.T) {
 	plan := policy.Plan{Items: []policy.Item{
 		{Action: policy.ActAdd, PolicyName: "b", Path: "z/b.md", SHA: sha(1)},
 		{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", SHA: sha(2)},
-		{Action: policy.ActUpdate, PolicyName: "c", Path: "c.md", SHA: sha(3), OldSHA: sha(9)},
-		{Action: policy.ActDelete, PolicyName: "d", OldPath: "d.md", OldSHA: sha(4)},
+		{Action: policy.ActUpdate, PolicyName: "c", Path: "c.md", SHA: sha(3), Old: &policy.Old{SHA: sha(9)}},
+		{Action: policy.ActDelete, PolicyName: "d", Old: &policy.Old{Path: "d.md", SHA: sha(4)}},
 	}}
 	array := &plan.Items[0]
 	ti := differ.NewTitling(plan, differ.Options{})
@@ -40,7 +40,7 @@ func TestTitling_TitlesInThePlannedItemsOwnArray(t *testing.T) {
 	if want := "b=B a=A d="; strings.Join(names, " ") != want {
 		t.Errorf("items %v, want %s", names, want)
 	}
-	if rest := plan.Items[len(got.Items):]; rest[0] != (policy.Item{}) {
+	if rest := plan.Items[len(got.Items):]; !cmp.Equal(rest[0], policy.Item{}) {
 		t.Errorf("a dropped item is still held past the titled ones: %+v", rest[0])
 	}
 	if len(got.Skipped) != 1 || got.Skipped[0].PolicyName != "c" || got.Skipped[0].Reason != differ.ReasonEmpty {
@@ -59,8 +59,8 @@ func TestTitling_UnreadAreTheFailedItemsAsPlanned(t *testing.T) {
 	t.Parallel()
 	items := []policy.Item{
 		{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", SHA: "1"},
-		{Action: policy.ActUpdate, PolicyName: "b", Path: "b.md", SHA: "2", OldSHA: "0"},
-		{Action: policy.ActDelete, PolicyName: "c", OldPath: "c.md", OldSHA: "3"},
+		{Action: policy.ActUpdate, PolicyName: "b", Path: "b.md", SHA: "2", Old: &policy.Old{SHA: "0"}},
+		{Action: policy.ActDelete, PolicyName: "c", Old: &policy.Old{Path: "c.md", SHA: "3"}},
 	}
 	planned := append([]policy.Item(nil), items...)
 	ti := differ.NewTitling(policy.Plan{Items: items}, differ.Options{})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -96,8 +97,13 @@ func TestPlan_CopiesItemsOnlyWhenASecretIsMasked(t *testing.T) {
 	if got.Items[1].Title == leaky.Items[1].Title || leaky.Items[1].Title != "see tok-123456" {
 		t.Errorf("titles: got %q, caller's %q: want the copy masked, the caller's kept", got.Items[1].Title, leaky.Items[1].Title)
 	}
-	if got.Items[0] != leaky.Items[0] {
+	if !reflect.DeepEqual(got.Items[0], leaky.Items[0]) {
 		t.Errorf("item 0 = %+v, want it as it was", got.Items[0])
+	}
+	moved := policy.Plan{Items: []policy.Item{{Action: policy.ActMove, PolicyName: "m", Path: "m.md", Old: policy.OldOf("tok-123456/m.md", "s1")}}}
+	if got := redact.Plan(moved, []string{"tok-123456"}); strings.Contains(got.Items[0].OldPath(), "tok-123456") ||
+		got.Items[0].OldSHA() != "s1" || moved.Items[0].OldPath() != "tok-123456/m.md" {
+		t.Errorf("old path: got %q@%q, caller's %q: want the copy masked, the caller's kept", got.Items[0].OldPath(), got.Items[0].OldSHA(), moved.Items[0].OldPath())
 	}
 	if empty := redact.Plan(policy.Plan{Items: []policy.Item{}}, nil); empty.Items == nil {
 		t.Error("an empty plan's items became nil")

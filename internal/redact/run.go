@@ -50,8 +50,11 @@ func Plan(p policy.Plan, secrets []string) policy.Plan {
 	out := policy.Plan{Unchanged: p.Unchanged}
 	out.Items = p.Items // copied only when a secret is masked: a plan may hold 200,000 items
 	for i, it := range p.Items {
-		it.PolicyName, it.Path, it.OldPath, it.Title = str(it.PolicyName), str(it.Path), str(it.OldPath), str(it.Title)
-		if it == p.Items[i] {
+		it.PolicyName, it.Path, it.Title = str(it.PolicyName), str(it.Path), str(it.Title)
+		if old := it.OldPath(); str(old) != old { // the item's Old is shared: replaced, not written
+			it.Old = &policy.Old{Path: str(old), SHA: it.OldSHA()}
+		}
+		if was := p.Items[i]; it.PolicyName == was.PolicyName && it.Path == was.Path && it.Title == was.Title && it.Old == was.Old {
 			continue
 		}
 		if &out.Items[0] == &p.Items[0] {

@@ -236,9 +236,9 @@ func (r Run) itemRow(it policy.Item, failed map[string]string, dead map[string]h
 	path := it.Path
 	switch {
 	case path == "":
-		path = it.OldPath // a delete
-	case it.OldPath != "" && it.OldPath != it.Path:
-		path = it.OldPath + " → " + it.Path
+		path = it.OldPath() // a delete
+	case it.OldPath() != "" && it.OldPath() != it.Path:
+		path = it.OldPath() + " → " + it.Path
 	}
 	if msg, ok := failed[it.PolicyName]; ok && !shown[it.PolicyName] {
 		shown[it.PolicyName] = true

@@ -44,7 +44,7 @@ func RunDetail(w io.Writer, r policy.RunSummary) {
 		case c.OldPath != "" && c.OldPath != c.Path:
 			path = c.OldPath + " -> " + c.Path
 		}
-		t.Add(string(c.Action), c.PolicyName, path, OrDash(Short(c.OldSHA)), OrDash(Short(c.SHA)))
+		t.Add(c.Action.String(), c.PolicyName, path, OrDash(Short(c.OldSHA)), OrDash(Short(c.SHA)))
 	}
 	t.Write(w, "  ", Palette{})
 	if r.ChangesOmitted > 0 {
