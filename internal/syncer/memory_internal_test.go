@@ -1,6 +1,8 @@
 package syncer
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,5 +149,28 @@ func TestItemGroup_EntriesMadeFromTheItemsWhenTheStoreTakesThem(t *testing.T) {
 	}
 	if len(q) != 1 || q["학칙"].SHA != "ccc" || q["학칙"].Operation != policy.OpAdd {
 		t.Errorf("queue = %+v, want the add announced with the sha of its item when the store took it", q)
+	}
+}
+
+// TestKeep_BatchMadeAtTheGroupsSize: a group's batch is made once at the
+// group's size, not grown by appends (a batch of 10,000 ops grown so
+// allocated about twice its 0.8 MB; docs/bench.md, "Memory, sixth pass"),
+// and keeps every write of the group, in order.
+func TestKeep_BatchMadeAtTheGroupsSize(t *testing.T) {
+	t.Parallel()
+	items := make([]policy.Item, 1000)
+	for i := range items {
+		items[i] = policy.Item{Action: policy.ActAdd, PolicyName: fmt.Sprintf("p%04d", i), Path: fmt.Sprintf("p%04d.md", i), SHA: "aaa"}
+	}
+	r := &run{Syncer: &Syncer{}, start: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)}
+	p := r.writes(policy.Plan{Items: items}, registryState{}, differ.Migration{}, differ.QueueWork{}, nil)
+	g := p.itemGroup(items)
+	var sent atomic.Int64
+	batch := r.keep(g.publish, g.size, func(string) bool { return false }, &counter{}, &sent)
+	if len(batch) != len(items) || cap(batch) != len(items) || sent.Load() != int64(len(items)) {
+		t.Errorf("batch of %d (room for %d), %d sent: want %d of each", len(batch), cap(batch), sent.Load(), len(items))
+	}
+	if len(batch) > 0 && (batch[0].name != "p0000" || batch[len(batch)-1].name != "p0999") {
+		t.Errorf("batch from %s to %s, want p0000 to p0999", batch[0].name, batch[len(batch)-1].name)
 	}
 }

@@ -19,6 +19,10 @@ import (
 type putGroup struct {
 	announce func(yield func(op) bool) // nil: none
 	publish  func(yield func(op) bool) // nil: none
+	// size is how many writes each batch of the group has at most: its
+	// batch is made at that size, not grown by appends (a batch of 10,000
+	// grown so allocated twice its 0.8 MB)
+	size int
 }
 
 // putGroups are the plan's puts in groups of at most size entries, in plan
@@ -43,7 +47,7 @@ func (p *planWrites) putGroups(size int) iter.Seq[putGroup] {
 			return
 		}
 		for part := range chunks(p.work.Requeue, size) {
-			g := putGroup{announce: func(yield func(op) bool) {
+			g := putGroup{size: len(part), announce: func(yield func(op) bool) {
 				for _, q := range part {
 					if !yield(p.op(q.PolicyName, registry.PutQueue(q))) {
 						return
@@ -55,7 +59,7 @@ func (p *planWrites) putGroups(size int) iter.Seq[putGroup] {
 			}
 		}
 		for part := range chunks(repairedEntries(p.reg, p.m), size) {
-			g := putGroup{publish: func(yield func(op) bool) {
+			g := putGroup{size: len(part), publish: func(yield func(op) bool) {
 				for _, o := range part {
 					if !yield(p.op(o.name, o.w)) {
 						return
@@ -75,6 +79,7 @@ func (p *planWrites) putGroups(size int) iter.Seq[putGroup] {
 // function each, not an entry each (docs/bench.md, "Memory, fifth pass").
 func (p *planWrites) itemGroup(items []policy.Item) putGroup {
 	return putGroup{
+		size: len(items),
 		announce: func(yield func(op) bool) {
 			for i := range items {
 				it := &items[i]
@@ -144,7 +149,7 @@ func (r *run) writePuts(ctx context.Context, w *planWrites, fails *failures, cou
 			waiting++
 			wg.Go(func() { // the batch is made (encoded) in its slot, beside the others
 				defer func() { <-sem; landed <- g }()
-				r.sendBatch(ctx, logkey.Puts, r.keep(g.announce, fails.skip, count, &sent), fails, count)
+				r.sendBatch(ctx, logkey.Puts, r.keep(g.announce, g.size, fails.skip, count, &sent), fails, count)
 			})
 			continue
 		}
@@ -153,20 +158,21 @@ func (r *run) writePuts(ctx context.Context, w *planWrites, fails *failures, cou
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r.sendBatch(ctx, logkey.Puts, r.keep(g.publish, fails.skip, count, &sent), fails, count)
+			r.sendBatch(ctx, logkey.Puts, r.keep(g.publish, g.size, fails.skip, count, &sent), fails, count)
 		})
 	}
 	wg.Wait()
 	return int(sent.Load())
 }
 
-// keep makes the ops of seq but those whose policy skip names (let go and
-// counted done at once), and counts them in sent.
-func (r *run) keep(seq func(yield func(op) bool), skip func(string) bool, count *counter, sent *atomic.Int64) []op {
+// keep makes the ops of seq, in a batch made at size (the most the group
+// has), but those whose policy skip names (let go and counted done at
+// once), and counts them in sent.
+func (r *run) keep(seq func(yield func(op) bool), size int, skip func(string) bool, count *counter, sent *atomic.Int64) []op {
 	if seq == nil {
 		return nil
 	}
-	var batch []op
+	batch := make([]op, 0, size)
 	for o := range seq {
 		if skip(o.name) {
 			r.madeWrites(-1)
