@@ -282,19 +282,13 @@ func (r *Repo) writeObject(kind string, content []byte) (string, error) {
 // writeObjectFrom is writeObject for the size bytes of the file at path,
 // read twice (to hash, then to write if new) and never held whole.
 func (r *Repo) writeObjectFrom(kind, path string, size int64) (string, error) {
-	// One buffer for both reads, no larger than the file: io.Copy would
-	// allocate 32 KiB for each, and under the race detector every byte
-	// allocated costs a pass over its shadow (most blobs are a few hundred
-	// bytes, and the tests commit thousands).
-	buf := make([]byte, max(1, min(size, copyBufferSize)))
 	copyFile := func(w io.Writer) error {
 		f, err := os.Open(path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		// the bare Reader: *os.File's WriteTo would copy with a buffer of its own
-		n, err := io.CopyBuffer(w, struct{ io.Reader }{f}, buf)
+		n, err := io.Copy(w, f)
 		if err == nil && n != size {
 			err = fmt.Errorf("%s: read %d bytes, want %d: changed while committed", path, n, size)
 		}
@@ -307,9 +301,6 @@ func (r *Repo) writeObjectFrom(kind, path string, size int64) (string, error) {
 	id := hex.EncodeToString(h.Sum(nil))
 	return id, r.writeLoose(id, kind, size, copyFile)
 }
-
-// copyBufferSize is the most writeObjectFrom reads at once.
-const copyBufferSize = 32 << 10
 
 // objectHeader is a git object's header: "blob 12\x00".
 func objectHeader(kind string, size int64) []byte {
