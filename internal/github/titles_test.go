@@ -75,13 +75,37 @@ func mustTitles(t *testing.T, src *github.Source, commit string, files []policy.
 	return got, alloc
 }
 
-func TestTitles_HugeFileOfUnknownSize_BlobReadCutAtTheLimit(t *testing.T) {
-	f := newFixture(t)
-	f.repo.Write("규정/작은 규정.md", "# 작은 규정\n")
-	base := f.repo.Commit("base")
-	writeHuge(f.repo, "규정/큰 규정.md", "큰 규정")
-	f.repo.Write("규정/작은 규정.md", "# 작은 규정 (개정)\n")
-	head := f.repo.Commit("one huge file in an incremental run")
+// TestTitles_HugeFile reads titles beside one huge file: of unknown size
+// (an incremental run), of known size (from the tree) and last in the
+// archive. The three read commits of one repository, so the 40 MB file is
+// written, and hashed by git, once, not once for each (about a second of
+// CPU under the race detector). Each subtest has a fake server of its own,
+// so the requests it counts are its own; none runs in parallel (they
+// measure the process's allocations).
+func TestTitles_HugeFile(t *testing.T) {
+	repo := githubtest.NewRepo(t)
+	repo.Write("규정/작은 규정.md", "# 작은 규정\n")
+	base := repo.Commit("base")
+	writeHuge(repo, "규정/큰 규정.md", "큰 규정")
+	known := repo.Commit("sizes from the tree")
+	repo.Write("규정/작은 규정.md", "# 작은 규정 (개정)\n")
+	incremental := repo.Commit("one huge file in an incremental run")
+	repo.Remove("규정/작은 규정.md")
+	fixtureOn := func(t *testing.T) *fixture {
+		return &fixture{repo: repo, srv: githubtest.NewServer(t, owner, name, repo), sleeps: &sleeps{}}
+	}
+	t.Run("OfUnknownSize_BlobReadCutAtTheLimit", func(t *testing.T) {
+		hugeFileOfUnknownSize(t, fixtureOn(t), base, incremental)
+	})
+	t.Run("OfKnownSize_NotDownloaded", func(t *testing.T) {
+		hugeFileOfKnownSize(t, fixtureOn(t), known)
+	})
+	t.Run("ArchiveEntry_OverBudget_RestFromBlobs", func(t *testing.T) {
+		hugeArchiveEntryOverBudget(t, fixtureOn(t)) // commits on incremental, without 작은 규정
+	})
+}
+
+func hugeFileOfUnknownSize(t *testing.T, f *fixture, base, head string) {
 	src := f.source(t)
 	files := changedFiles(t, src, base, head)
 	f.srv.ResetRequests()
@@ -106,11 +130,7 @@ func TestTitles_HugeFileOfUnknownSize_BlobReadCutAtTheLimit(t *testing.T) {
 	}
 }
 
-func TestTitles_HugeFileOfKnownSize_NotDownloaded(t *testing.T) {
-	f := newFixture(t)
-	f.repo.Write("규정/작은 규정.md", "# 작은 규정\n")
-	writeHuge(f.repo, "규정/큰 규정.md", "큰 규정")
-	head := f.repo.Commit("sizes from the tree")
+func hugeFileOfKnownSize(t *testing.T, f *fixture, head string) {
 	files := filesOf(t, f.repo, head)
 	src := f.source(t)
 
@@ -175,9 +195,8 @@ func TestTitles_OversizedArchiveEntry_SkippedUnreadThenSizedByBlob(t *testing.T)
 	}
 }
 
-func TestTitles_HugeArchiveEntry_OverBudget_RestFromBlobs(t *testing.T) {
-	f := newFixture(t)
-	writeHuge(f.repo, "규정/큰 규정.md", "큰 규정") // sorts after 규정/제.. : last in the archive
+func hugeArchiveEntryOverBudget(t *testing.T, f *fixture) {
+	// the huge file sorts after 규정/제.. : last in the archive
 	head, files, want := archiveFixture(t, f, 12)
 	want["규정/큰 규정.md"] = policy.Content{Size: hugeSize}
 	cfg := f.config()
