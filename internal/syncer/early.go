@@ -23,8 +23,11 @@ import (
 // archive threshold, the read step asks for the archive (its link, and the
 // download up to its headers) beside the registry's listings: a read too,
 // taken by the titles step (github.Source.PrefetchArchive). A run into an
-// empty registry reads every file: its link is asked for as soon as the
-// tree, read beside the lease, has shown more files than the threshold.
+// empty registry reads every file: its link is asked for at once, beside
+// the tree and the lease, before the tree says how many files there are.
+// That costs a first sync of no more files than the threshold one request
+// it does not use (it reads blobs, as before); every larger first sync
+// gets its link a round trip sooner.
 
 // readAhead are the reads a run started before the step that takes them;
 // the run drops what no step took when it ends (finish).
@@ -59,8 +62,8 @@ type ArchivePrefetcher interface {
 // the tree's policies the registry cannot hold yet (after the last run it
 // held prev.Policies; a first sync, none). A nil tree means every file, how
 // many not known yet: a run into an empty registry asks before the tree is
-// read, and the Source asks for the link once the tree streaming by shows
-// more files than its threshold, the download once the tree is in.
+// read, and the Source asks for the link at once, the download once the
+// tree is in and says more files than its threshold.
 func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File, ahead *readAhead) {
 	pf, ok := r.Source.(ArchivePrefetcher)
 	if !ok {
@@ -87,8 +90,7 @@ func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File,
 func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, lease, *readAhead, error) {
 	ahead := &readAhead{}
 	if mode == differ.ModeFull && st.last == "" && (st.prev == nil || st.prev.Policies == 0) {
-		// every file will be read: the link as soon as the tree shows more
-		// than the threshold (asked for before the tree, which arms it); the
+		// every file will be read: the link at once, beside the tree; the
 		// download once the tree is in, after the lease
 		r.prefetchArchive(ctx, st, nil, ahead)
 	}
