@@ -17,9 +17,11 @@ import (
 // does nothing. A negative files means every file, how many not known yet:
 // the link is asked at once, beside the commit's tree (a link is one
 // request whose redirect is not followed), the download once a later call
-// gives a count over the threshold (or the read comes). A read of no more
-// files than the threshold reads blobs and leaves the link unused. It is a
-// read: nothing is written anywhere.
+// gives a count over the threshold, or the read comes, or — once
+// DownloadWhenListed let it — a listing of the tree shows more policy
+// files than the threshold as it streams by. A read of no more files than
+// the threshold reads blobs and leaves the link unused. It is a read:
+// nothing is written anywhere.
 //
 // The next Titles, TitlesWith or Contents of commit that reads the archive
 // takes what the prefetch got: its link (or the link's error, as its own
@@ -38,7 +40,7 @@ func (s *Source) PrefetchArchive(ctx context.Context, commit string, files int) 
 		go p.fetch(pctx, s)
 	}
 	if files >= 0 {
-		p.download()
+		p.mark(true, true)
 	}
 	return func() {
 		if s.ahead.take(commit) == p {
@@ -47,12 +49,26 @@ func (s *Source) PrefetchArchive(ctx context.Context, commit string, files int) 
 	}
 }
 
+// DownloadWhenListed lets the prefetch of commit whose count was not known
+// (PrefetchArchive with files < 0) ask for the download as soon as a
+// listing of the commit's tree (Tree) has shown more policy files than the
+// threshold, as it streams by, instead of once a later call gives the
+// count: a run calls it once it may read (its lease taken). A tree of no
+// more files downloads nothing. It does nothing when no prefetch of commit
+// is going.
+func (s *Source) DownloadWhenListed(commit string) {
+	s.ahead.lookup(commit).mark(false, true)
+}
+
 // prefetch is an archive read started ahead (PrefetchArchive).
 type prefetch struct {
 	commit string
 	cancel context.CancelFunc
 	wanted chan struct{} // closed when the download is to be asked
 	once   sync.Once
+	mu     sync.Mutex
+	many   bool          // a listing of the tree showed more files than the threshold
+	let    bool          // the caller lets the download go once many (DownloadWhenListed)
 	done   chan struct{} // closed when the link and the answer's headers are in
 	link   *url.URL
 	err    error          // the link's error
@@ -63,6 +79,21 @@ type prefetch struct {
 func (p *prefetch) download() {
 	if p != nil {
 		p.once.Do(func() { close(p.wanted) })
+	}
+}
+
+// mark records that a listing of the tree showed more files than the
+// threshold (many) or that the caller lets the download go once one does
+// (let), and asks for the download once both are so (nil-safe).
+func (p *prefetch) mark(many, let bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.many, p.let = p.many || many, p.let || let
+	if p.many && p.let {
+		p.download()
 	}
 }
 
@@ -148,6 +179,30 @@ func (a *prefetches) start(ctx context.Context, commit string) (p *prefetch, pct
 	pctx, p.cancel = context.WithCancel(ctx)
 	a.by[commit] = p
 	return p, pctx, true
+}
+
+// armer is a tree listing's watch for a prefetch of commit: told how many
+// policy files the listing has shown so far, it marks the prefetch once
+// they are more than threshold. nil when no prefetch of commit waits.
+func (a *prefetches) armer(commit string, threshold int) func(n int) {
+	a.mu.Lock()
+	p := a.by[commit]
+	a.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return func(n int) {
+		if threshold < 0 || n > threshold {
+			p.mark(true, false)
+		}
+	}
+}
+
+// lookup returns the prefetch of commit (nil: none).
+func (a *prefetches) lookup(commit string) *prefetch {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.by[commit]
 }
 
 // take removes and returns the prefetch of commit (nil: none).

@@ -135,14 +135,16 @@ func TestPrefetchArchive_CountUnknown_LinkAtOnce_DownloadWhenTheCountIsGiven(t *
 }
 
 // A tree of no more policy files than the threshold leaves the link asked
-// at once unused: the count given, nothing is downloaded (the link's
-// redirect is not followed) and the read takes blobs.
+// at once unused: let download as the tree streams by, or the count given,
+// nothing is downloaded (the link's redirect is not followed) and the read
+// takes blobs.
 func TestPrefetchArchive_CountUnknown_SmallTree_LinkOnly_BlobsRead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	head, files, want := archiveFixture(t, f, 10)
 	src := f.source(t)
 	stop := src.PrefetchArchive(context.Background(), head, -1)
+	src.DownloadWhenListed(head)
 	if _, err := src.Tree(context.Background(), head); err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +164,37 @@ func TestPrefetchArchive_CountUnknown_SmallTree_LinkOnly_BlobsRead(t *testing.T)
 		t.Errorf("requests %v, want the link, no download and ten blobs", c)
 	}
 	wantRequests(t, src, f.srv, 12) // the tree, the link, ten blobs
+}
+
+// Let download once listed, a prefetch whose count is not known asks for
+// the download as soon as a listing of the commit's tree shows more policy
+// files than the threshold, with no later call giving the count; not
+// before.
+func TestPrefetchArchive_CountUnknown_DownloadWhenListed_AsTheTreeShowsMoreThanTheThreshold(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	defer src.PrefetchArchive(context.Background(), head, -1)()
+	src.DownloadWhenListed(head)
+	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
+	time.Sleep(20 * time.Millisecond)
+	if n := f.srv.Requests()[githubtest.KindArchive]; n != 0 {
+		t.Fatalf("archive requests = %d before the tree was listed, want 0", n)
+	}
+	if _, err := src.Tree(context.Background(), head); err != nil {
+		t.Fatal(err)
+	}
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	wantRequests(t, src, f.srv, 3) // the tree, the link, the download
 }
 
 // A read of a commit whose prefetch waits for the count takes its link and

@@ -24,7 +24,7 @@ import (
 // holds is its files, not the document nor an entry per folder.
 // Errors: policy.ErrNotFound (unknown commit), policy.ErrRateLimited, policy.ErrConfig.
 func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error) {
-	root, err := s.listTree(ctx, commit, true, "")
+	root, err := s.listTree(ctx, commit, true, "", s.ahead.armer(commit, s.threshold))
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error)
 // walk lists the tree sha one level deep and each sub-tree recursively,
 // walking further into any sub-tree whose listing is truncated too.
 func (s *Source) walk(ctx context.Context, sha, prefix string, l *listing) error {
-	level, err := s.listTree(ctx, sha, false, prefix)
+	level, err := s.listTree(ctx, sha, false, prefix, nil)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (s *Source) walk(ctx context.Context, sha, prefix string, l *listing) error
 			return err
 		}
 		subPrefix := prefix + sub.Path + "/"
-		got, err := s.listTree(ctx, sub.SHA, true, subPrefix)
+		got, err := s.listTree(ctx, sub.SHA, true, subPrefix, nil)
 		if err != nil {
 			return err
 		}
@@ -144,15 +144,23 @@ func (t *treeSizes) archiveOf(commit string) (int64, bool) {
 }
 
 // listTree lists the tree sha (recursively, or one level) with the files
-// under prefix. A retried request starts the listing over.
-func (s *Source) listTree(ctx context.Context, sha string, recursive bool, prefix string) (treeListing, error) {
+// under prefix. A retried request starts the listing over. seen, when not
+// nil, hears how many policy files the listing has shown so far, as they
+// stream by (PrefetchArchive's armer).
+func (s *Source) listTree(ctx context.Context, sha string, recursive bool, prefix string, seen func(n int)) (treeListing, error) {
 	op := "get tree " + sha
 	var got treeListing
 	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
 		got = treeListing{}
+		policies := 0
 		return s.readTree(ctx, sha, recursive, func(e treeEntry) {
 			got.entries++
+			files := len(got.files)
 			got.add(prefix, e)
+			if seen != nil && len(got.files) > files && policy.IsPolicyPath(prefix+e.Path) {
+				policies++
+				seen(policies)
+			}
 			if !recursive && e.Type == "tree" {
 				got.trees = append(got.trees, treeEntry{Path: e.Path, SHA: e.SHA})
 			}

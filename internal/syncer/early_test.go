@@ -1,9 +1,11 @@
 package syncer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -456,5 +458,86 @@ func TestLease_FirstSyncOfAFewFiles_LinkFails_BlobsRead(t *testing.T) {
 				t.Errorf("requests %v, want the failed link, no download and three blobs", c)
 			}
 		})
+	}
+}
+
+// treeEndHeld is a transport to the fake GitHub that gives every tree
+// answer's entries at once but holds the rest of the answer (what follows
+// its list of entries), up to a second, until the archive's download was
+// asked: a download asked only once the whole tree is in never comes in
+// time.
+type treeEndHeld struct {
+	next   http.RoundTripper
+	asked  chan struct{} // closed when the download was asked
+	once   sync.Once
+	before atomic.Bool // a tree's end waited for the download
+}
+
+func (h *treeEndHeld) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.Contains(req.URL.Path, "/_codeload/") {
+		h.once.Do(func() { close(h.asked) })
+	}
+	resp, err := h.next.RoundTrip(req)
+	if err != nil || !strings.Contains(req.URL.Path, "/git/trees/") {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	cut := bytes.Index(body, []byte(`,"truncated"`))
+	if cut < 0 {
+		cut = len(body)
+	}
+	resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:cut]), &heldReader{h: h, rest: body[cut:]}))
+	return resp, nil
+}
+
+// heldReader gives rest once the download was asked (or a second passed).
+type heldReader struct {
+	h    *treeEndHeld
+	rest []byte
+	r    io.Reader
+}
+
+func (r *heldReader) Read(p []byte) (int, error) {
+	if r.r == nil {
+		select {
+		case <-r.h.asked:
+			r.h.before.Store(true)
+		case <-time.After(time.Second):
+		}
+		r.r = bytes.NewReader(r.rest)
+	}
+	return r.r.Read(p)
+}
+
+// A run into an empty registry asks for the download once its lease is
+// taken and its tree, as it streams by, has shown more files than the
+// threshold: before the tree's answer ends (here it waits for the
+// download's request).
+func TestLease_FirstSync_ArchiveDownloadAskedBeforeTheTreeEnds(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	h := &treeEndHeld{next: http.DefaultTransport, asked: make(chan struct{})}
+	src, err := github.New(github.Config{
+		Owner: "knue", Repo: "policies", Branch: "main", BaseURL: r.gh.URL(),
+		HTTPClient: &http.Client{Transport: h, Timeout: github.DefaultTimeout},
+		Sleep:      func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s.Source = src
+	if res := r.mustRun(); res.Summary.Added != 12 {
+		t.Fatalf("added %d, want 12", res.Summary.Added)
+	}
+	if !h.before.Load() {
+		t.Error("the archive was downloaded after the whole tree, not as soon as the tree showed more files than the threshold")
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want one archive link and one download", c)
 	}
 }
