@@ -65,8 +65,8 @@ func TestSync_FirstRun_WritesEveryPolicyAndQueue(t *testing.T) {
 				t.Errorf("key %q is outside the schema's prefixes", k)
 			}
 		}
-		if gh, _ := r.requests(t); gh != 5 { // head, tree, 3 blobs
-			t.Errorf("github requests %d, want 5 (head, tree, one blob per file)", gh)
+		if gh, _ := r.requests(t); gh != 6 { // head, tree, the archive's link (asked beside the tree, unused), 3 blobs
+			t.Errorf("github requests %d, want 6 (head, tree, the archive's link, one blob per file)", gh)
 		}
 	})
 }

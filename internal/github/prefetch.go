@@ -14,11 +14,14 @@ import (
 // reads instead of after them (docs/bench.md, "Round trips"). It starts
 // only when files, how many files the caller expects to read, is more than
 // the archive threshold (a read of that many takes the archive); else it
-// does nothing. A negative files means not known yet: the link is asked
-// once a listing of the commit's tree (Tree) has shown more policy files
-// than the threshold, as it streams by, the download once a later call
-// gives the count (or the read comes); a tree of fewer asks nothing. It is
-// a read: nothing is written anywhere.
+// does nothing. A negative files means every file, how many not known yet:
+// the link is asked at once, beside the commit's tree (a link is one
+// request whose redirect is not followed), the download once a later call
+// gives a count over the threshold, or the read comes, or — once
+// DownloadWhenListed let it — a listing of the tree shows more policy
+// files than the threshold as it streams by. A read of no more files than
+// the threshold reads blobs and leaves the link unused. It is a read:
+// nothing is written anywhere.
 //
 // The next Titles, TitlesWith or Contents of commit that reads the archive
 // takes what the prefetch got: its link (or the link's error, as its own
@@ -37,8 +40,7 @@ func (s *Source) PrefetchArchive(ctx context.Context, commit string, files int) 
 		go p.fetch(pctx, s)
 	}
 	if files >= 0 {
-		p.arm()
-		p.download()
+		p.mark(true, true)
 	}
 	return func() {
 		if s.ahead.take(commit) == p {
@@ -47,14 +49,26 @@ func (s *Source) PrefetchArchive(ctx context.Context, commit string, files int) 
 	}
 }
 
+// DownloadWhenListed lets the prefetch of commit whose count was not known
+// (PrefetchArchive with files < 0) ask for the download as soon as a
+// listing of the commit's tree (Tree) has shown more policy files than the
+// threshold, as it streams by, instead of once a later call gives the
+// count: a run calls it once it may read (its lease taken). A tree of no
+// more files downloads nothing. It does nothing when no prefetch of commit
+// is going.
+func (s *Source) DownloadWhenListed(commit string) {
+	s.ahead.lookup(commit).mark(false, true)
+}
+
 // prefetch is an archive read started ahead (PrefetchArchive).
 type prefetch struct {
 	commit string
 	cancel context.CancelFunc
-	armed  chan struct{} // closed when the link is to be asked
 	wanted chan struct{} // closed when the download is to be asked
 	once   sync.Once
-	arming sync.Once
+	mu     sync.Mutex
+	many   bool          // a listing of the tree showed more files than the threshold
+	let    bool          // the caller lets the download go once many (DownloadWhenListed)
 	done   chan struct{} // closed when the link and the answer's headers are in
 	link   *url.URL
 	err    error          // the link's error
@@ -68,23 +82,26 @@ func (p *prefetch) download() {
 	}
 }
 
-// arm lets the link be asked (nil-safe).
-func (p *prefetch) arm() {
-	if p != nil {
-		p.arming.Do(func() { close(p.armed) })
+// mark records that a listing of the tree showed more files than the
+// threshold (many) or that the caller lets the download go once one does
+// (let), and asks for the download once both are so (nil-safe).
+func (p *prefetch) mark(many, let bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.many, p.let = p.many || many, p.let || let
+	if p.many && p.let {
+		p.download()
 	}
 }
 
-// fetch asks for the link once armed and, when wanted, the download; a
-// download that is not answered within the idle timeout, or answers
-// another status, is left for the read to ask again.
+// fetch asks for the link and, when wanted, the download; a download that
+// is not answered within the idle timeout, or answers another status, is
+// left for the read to ask again.
 func (p *prefetch) fetch(ctx context.Context, s *Source) {
 	defer close(p.done)
-	select {
-	case <-p.armed:
-	case <-ctx.Done():
-		return
-	}
 	if p.link, p.err = s.archiveLink(ctx, p.commit); p.err != nil {
 		return
 	}
@@ -158,16 +175,15 @@ func (a *prefetches) start(ctx context.Context, commit string) (p *prefetch, pct
 	if a.by == nil {
 		a.by = map[string]*prefetch{}
 	}
-	p = &prefetch{commit: commit, armed: make(chan struct{}), wanted: make(chan struct{}), done: make(chan struct{})}
+	p = &prefetch{commit: commit, wanted: make(chan struct{}), done: make(chan struct{})}
 	pctx, p.cancel = context.WithCancel(ctx)
 	a.by[commit] = p
 	return p, pctx, true
 }
 
-// armer is a tree listing's watch for a prefetch of commit that waits for
-// the count: told how many policy files the listing has shown so far, it
-// arms the prefetch (its link) once they are more than threshold. nil when
-// no prefetch of commit waits.
+// armer is a tree listing's watch for a prefetch of commit: told how many
+// policy files the listing has shown so far, it marks the prefetch once
+// they are more than threshold. nil when no prefetch of commit waits.
 func (a *prefetches) armer(commit string, threshold int) func(n int) {
 	a.mu.Lock()
 	p := a.by[commit]
@@ -177,9 +193,16 @@ func (a *prefetches) armer(commit string, threshold int) func(n int) {
 	}
 	return func(n int) {
 		if threshold < 0 || n > threshold {
-			p.arm()
+			p.mark(true, false)
 		}
 	}
+}
+
+// lookup returns the prefetch of commit (nil: none).
+func (a *prefetches) lookup(commit string) *prefetch {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.by[commit]
 }
 
 // take removes and returns the prefetch of commit (nil: none).
@@ -197,7 +220,6 @@ func (p *prefetch) prefetchedLink(ctx context.Context) (link *url.URL, ok bool, 
 	if p == nil {
 		return nil, false, nil
 	}
-	p.arm()
 	p.download()
 	if err := p.wait(ctx); err != nil {
 		return nil, true, err

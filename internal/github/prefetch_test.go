@@ -100,24 +100,23 @@ func TestPrefetchArchive_DownloadFails_ReadAsksAgain(t *testing.T) {
 	}
 }
 
-// A count not known yet asks nothing until a listing of the commit's tree
-// shows more policy files than the threshold: then the link; the download
-// once a later call gives the count; the read takes both.
-func TestPrefetchArchive_CountUnknown_LinkWhenTheTreeShowsMoreThanTheThreshold(t *testing.T) {
+// A count not known yet asks for the link at once, before any listing of
+// the commit's tree; the download once a later call gives the count; the
+// read takes both.
+func TestPrefetchArchive_CountUnknown_LinkAtOnce_DownloadWhenTheCountIsGiven(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	head, files, want := archiveFixture(t, f, 12)
 	src := f.source(t)
 	stop := src.PrefetchArchive(context.Background(), head, -1)
 	defer stop()
-	time.Sleep(20 * time.Millisecond)
-	if n := f.srv.Requests().Total(); n != 0 {
-		t.Fatalf("%d requests before the tree was listed, want none", n)
+	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
+	if c := f.srv.Requests(); c.Total() != 1 {
+		t.Fatalf("requests %v before the tree was listed, want the link only", c)
 	}
 	if _, err := src.Tree(context.Background(), head); err != nil {
 		t.Fatal(err)
 	}
-	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
 	time.Sleep(20 * time.Millisecond)
 	if n := f.srv.Requests()[githubtest.KindArchive]; n != 0 {
 		t.Fatalf("archive requests = %d before the count was known, want 0", n)
@@ -135,24 +134,71 @@ func TestPrefetchArchive_CountUnknown_LinkWhenTheTreeShowsMoreThanTheThreshold(t
 	wantRequests(t, src, f.srv, 3) // the tree, the link, the download
 }
 
-// A tree of no more policy files than the threshold arms nothing: no
-// archive request at all.
-func TestPrefetchArchive_CountUnknown_SmallTree_NothingAsked(t *testing.T) {
+// A tree of no more policy files than the threshold leaves the link asked
+// at once unused: let download as the tree streams by, or the count given,
+// nothing is downloaded (the link's redirect is not followed) and the read
+// takes blobs.
+func TestPrefetchArchive_CountUnknown_SmallTree_LinkOnly_BlobsRead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	head, _, _ := archiveFixture(t, f, 10)
+	head, files, want := archiveFixture(t, f, 10)
 	src := f.source(t)
 	stop := src.PrefetchArchive(context.Background(), head, -1)
+	src.DownloadWhenListed(head)
 	if _, err := src.Tree(context.Background(), head); err != nil {
 		t.Fatal(err)
 	}
+	defer src.PrefetchArchive(context.Background(), head, len(files))()
+	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
 	time.Sleep(20 * time.Millisecond)
 	stop()
-	wantRequests(t, src, f.srv, 1) // the tree
+	if c := f.srv.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 0 || c[githubtest.KindBlob] != 10 {
+		t.Errorf("requests %v, want the link, no download and ten blobs", c)
+	}
+	wantRequests(t, src, f.srv, 12) // the tree, the link, ten blobs
 }
 
-// A read of a commit whose prefetch waits for the count asks for the link
-// and the download itself, once each.
+// Let download once listed, a prefetch whose count is not known asks for
+// the download as soon as a listing of the commit's tree shows more policy
+// files than the threshold, with no later call giving the count; not
+// before.
+func TestPrefetchArchive_CountUnknown_DownloadWhenListed_AsTheTreeShowsMoreThanTheThreshold(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head, files, want := archiveFixture(t, f, 12)
+	src := f.source(t)
+	defer src.PrefetchArchive(context.Background(), head, -1)()
+	src.DownloadWhenListed(head)
+	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
+	time.Sleep(20 * time.Millisecond)
+	if n := f.srv.Requests()[githubtest.KindArchive]; n != 0 {
+		t.Fatalf("archive requests = %d before the tree was listed, want 0", n)
+	}
+	if _, err := src.Tree(context.Background(), head); err != nil {
+		t.Fatal(err)
+	}
+	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
+
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+	wantRequests(t, src, f.srv, 3) // the tree, the link, the download
+}
+
+// A read of a commit whose prefetch waits for the count takes its link and
+// has the download asked: once each.
 func TestPrefetchArchive_CountUnknown_ReadAsksLinkAndDownload(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

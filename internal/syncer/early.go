@@ -23,8 +23,13 @@ import (
 // archive threshold, the read step asks for the archive (its link, and the
 // download up to its headers) beside the registry's listings: a read too,
 // taken by the titles step (github.Source.PrefetchArchive). A run into an
-// empty registry reads every file: its link is asked for as soon as the
-// tree, read beside the lease, has shown more files than the threshold.
+// empty registry reads every file: its link is asked for at once, beside
+// the tree and the lease, before the tree says how many files there are.
+// That costs a first sync of no more files than the threshold one request
+// it does not use (it reads blobs, as before); every larger first sync
+// gets its link a round trip sooner. Its download goes once the lease is
+// taken and the tree, as it streams by, has shown more files than the
+// threshold: not after the whole tree.
 
 // readAhead are the reads a run started before the step that takes them;
 // the run drops what no step took when it ends (finish).
@@ -52,6 +57,10 @@ type ArchivePrefetcher interface {
 	// files would take it, for the next read of the commit; stop lets go
 	// of what no read took.
 	PrefetchArchive(ctx context.Context, commit string, files int) (stop func())
+	// DownloadWhenListed lets a prefetch whose count was not known
+	// download as soon as the commit's tree has shown more files than the
+	// threshold.
+	DownloadWhenListed(commit string)
 }
 
 // prefetchArchive starts reading the head's archive when the tree says a
@@ -59,8 +68,9 @@ type ArchivePrefetcher interface {
 // the tree's policies the registry cannot hold yet (after the last run it
 // held prev.Policies; a first sync, none). A nil tree means every file, how
 // many not known yet: a run into an empty registry asks before the tree is
-// read, and the Source asks for the link once the tree streaming by shows
-// more files than its threshold, the download once the tree is in.
+// read, and the Source asks for the link at once, the download once the
+// lease lets it (leaseStep) and the tree has shown more files than its
+// threshold.
 func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File, ahead *readAhead) {
 	pf, ok := r.Source.(ArchivePrefetcher)
 	if !ok {
@@ -86,10 +96,11 @@ func (r *run) prefetchArchive(ctx context.Context, st state, tree []policy.File,
 // run ends.
 func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, lease, *readAhead, error) {
 	ahead := &readAhead{}
-	if mode == differ.ModeFull && st.last == "" && (st.prev == nil || st.prev.Policies == 0) {
-		// every file will be read: the link as soon as the tree shows more
-		// than the threshold (asked for before the tree, which arms it); the
-		// download once the tree is in, after the lease
+	first := mode == differ.ModeFull && st.last == "" && (st.prev == nil || st.prev.Policies == 0)
+	if first {
+		// every file will be read: the link at once, beside the tree; the
+		// download once the lease is taken and the tree has shown more
+		// files than the threshold
 		r.prefetchArchive(ctx, st, nil, ahead)
 	}
 	if mode == differ.ModeFull {
@@ -110,6 +121,9 @@ func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, leas
 		}()
 	}
 	l, err := r.takeLease(ctx, st, mode)
+	if pf, ok := r.Source.(ArchivePrefetcher); ok && first && err == nil {
+		pf.DownloadWhenListed(st.head)
+	}
 	if pc != nil {
 		p := <-pc
 		if err == nil && p.err != nil {

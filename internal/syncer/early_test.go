@@ -1,15 +1,19 @@
 package syncer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
@@ -318,16 +322,222 @@ func TestLease_FirstSync_ArchiveLinkAskedBesideTheLeaseWrite(t *testing.T) {
 	}
 }
 
-// A first sync of a few files asks nothing of the archive (the tree shows
-// no more files than the threshold): blobs only.
-func TestLease_FirstSyncOfAFewFiles_BlobsNoArchive(t *testing.T) {
+// A first sync of a few files asks for the archive's link (at once, beside
+// the tree, before the tree says how many files there are) and leaves it
+// unused: nothing downloaded, blobs only.
+func TestLease_FirstSyncOfAFewFiles_LinkAskedUnused_BlobsRead(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	r.seed()
+	held := r.holdTreeForLink()
 	if res := r.mustRun(); res.Summary.Added != 3 {
 		t.Fatalf("added %d, want 3", res.Summary.Added)
 	}
-	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 0 || c[githubtest.KindArchive] != 0 || c[githubtest.KindBlob] != 3 {
-		t.Errorf("requests %v, want three blobs and nothing of the archive", c)
+	if !held.linkFirst.Load() {
+		t.Error("the tree was answered before the archive's link was asked")
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 0 || c[githubtest.KindBlob] != 3 {
+		t.Errorf("requests %v, want three blobs, the link and no download", c)
+	}
+}
+
+// linkBeforeTree is a transport to the fake GitHub that holds every tree
+// answer, up to a second, until an answer to the archive's link came: a
+// link asked only once the tree is known never comes in time.
+type linkBeforeTree struct {
+	next      http.RoundTripper
+	link      chan struct{} // closed when the link's answer came
+	once      sync.Once
+	linkFirst atomic.Bool // a tree answer waited for the link's
+}
+
+func (l *linkBeforeTree) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	switch {
+	case strings.Contains(req.URL.Path, "/tarball/"):
+		l.once.Do(func() { close(l.link) })
+	case strings.Contains(req.URL.Path, "/git/trees/"):
+		select {
+		case <-l.link:
+			l.linkFirst.Store(true)
+		case <-time.After(time.Second):
+		}
+	}
+	return resp, err
+}
+
+// holdTreeForLink gives the run a Source whose tree answers wait for the
+// archive's link (linkBeforeTree).
+func (r *rig) holdTreeForLink() *linkBeforeTree {
+	r.t.Helper()
+	l := &linkBeforeTree{next: http.DefaultTransport, link: make(chan struct{})}
+	src, err := github.New(github.Config{
+		Owner: "knue", Repo: "policies", Branch: "main", BaseURL: r.gh.URL(),
+		HTTPClient: &http.Client{Transport: l, Timeout: github.DefaultTimeout},
+		Sleep:      func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.s.Source = src
+	return l
+}
+
+// A run into an empty registry reads every file: it asks for the archive's
+// link at once, beside the tree (whose answer here waits for the link's),
+// and downloads once the tree says more files than the threshold.
+func TestLease_FirstSync_ArchiveLinkAskedBesideTheTree(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	held := r.holdTreeForLink()
+	if res := r.mustRun(); res.Summary.Added != 12 {
+		t.Fatalf("added %d, want 12", res.Summary.Added)
+	}
+	if !held.linkFirst.Load() {
+		t.Error("the archive's link was asked after the tree, not beside it")
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want one archive link and one download", c)
+	}
+}
+
+// Only a run into an empty registry asks for the link ahead: an
+// incremental run of a few files and a full run over a registry that holds
+// the tree's policies ask nothing of the archive.
+func TestLease_AfterTheFirstSync_NoArchiveLinkAskedAhead(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	r.mustRun()
+	r.repo.Write("규정/00.md", "# 규정 0,고침\n")
+	r.repo.Commit("edit")
+	r.gh.ResetRequests()
+	if res := r.mustRun(); res.Summary.Mode != "incremental" || res.Summary.Updated != 1 {
+		t.Fatalf("mode %q, updated %d; want incremental, 1", res.Summary.Mode, res.Summary.Updated)
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 0 || c[githubtest.KindArchive] != 0 || c[githubtest.KindBlob] != 1 {
+		t.Errorf("incremental: requests %v, want one blob and nothing of the archive", c)
+	}
+	r.gh.ResetRequests()
+	res, err := r.run(syncer.Options{Full: true})
+	if err != nil || res.Summary.Mode != "full" {
+		t.Fatalf("run: %v, mode %q; want full", err, res.Summary.Mode)
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 0 || c[githubtest.KindArchive] != 0 {
+		t.Errorf("full run: requests %v, want nothing of the archive", c)
+	}
+}
+
+// A link that fails costs a first sync of a few files nothing: it reads
+// blobs as it would without it, whatever the link's answer (a server
+// error, retried; a rate limit, which would end a read that took it).
+func TestLease_FirstSyncOfAFewFiles_LinkFails_BlobsRead(t *testing.T) {
+	t.Parallel()
+	for name, fault := range map[string]githubtest.Fault{
+		"server error": githubtest.ServerError(http.StatusBadGateway),
+		"rate limit":   githubtest.PrimaryRateLimit(http.StatusForbidden, time.Now().Add(time.Hour)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			r.seed()
+			r.gh.FailNext(githubtest.KindArchiveLink, -1, fault)
+			held := r.holdTreeForLink()
+			res := r.mustRun()
+			if res.Summary.Added != 3 || res.Summary.Status != policy.RunSuccess {
+				t.Fatalf("added %d, status %q; want 3, %q", res.Summary.Added, res.Summary.Status, policy.RunSuccess)
+			}
+			if !held.linkFirst.Load() {
+				t.Error("the tree was answered before the archive's link was asked")
+			}
+			if got := r.policies(); len(got) != 3 {
+				t.Errorf("policies %v, want 3", got)
+			}
+			if c := r.gh.Requests(); c[githubtest.KindArchiveLink] == 0 || c[githubtest.KindArchive] != 0 || c[githubtest.KindBlob] != 3 {
+				t.Errorf("requests %v, want the failed link, no download and three blobs", c)
+			}
+		})
+	}
+}
+
+// treeEndHeld is a transport to the fake GitHub that gives every tree
+// answer's entries at once but holds the rest of the answer (what follows
+// its list of entries), up to a second, until the archive's download was
+// asked: a download asked only once the whole tree is in never comes in
+// time.
+type treeEndHeld struct {
+	next   http.RoundTripper
+	asked  chan struct{} // closed when the download was asked
+	once   sync.Once
+	before atomic.Bool // a tree's end waited for the download
+}
+
+func (h *treeEndHeld) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.Contains(req.URL.Path, "/_codeload/") {
+		h.once.Do(func() { close(h.asked) })
+	}
+	resp, err := h.next.RoundTrip(req)
+	if err != nil || !strings.Contains(req.URL.Path, "/git/trees/") {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	cut := bytes.Index(body, []byte(`,"truncated"`))
+	if cut < 0 {
+		cut = len(body)
+	}
+	resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:cut]), &heldReader{h: h, rest: body[cut:]}))
+	return resp, nil
+}
+
+// heldReader gives rest once the download was asked (or a second passed).
+type heldReader struct {
+	h    *treeEndHeld
+	rest []byte
+	r    io.Reader
+}
+
+func (r *heldReader) Read(p []byte) (int, error) {
+	if r.r == nil {
+		select {
+		case <-r.h.asked:
+			r.h.before.Store(true)
+		case <-time.After(time.Second):
+		}
+		r.r = bytes.NewReader(r.rest)
+	}
+	return r.r.Read(p)
+}
+
+// A run into an empty registry asks for the download once its lease is
+// taken and its tree, as it streams by, has shown more files than the
+// threshold: before the tree's answer ends (here it waits for the
+// download's request).
+func TestLease_FirstSync_ArchiveDownloadAskedBeforeTheTreeEnds(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	h := &treeEndHeld{next: http.DefaultTransport, asked: make(chan struct{})}
+	src, err := github.New(github.Config{
+		Owner: "knue", Repo: "policies", Branch: "main", BaseURL: r.gh.URL(),
+		HTTPClient: &http.Client{Transport: h, Timeout: github.DefaultTimeout},
+		Sleep:      func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s.Source = src
+	if res := r.mustRun(); res.Summary.Added != 12 {
+		t.Fatalf("added %d, want 12", res.Summary.Added)
+	}
+	if !h.before.Load() {
+		t.Error("the archive was downloaded after the whole tree, not as soon as the tree showed more files than the threshold")
+	}
+	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
+		t.Errorf("requests %v, want one archive link and one download", c)
 	}
 }
