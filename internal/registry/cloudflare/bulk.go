@@ -22,15 +22,6 @@ const (
 	MaxBulkBytes = 100_000_000
 )
 
-// bulkPair is one element of a bulk write body.
-type bulkPair struct {
-	Key           string          `json:"key"`
-	Value         string          `json:"value"`
-	Metadata      json.RawMessage `json:"metadata,omitempty"`
-	ExpirationTTL int64           `json:"expiration_ttl,omitempty"`
-	Base64        bool            `json:"base64,omitempty"`
-}
-
 // bulkResult is the result of a bulk write or delete, which cloudflare-go
 // v0 does not decode.
 type bulkResult struct {
@@ -39,19 +30,9 @@ type bulkResult struct {
 }
 
 // encodePair encodes p for the bulk endpoint: the value as a JSON string
-// when it is valid UTF-8, else base64.
+// when it is valid UTF-8, else base64 (appendPair), at its exact length.
 func encodePair(p registry.Pair) []byte {
-	bp := bulkPair{Key: p.Key, Metadata: p.Metadata}
-	if utf8.Valid(p.Value) {
-		bp.Value = string(p.Value)
-	} else {
-		bp.Value = base64.StdEncoding.EncodeToString(p.Value)
-		bp.Base64 = true
-	}
-	if p.TTL > 0 {
-		bp.ExpirationTTL = int64((p.TTL + time.Second - 1) / time.Second)
-	}
-	return registry.MustJSON(bp)
+	return appendPair(make([]byte, 0, pairLen(p)), p)
 }
 
 // encodeLettingGo encodes the ith pair and lets go of it: the caller holds
@@ -213,18 +194,19 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 }
 
 // PutMade implements registry.PairMaker: Put with each pair made when it
-// is checked (and measured) and again when it is encoded into the request
-// body as the request is written (streamedBody), so that neither a batch's
-// encoded values nor its body are held while it is sent (at 10,000 a
-// batch: some 5 and 6 MB; docs/bench.md). pair(i) is the pair of keys[i].
+// is checked (and measured, pairLen, not encoded) and again when it is
+// encoded into the request body as the request is written (streamedBody),
+// so that neither a batch's encoded values nor its body are held while it
+// is sent (at 10,000 a batch: some 5 and 6 MB; docs/bench.md). pair(i) is
+// the pair of keys[i].
 func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) registry.Pair) map[string]error {
-	var lens []int
+	lens := make([]int, 0, len(keys))
 	idx, outcome := registry.ValidateEach(keys, func(i int) error {
 		p := pair(i)
 		if err := registry.CheckPair(p); err != nil {
 			return err
 		}
-		lens = append(lens, len(encodePair(p)))
+		lens = append(lens, pairLen(p)) // measured, not encoded
 		return nil
 	})
 	if len(idx) == 0 {
@@ -241,7 +223,7 @@ func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) reg
 		return registry.FailAll(outcome, valid, err)
 	}
 	op := s.writeOp()
-	for _, b := range chunkStreamed(valid, idx, lens, func(i int) []byte { return encodePair(pair(i)) }, s.cfg.MaxBulkBytes) {
+	for _, b := range chunkStreamed(valid, idx, lens, func(dst []byte, i int) []byte { return appendPair(dst, pair(i)) }, s.cfg.MaxBulkBytes) {
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome

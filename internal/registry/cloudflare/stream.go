@@ -27,8 +27,8 @@ func (b bulkBody) data() any { return b.json() }
 func (b bulkBody) only(keys []string) payload { return b.onlyBody(keys) }
 
 // streamedBody is a bulk write's body made element by element as the
-// request is written: encode(idx[j]) is its jth element, lens[j] that
-// element's exact length. Nothing holds the body: at 10,000 policy entries
+// request is written: encode(dst, idx[j]) appends its jth element to dst,
+// lens[j] that element's exact length. Nothing holds the body: at 10,000 policy entries
 // a batch (docs/bench.md, "Memory, fifth pass") a body made whole was some
 // 6 MB live while it was sent. A re-send (the transport's retries, the keys
 // Cloudflare reported unsuccessful) encodes the elements again.
@@ -36,7 +36,7 @@ type streamedBody struct {
 	keys   []string
 	idx    []int
 	lens   []int
-	encode func(i int) []byte
+	encode func(dst []byte, i int) []byte
 }
 
 func (s streamedBody) keyList() []string { return s.keys }
@@ -71,7 +71,7 @@ func (s streamedBody) only(keys []string) payload {
 // chunkStreamed splits the elements (lens[j] the length of keys[j]'s) into
 // bodies of at most MaxBulkPairs elements and maxBytes bytes, as chunk
 // does, without encoding them.
-func chunkStreamed(keys []string, idx, lens []int, encode func(i int) []byte, maxBytes int) []streamedBody {
+func chunkStreamed(keys []string, idx, lens []int, encode func(dst []byte, i int) []byte, maxBytes int) []streamedBody {
 	if one := (streamedBody{keys: keys, idx: idx, lens: lens, encode: encode}); len(keys) <= MaxBulkPairs && one.size() <= int64(maxBytes) {
 		return []streamedBody{one} // one body: the caller's lists, not copies of them
 	}
@@ -143,15 +143,14 @@ func (r *bodyReader) fill() error {
 		}
 		return nil
 	}
-	e := b.encode(b.idx[r.next])
-	if len(e) != b.lens[r.next] {
-		return fmt.Errorf("bulk body: %q: %w (%d bytes, then %d)", b.keys[r.next], errElementChanged, b.lens[r.next], len(e))
-	}
 	sep := byte(',')
 	if r.next == 0 {
 		sep = '['
 	}
-	r.room = append(append(r.room[:0], sep), e...)
+	r.room = b.encode(append(r.room[:0], sep), b.idx[r.next]) // into the room of the elements before
+	if n := len(r.room) - 1; n != b.lens[r.next] {
+		return fmt.Errorf("bulk body: %q: %w (%d bytes, then %d)", b.keys[r.next], errElementChanged, b.lens[r.next], n)
+	}
 	r.buf = r.room
 	r.next++
 	return nil

@@ -12,7 +12,7 @@ import (
 func TestChunkStreamed_OneBodyKeepsTheCallersLists(t *testing.T) {
 	t.Parallel()
 	keys, idx, lens := []string{"a", "b", "c"}, []int{0, 2, 5}, []int{10, 20, 30}
-	encode := func(int) []byte { return nil }
+	encode := func(dst []byte, _ int) []byte { return dst }
 	bodies := chunkStreamed(keys, idx, lens, encode, 1000)
 	if len(bodies) != 1 || &bodies[0].keys[0] != &keys[0] || &bodies[0].idx[0] != &idx[0] || &bodies[0].lens[0] != &lens[0] {
 		t.Fatalf("one body: %d bodies, or copies of the lists", len(bodies))

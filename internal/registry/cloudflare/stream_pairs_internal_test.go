@@ -15,7 +15,7 @@ func TestChunkStreamed_SplitsAtTenThousandPairs(t *testing.T) {
 	for i := range keys {
 		keys[i], idx[i], lens[i] = strconv.Itoa(i), i, 3
 	}
-	bodies := chunkStreamed(keys, idx, lens, func(int) []byte { return []byte("abc") }, MaxBulkBytes)
+	bodies := chunkStreamed(keys, idx, lens, func(dst []byte, _ int) []byte { return append(dst, "abc"...) }, MaxBulkBytes)
 	if len(bodies) != 2 || len(bodies[0].keys) != MaxBulkPairs || len(bodies[1].keys) != 1 || bodies[1].idx[0] != MaxBulkPairs {
 		t.Fatalf("split into %d bodies, want %d elements then the last one", len(bodies), MaxBulkPairs)
 	}
