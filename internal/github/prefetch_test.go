@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 )
@@ -24,6 +25,19 @@ func awaitRequests(t *testing.T, srv *githubtest.Server, kind string, n int) {
 	}
 }
 
+// wantTitles reads the titles of files at head and wants them all, as
+// want, none failed.
+func wantTitles(t *testing.T, src *github.Source, head string, files []policy.File, want map[string]policy.Content) {
+	t.Helper()
+	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Titles: failed %v, err %v", failed, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Titles (-want +got):\n%s", diff)
+	}
+}
+
 func TestPrefetchArchive_LinkAndDownloadAskedAhead_TitlesTakesThem(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -33,13 +47,7 @@ func TestPrefetchArchive_LinkAndDownloadAskedAhead_TitlesTakesThem(t *testing.T)
 	defer stop()
 	awaitRequests(t, f.srv, githubtest.KindArchive, 1) // asked before any read
 
-	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
-	if err != nil || len(failed) != 0 {
-		t.Fatalf("Titles: failed %v, err %v", failed, err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Titles (-want +got):\n%s", diff)
-	}
+	wantTitles(t, src, head, files, want)
 	c := f.srv.Requests()
 	if c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c.Total() != 2 {
 		t.Errorf("requests %v, want the prefetch's link and download only", c)
@@ -66,13 +74,7 @@ func TestPrefetchArchive_StoppedUntaken_NextReadAsksAgain(t *testing.T) {
 	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
 	stop()
 
-	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
-	if err != nil || len(failed) != 0 {
-		t.Fatalf("Titles: failed %v, err %v", failed, err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Titles (-want +got):\n%s", diff)
-	}
+	wantTitles(t, src, head, files, want)
 	if c := f.srv.Requests(); c[githubtest.KindArchive] != 2 || c[githubtest.KindBlob] != 0 {
 		t.Errorf("requests %v, want the archive asked again", c)
 	}
@@ -88,13 +90,7 @@ func TestPrefetchArchive_DownloadFails_ReadAsksAgain(t *testing.T) {
 	defer stop()
 	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
 
-	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
-	if err != nil || len(failed) != 0 {
-		t.Fatalf("Titles: failed %v, err %v", failed, err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Titles (-want +got):\n%s", diff)
-	}
+	wantTitles(t, src, head, files, want)
 	if c := f.srv.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 2 || c[githubtest.KindBlob] != 0 {
 		t.Errorf("requests %v, want the prefetch's link and the download asked again", c)
 	}
@@ -124,13 +120,7 @@ func TestPrefetchArchive_CountUnknown_LinkAtOnce_DownloadWhenTheCountIsGiven(t *
 	defer src.PrefetchArchive(context.Background(), head, len(files))()
 	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
 
-	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
-	if err != nil || len(failed) != 0 {
-		t.Fatalf("Titles: failed %v, err %v", failed, err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Titles (-want +got):\n%s", diff)
-	}
+	wantTitles(t, src, head, files, want)
 	wantRequests(t, src, f.srv, 3) // the tree, the link, the download
 }
 
@@ -151,13 +141,7 @@ func TestPrefetchArchive_CountUnknown_SmallTree_LinkOnly_BlobsRead(t *testing.T)
 	defer src.PrefetchArchive(context.Background(), head, len(files))()
 	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
 
-	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
-	if err != nil || len(failed) != 0 {
-		t.Fatalf("Titles: failed %v, err %v", failed, err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Titles (-want +got):\n%s", diff)
-	}
+	wantTitles(t, src, head, files, want)
 	time.Sleep(20 * time.Millisecond)
 	stop()
 	if c := f.srv.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 0 || c[githubtest.KindBlob] != 10 {
@@ -187,13 +171,7 @@ func TestPrefetchArchive_CountUnknown_DownloadWhenListed_AsTheTreeShowsMoreThanT
 	}
 	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
 
-	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
-	if err != nil || len(failed) != 0 {
-		t.Fatalf("Titles: failed %v, err %v", failed, err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Titles (-want +got):\n%s", diff)
-	}
+	wantTitles(t, src, head, files, want)
 	wantRequests(t, src, f.srv, 3) // the tree, the link, the download
 }
 
@@ -206,12 +184,6 @@ func TestPrefetchArchive_CountUnknown_ReadAsksLinkAndDownload(t *testing.T) {
 	src := f.source(t)
 	defer src.PrefetchArchive(context.Background(), head, -1)()
 
-	got, failed, err := src.Titles(context.Background(), head, files, policy.DefaultMaxFileSize)
-	if err != nil || len(failed) != 0 {
-		t.Fatalf("Titles: failed %v, err %v", failed, err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Titles (-want +got):\n%s", diff)
-	}
+	wantTitles(t, src, head, files, want)
 	wantRequests(t, src, f.srv, 2)
 }

@@ -251,16 +251,11 @@ func TestRead_FirstSync_ArchiveAskedBesideTheListings(t *testing.T) {
 	seedMany(r, 12)
 	h := &listHeld{Store: r.store, ahead: func() bool { return r.gh.Requests()[githubtest.KindArchive] > 0 }}
 	r.s.Registry = registry.New(h)
-	res := r.mustRun()
-	if res.Summary.Added != 12 {
-		t.Fatalf("added %d, want 12", res.Summary.Added)
-	}
+	r.mustAddAll(12)
 	if !h.began.Load() {
 		t.Error("the archive was asked for after the registry's listings, not beside them")
 	}
-	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
-		t.Errorf("requests %v, want one archive link and one download", c)
-	}
+	r.wantArchiveRead()
 }
 
 // A refused lease downloads nothing: only the archive's link may have been
@@ -311,15 +306,11 @@ func TestLease_FirstSync_ArchiveLinkAskedBesideTheLeaseWrite(t *testing.T) {
 	h := newLeaseHeld(r.store)
 	h.poll("archive-link", func() bool { return r.gh.Requests()[githubtest.KindArchiveLink] > 0 })
 	r.s.Registry = registry.New(h)
-	if res := r.mustRun(); res.Summary.Added != 12 {
-		t.Fatalf("added %d, want 12", res.Summary.Added)
-	}
+	r.mustAddAll(12)
 	if !h.beganBeside("archive-link") {
 		t.Error("the archive's link was asked after the lease write, not beside it")
 	}
-	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
-		t.Errorf("requests %v, want one archive link and one download", c)
-	}
+	r.wantArchiveRead()
 }
 
 // A first sync of a few files asks for the archive's link (at once, beside
@@ -391,15 +382,11 @@ func TestLease_FirstSync_ArchiveLinkAskedBesideTheTree(t *testing.T) {
 	r := newRig(t)
 	seedMany(r, 12)
 	held := r.holdTreeForLink()
-	if res := r.mustRun(); res.Summary.Added != 12 {
-		t.Fatalf("added %d, want 12", res.Summary.Added)
-	}
+	r.mustAddAll(12)
 	if !held.linkFirst.Load() {
 		t.Error("the archive's link was asked after the tree, not beside it")
 	}
-	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
-		t.Errorf("requests %v, want one archive link and one download", c)
-	}
+	r.wantArchiveRead()
 }
 
 // Only a run into an empty registry asks for the link ahead: an
@@ -531,13 +518,26 @@ func TestLease_FirstSync_ArchiveDownloadAskedBeforeTheTreeEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.s.Source = src
-	if res := r.mustRun(); res.Summary.Added != 12 {
-		t.Fatalf("added %d, want 12", res.Summary.Added)
-	}
+	r.mustAddAll(12)
 	if !h.before.Load() {
 		t.Error("the archive was downloaded after the whole tree, not as soon as the tree showed more files than the threshold")
 	}
+	r.wantArchiveRead()
+}
+
+// mustAddAll runs the syncer and wants n policies added.
+func (r *rig) mustAddAll(n int) {
+	r.t.Helper()
+	if res := r.mustRun(); res.Summary.Added != n {
+		r.t.Fatalf("added %d, want %d", res.Summary.Added, n)
+	}
+}
+
+// wantArchiveRead wants the run's files read from one archive: its link
+// and one download, no blob.
+func (r *rig) wantArchiveRead() {
+	r.t.Helper()
 	if c := r.gh.Requests(); c[githubtest.KindArchiveLink] != 1 || c[githubtest.KindArchive] != 1 || c[githubtest.KindBlob] != 0 {
-		t.Errorf("requests %v, want one archive link and one download", c)
+		r.t.Errorf("requests %v, want one archive link and one download", c)
 	}
 }

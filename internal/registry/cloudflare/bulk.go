@@ -2,14 +2,12 @@ package cloudflare
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/registry"
@@ -144,53 +142,12 @@ func sized(first, next, n int, bound func(i int) int, maxBytes int) bulkBody {
 	return bulkBody{body: make([]byte, 0, size), keys: make([]string, 0, count), starts: make([]int, 0, count)}
 }
 
-// pairBound is at least the length of encodePair(p): its key and value as
-// JSON strings at their longest (quotedBound; the value in base64 when it
-// is not UTF-8), its metadata as it is (compacted, never longer), its TTL
-// and the names of the fields it has.
-func pairBound(p registry.Pair) int {
-	n := len(`{"key":,"value":}`) + quotedBound([]byte(p.Key))
-	if utf8.Valid(p.Value) {
-		n += quotedBound(p.Value)
-	} else {
-		n += 2 + base64.StdEncoding.EncodedLen(len(p.Value)) + len(`,"base64":true`)
-	}
-	if len(p.Metadata) > 0 {
-		n += len(`,"metadata":`) + len(p.Metadata)
-	}
-	if p.TTL > 0 {
-		n += len(`,"expiration_ttl":`) + 20
-	}
-	return n
-}
-
-// quotedBound is at least the length of s as a JSON string
-// (encoding/json's, HTML left as it is): a control character may take 6
-// bytes (\u001f), a quote or a backslash 2, U+2028 and U+2029 6, an
-// invalid byte 6 (\ufffd).
-func quotedBound(s []byte) int {
-	n := 2
-	for len(s) > 0 {
-		r, size := utf8.DecodeRune(s)
-		switch {
-		case r < 0x20, r == '\u2028', r == '\u2029', r == utf8.RuneError && size == 1:
-			n += 6
-		case r == '"', r == '\\':
-			n += 2
-		default:
-			n += size
-		}
-		s = s[size:]
-	}
-	return n
-}
-
 // Put implements registry.Store: the pairs go as bulk writes, one request
 // per 10,000 pairs or 100 MB (a single pair too: only the bulk endpoint
 // writes metadata with the value).
 func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
 	valid, outcome := registry.ValidatePairs(pairs)
-	return s.putBodies(ctx, registry.PairKeys(valid), encodeLettingGo(valid), func(i int) int { return pairBound(valid[i]) }, outcome)
+	return s.putBodies(ctx, registry.PairKeys(valid), encodeLettingGo(valid), func(i int) int { return pairLen(valid[i]) }, outcome)
 }
 
 // PutMade implements registry.PairMaker: Put with each pair made when it

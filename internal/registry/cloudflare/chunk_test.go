@@ -74,8 +74,8 @@ func TestEncodeLettingGo_EachPairLetGoOnceEncoded(t *testing.T) {
 	}
 }
 
-// TestPairBound_AtLeastTheElement: the room a body makes for a pair is at
-// least its element, for values that JSON escapes most (control
+// TestPairBound_AtLeastTheElement: the room a body makes for a pair
+// (pairLen) is at least its element, for values that JSON escapes most (control
 // characters, quotes, backslashes, U+2028, invalid UTF-8 in base64), Hangul,
 // metadata and a TTL.
 func TestPairBound_AtLeastTheElement(t *testing.T) {
@@ -86,7 +86,7 @@ func TestPairBound_AtLeastTheElement(t *testing.T) {
 			{Key: "policy:" + v, Value: []byte(v)},
 			{Key: "lease", Value: []byte(v), Metadata: registry.MustJSON(map[string]string{"sha": v}), TTL: 1 << 62},
 		} {
-			if e, b := encodePair(p), pairBound(p); b < len(e) {
+			if e, b := encodePair(p), pairLen(p); b < len(e) {
 				t.Errorf("pair %q: bound %d < element %d: %s", p.Value, b, len(e), e)
 			}
 		}
@@ -106,7 +106,7 @@ func TestChunk_BodyMadeAtItsSize(t *testing.T) {
 		pairs[i] = registry.Pair{Key: keys[i], Value: []byte(`{"policyName":"p` + strconv.Itoa(i) + `","title":"제목 \"quoted\"","sha":"0123456789abcdef0123456789abcdef01234567"}`),
 			Metadata: []byte(`{"sha":"0123456789abcdef0123456789abcdef01234567"}`)}
 	}
-	bound := func(i int) int { return pairBound(pairs[i]) }
+	bound := func(i int) int { return pairLen(pairs[i]) }
 	want := 1
 	for i := range pairs {
 		want += bound(i) + 1
