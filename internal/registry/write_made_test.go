@@ -60,3 +60,46 @@ func TestWrite_PolicyAndQueuePutsMadeWhenTheStoreTakesThem(t *testing.T) {
 		t.Errorf("pairs made (-want +got):\n%s", diff)
 	}
 }
+
+// TestWriteMade_KeysAndPairsMadeByOneValue: WriteMade makes each key once,
+// in order, as the puts are sent, and each pair only when the store takes
+// it: a PairMaker gets the keys and the callback, any other store the
+// pairs; nothing is sent for no puts.
+func TestWriteMade_KeysAndPairsMadeByOneValue(t *testing.T) {
+	t.Parallel()
+	names := []string{"학칙", "규정", "지침"}
+	entry := func(i int) policy.Entry {
+		return policy.Entry{PolicyName: names[i], Title: names[i], Status: policy.StatusActive, SHA: "a1", Path: names[i] + ".md", LastUpdated: "2026-11-26T16:00:00Z"}
+	}
+	var keysMade, pairsMade int
+	key := func(i int) string { keysMade++; return PolicyKey(names[i]) }
+	pair := func(i int) Pair { pairsMade++; return PolicyPair(entry(i)) }
+	made := &madeStore{Memory: NewMemory(func() time.Time { return time.Unix(0, 0) })}
+	if failed := New(made).WriteMade(t.Context(), len(names), key, pair); failed != nil {
+		t.Fatalf("WriteMade: %v", failed)
+	}
+	if keysMade != 3 || pairsMade != 3 || made.puts != 0 {
+		t.Errorf("%d keys and %d pairs made, Put called %d times; want 3, 3 and PutMade only", keysMade, pairsMade, made.puts)
+	}
+	if diff := cmp.Diff([]string{PolicyKey("학칙"), PolicyKey("규정"), PolicyKey("지침")}, made.keys); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	plain := NewMemory(func() time.Time { return time.Unix(0, 0) })
+	reg := New(plain)
+	if failed := reg.WriteMade(t.Context(), len(names), key, pair); failed != nil {
+		t.Fatalf("WriteMade, a store without PutMade: %v", failed)
+	}
+	entries, _, err := reg.Entries(t.Context(), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range names {
+		if diff := cmp.Diff(entry(i), entries[name]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	keysMade, pairsMade = 0, 0
+	if failed := reg.WriteMade(t.Context(), 0, key, pair); failed != nil || keysMade != 0 || pairsMade != 0 {
+		t.Errorf("no puts: %v, %d keys and %d pairs made; want nothing", failed, keysMade, pairsMade)
+	}
+}

@@ -71,8 +71,8 @@ func (r *run) writeAll(ctx context.Context, kind string, ops iter.Seq[op], skip 
 			}
 		}
 	}
-	r.runBatches(ctx, kept, func(ctx context.Context, batch []op) {
-		r.sendBatch(ctx, kind, batch, fails, count)
+	r.runBatches(ctx, kept, func(ctx context.Context, ops []op) {
+		r.sendBatch(ctx, kind, batch{ops: ops}, fails, count)
 	})
 	return sent
 }
@@ -80,18 +80,19 @@ func (r *run) writeAll(ctx context.Context, kind string, ops iter.Seq[op], skip 
 // sendBatch writes one batch (none when empty), collecting its failures
 // and counting it done; a run out of time (deadline.go) keeps it for the
 // next run instead.
-func (r *run) sendBatch(ctx context.Context, kind string, batch []op, fails *failures, count *counter) {
-	if len(batch) == 0 {
+func (r *run) sendBatch(ctx context.Context, kind string, b batch, fails *failures, count *counter) {
+	n := b.len()
+	if n == 0 {
 		return
 	}
-	defer r.madeWrites(-len(batch))
+	defer r.madeWrites(-n)
 	if r.outOfTime(ctx) {
-		fails.wait(batch)
+		fails.wait(b)
 		return
 	}
-	fails.add(batch, r.Registry.Write(ctx, takeWrites(batch)...))
-	r.log.Debug("batch applied", kind, len(batch))
-	count.add(len(batch))
+	fails.add(b, b.write(ctx, r.Registry))
+	r.log.Debug("batch applied", kind, n)
+	count.add(n)
 }
 
 // takeWrites moves the batch's writes out of its ops, which keep their
@@ -122,8 +123,8 @@ func (r *run) entryOf(it policy.Item, reg registryState, mig differ.Migration, n
 // once: at the default 50 a batch every one of Concurrency batches may be
 // in flight (800 writes at 16), at Cloudflare's 10,000 a batch two are. A
 // batch's entries are made from the plan's items as its body is written
-// (registry.PutPolicyOf, cloudflare.Store.PutMade), so a batch in flight
-// holds its ops, not its 6 MB of JSON: at 50,000 policies (docs/bench.md,
+// (itemWrites, cloudflare.Store.PutMade), so a batch in flight holds its
+// items' indices, not its 6 MB of JSON: at 50,000 policies (docs/bench.md,
 // "Batches in flight, again") two at once instead of one cost 16 MiB of
 // peak RSS (59 -> 75) and saved 0.7 s of 5.3 (1.40x -> 1.24x the minimal
 // client); four cost 30 MiB for 0.1 s more.
@@ -179,18 +180,20 @@ type failures struct {
 }
 
 // wait keeps the batch's policies for the next run: not sent.
-func (f *failures) wait(batch []op) {
+func (f *failures) wait(b batch) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.later == nil {
 		f.later = map[string]bool{}
 	}
-	for _, o := range batch {
-		f.later[o.name] = true
+	for i := range b.len() {
+		f.later[b.name(i)] = true
 	}
 }
 
-func (f *failures) add(batch []op, errs map[string]error) {
+// add collects the failed writes of the batch, by policy; a write's key is
+// made again only when some write of its batch failed.
+func (f *failures) add(b batch, errs map[string]error) {
 	if len(errs) == 0 {
 		return
 	}
@@ -199,27 +202,29 @@ func (f *failures) add(batch []op, errs map[string]error) {
 	if f.byName == nil {
 		f.byName = map[string]string{}
 	}
-	for _, o := range batch {
-		err, ok := errs[o.key]
+	for i := range b.len() {
+		key := b.key(i)
+		err, ok := errs[key]
 		if !ok || err == nil {
 			continue
 		}
+		name := b.name(i)
 		if timeUp(err, f.deadline) {
 			if f.later == nil {
 				f.later = map[string]bool{}
 			}
-			f.later[o.name] = true
+			f.later[name] = true
 			continue
 		}
 		f.keys++
 		f.limit = f.limit || errors.Is(err, policy.ErrTooLarge)
 		if f.first == "" {
-			f.first = o.key + ": " + err.Error()
+			f.first = key + ": " + err.Error()
 		}
-		if prev, seen := f.byName[o.name]; seen {
-			f.byName[o.name] = prev + "; " + err.Error()
+		if prev, seen := f.byName[name]; seen {
+			f.byName[name] = prev + "; " + err.Error()
 		} else {
-			f.byName[o.name] = err.Error()
+			f.byName[name] = err.Error()
 		}
 	}
 }

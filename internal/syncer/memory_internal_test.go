@@ -1,10 +1,12 @@
 package syncer
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -120,18 +122,16 @@ func TestItemGroup_EntriesMadeFromTheItemsWhenTheStoreTakesThem(t *testing.T) {
 	r := &run{Syncer: &Syncer{}, start: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)}
 	p := r.writes(policy.Plan{Items: items}, registryState{}, differ.Migration{}, differ.QueueWork{}, nil)
 	g := p.itemGroup(items)
-	var ws []registry.Write
-	for o := range g.announce {
-		ws = append(ws, o.w)
-	}
-	for o := range g.publish {
-		ws = append(ws, o.w)
-	}
+	var sent atomic.Int64
+	none := func(string) bool { return false }
+	batches := []batch{r.keep(p, g, true, none, &counter{}, &sent), r.keep(p, g, false, none, &counter{}, &sent)}
 	items[0].Title, items[1].Title = "학칙 제목", "규정 제목" // read after the batch was made
 	items[0].SHA = "ccc"
 	reg := registry.New(registry.NewMemory(time.Now))
-	if failed := reg.Write(t.Context(), ws...); len(failed) != 0 {
-		t.Fatalf("Write: %v", failed)
+	for _, b := range batches {
+		if failed := b.write(t.Context(), reg); len(failed) != 0 {
+			t.Fatalf("Write: %v", failed)
+		}
 	}
 	entries, _, err := reg.Entries(t.Context(), []string{"학칙", "규정"})
 	if err != nil {
@@ -166,11 +166,62 @@ func TestKeep_BatchMadeAtTheGroupsSize(t *testing.T) {
 	p := r.writes(policy.Plan{Items: items}, registryState{}, differ.Migration{}, differ.QueueWork{}, nil)
 	g := p.itemGroup(items)
 	var sent atomic.Int64
-	batch := r.keep(g.publish, g.size, func(string) bool { return false }, &counter{}, &sent)
-	if len(batch) != len(items) || cap(batch) != len(items) || sent.Load() != int64(len(items)) {
-		t.Errorf("batch of %d (room for %d), %d sent: want %d of each", len(batch), cap(batch), sent.Load(), len(items))
+	b := r.keep(p, g, false, func(string) bool { return false }, &counter{}, &sent)
+	if b.items == nil {
+		t.Fatal("an item group's batch is made of ops, not its items' indices")
 	}
-	if len(batch) > 0 && (batch[0].name != "p0000" || batch[len(batch)-1].name != "p0999") {
-		t.Errorf("batch from %s to %s, want p0000 to p0999", batch[0].name, batch[len(batch)-1].name)
+	if n := b.len(); n != len(items) || cap(b.items.idx) != len(items) || sent.Load() != int64(len(items)) {
+		t.Errorf("batch of %d (room for %d), %d sent: want %d of each", n, cap(b.items.idx), sent.Load(), len(items))
+	}
+	if n := b.len(); n > 0 && (b.name(0) != "p0000" || b.name(n-1) != "p0999") {
+		t.Errorf("batch from %s to %s, want p0000 to p0999", b.name(0), b.name(n-1))
+	}
+}
+
+// TestKeep_ItemBatchHoldsAnIndexAWrite: a batch of a group of the plan's
+// items holds the index of each item it writes (4 bytes), not an op, a
+// registry.Write, a key and two closures a write (some 220 bytes: at
+// 20,000 writes in flight 4 MB; docs/bench.md, "Memory, eighth pass"). It
+// leaves out the items it does not write (a move is not announced, a
+// delete is removed) and those skip names (counted done); its keys are
+// made from the items, for the store and for a failure, and so are its
+// names for a batch kept for the next run.
+func TestKeep_ItemBatchHoldsAnIndexAWrite(t *testing.T) {
+	t.Parallel()
+	items := make([]policy.Item, 1000)
+	for i := range items {
+		items[i] = policy.Item{Action: policy.ActAdd, PolicyName: fmt.Sprintf("p%04d", i), Path: fmt.Sprintf("p%04d.md", i), SHA: "aaa"}
+	}
+	items[1].Action, items[2].Action = policy.ActMove, policy.ActDelete
+	r := &run{Syncer: &Syncer{}, start: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)}
+	p := r.writes(policy.Plan{Items: items}, registryState{}, differ.Migration{}, differ.QueueWork{}, nil)
+	var sent atomic.Int64
+	count := &counter{to: r.progress()}
+	b := r.keep(p, p.itemGroup(items), true, func(name string) bool { return name == "p0003" }, count, &sent)
+	if b.items == nil || b.ops != nil {
+		t.Fatalf("batch %+v: want the items' indices, no ops", b)
+	}
+	if held := int(unsafe.Sizeof(b.items.idx[0]))*cap(b.items.idx) + int(unsafe.Sizeof(*b.items)); held > 8*len(items) {
+		t.Errorf("a batch of %d writes holds %d bytes of its own, want at most 8 a write", b.len(), held)
+	}
+	if b.len() != 997 || sent.Load() != 997 || count.done != 1 {
+		t.Errorf("%d writes, %d sent, %d counted done: want 997, 997 and p0003 done", b.len(), sent.Load(), count.done)
+	}
+	if b.name(0) != "p0000" || b.name(1) != "p0004" || b.key(1) != registry.QueueKey("p0004") {
+		t.Errorf("batch starts %s, %s (%s): want p0000, then p0004 announced", b.name(0), b.name(1), b.key(1))
+	}
+	var f failures
+	f.add(b, map[string]error{registry.QueueKey("p0004"): errors.New("boom"), registry.PolicyKey("p0005"): errors.New("not this batch's")})
+	if diff := cmp.Diff([]policy.Failure{{PolicyName: "p0004", Error: "boom"}}, f.list()); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
+	}
+	if f.first != registry.QueueKey("p0004")+": boom" || f.keys != 1 {
+		t.Errorf("first failure %q of %d, want the queue key of p0004, 1", f.first, f.keys)
+	}
+	pub := r.keep(p, p.itemGroup(items), false, func(string) bool { return false }, count, &sent)
+	f.wait(pub)
+	if len(f.later) != 999 || !f.later["p0001"] || f.later["p0002"] || pub.key(1) != registry.PolicyKey("p0001") {
+		t.Errorf("%d names wait (p0001 %t, p0002 %t), second key %s: want 999, the move's, not the delete's, policy:p0001",
+			len(f.later), f.later["p0001"], f.later["p0002"], pub.key(1))
 	}
 }

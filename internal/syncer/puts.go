@@ -19,6 +19,10 @@ import (
 type putGroup struct {
 	announce func(yield func(op) bool) // nil: none
 	publish  func(yield func(op) bool) // nil: none
+	// items are a group of the plan's items, whose batches refer to them
+	// by index (itemWrites) rather than by ops: announce and publish are
+	// then nil
+	items []policy.Item
 	// size is how many writes each batch of the group has at most: its
 	// batch is made at that size, not grown by appends (a batch of 10,000
 	// grown so allocated twice its 0.8 MB)
@@ -75,31 +79,10 @@ func (p *planWrites) putGroups(size int) iter.Seq[putGroup] {
 
 // itemGroup is the group of items: the announcement of each add and
 // update, the entry of each. Each write makes its entry from its item when
-// the store takes it (registry.PutPolicyOf): a batch of 10,000 holds a
-// function each, not an entry each (docs/bench.md, "Memory, fifth pass").
+// the store takes it (itemWrites): a batch of 10,000 holds an index each,
+// not an entry each (docs/bench.md, "Memory, fifth pass", "eighth pass").
 func (p *planWrites) itemGroup(items []policy.Item) putGroup {
-	return putGroup{
-		size: len(items),
-		announce: func(yield func(op) bool) {
-			for i := range items {
-				it := &items[i]
-				if removes(*it) || !announces(*it) {
-					continue
-				}
-				if !yield(p.op(it.PolicyName, registry.PutQueueOf(it.PolicyName, func() policy.QueueEntry { return p.announcement(*it) }))) {
-					return
-				}
-			}
-		},
-		publish: func(yield func(op) bool) {
-			for i := range items {
-				it := &items[i]
-				if !removes(*it) && !yield(p.op(it.PolicyName, registry.PutPolicyOf(it.PolicyName, func() policy.Entry { return p.entry(*it) }))) {
-					return
-				}
-			}
-		},
-	}
+	return putGroup{size: len(items), items: items}
 }
 
 // announcement is the queue entry that announces the item.
@@ -149,7 +132,7 @@ func (r *run) writePuts(ctx context.Context, w *planWrites, fails *failures, cou
 			waiting++
 			wg.Go(func() { // the batch is made (encoded) in its slot, beside the others
 				defer func() { <-sem; landed <- g }()
-				r.sendBatch(ctx, logkey.Puts, r.keep(g.announce, g.size, fails.skip, count, &sent), fails, count)
+				r.sendBatch(ctx, logkey.Puts, r.keep(w, g, true, fails.skip, count, &sent), fails, count)
 			})
 			continue
 		}
@@ -158,29 +141,57 @@ func (r *run) writePuts(ctx context.Context, w *planWrites, fails *failures, cou
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r.sendBatch(ctx, logkey.Puts, r.keep(g.publish, g.size, fails.skip, count, &sent), fails, count)
+			r.sendBatch(ctx, logkey.Puts, r.keep(w, g, false, fails.skip, count, &sent), fails, count)
 		})
 	}
 	wg.Wait()
 	return int(sent.Load())
 }
 
-// keep makes the ops of seq, in a batch made at size (the most the group
-// has), but those whose policy skip names (let go and counted done at
-// once), and counts them in sent.
-func (r *run) keep(seq func(yield func(op) bool), size int, skip func(string) bool, count *counter, sent *atomic.Int64) []op {
-	if seq == nil {
-		return nil
+// keep makes the batch of the group's announcements (announce) or
+// entries, made at size (the most the group has), but those whose policy
+// skip names (let go and counted done at once), and counts them in sent.
+func (r *run) keep(p *planWrites, g putGroup, announce bool, skip func(string) bool, count *counter, sent *atomic.Int64) batch {
+	if g.items != nil {
+		return r.keepItems(p, g.items, announce, skip, count, sent)
 	}
-	batch := make([]op, 0, size)
+	seq := g.publish
+	if announce {
+		seq = g.announce
+	}
+	if seq == nil {
+		return batch{}
+	}
+	ops := make([]op, 0, g.size)
 	for o := range seq {
 		if skip(o.name) {
 			r.madeWrites(-1)
 			count.add(1)
 			continue
 		}
-		batch = append(batch, o)
+		ops = append(ops, o)
 	}
-	sent.Add(int64(len(batch)))
-	return batch
+	sent.Add(int64(len(ops)))
+	return batch{ops: ops}
+}
+
+// keepItems is keep for a group of the plan's items: the announcement of
+// each add and update (announce), else the entry of each, by index.
+func (r *run) keepItems(p *planWrites, items []policy.Item, announce bool, skip func(string) bool, count *counter, sent *atomic.Int64) batch {
+	idx := make([]int32, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		if removes(*it) || (announce && !announces(*it)) {
+			continue
+		}
+		r.madeWrites(1)
+		if skip(it.PolicyName) {
+			r.madeWrites(-1)
+			count.add(1)
+			continue
+		}
+		idx = append(idx, int32(i))
+	}
+	sent.Add(int64(len(idx)))
+	return batch{items: &itemWrites{p: p, items: items, idx: idx, announce: announce}}
 }

@@ -8,10 +8,11 @@ import (
 	"github.com/knue/syncjob/internal/registry"
 )
 
-// op is one registry write and the policy whose outcome it decides. Ops
-// are made from the plan's items batch by batch, as each batch is sent
-// (planWrites), so that a run holds the writes of the batches in flight,
-// not those of the whole plan.
+// op is one registry write and the policy whose outcome it decides: a
+// removal, queue work or a repaired entry (the plan's items' puts are
+// written by index, itemWrites). Ops are made batch by batch, as each
+// batch is sent (planWrites), so that a run holds the writes of the
+// batches in flight, not those of the whole plan.
 type op struct {
 	name, key string
 	w         registry.Write
