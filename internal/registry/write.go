@@ -31,20 +31,6 @@ func PutQueue(q policy.QueueEntry) Write {
 	return Write{key: QueueKey(q.PolicyName), make: func() Pair { return QueuePair(q) }}
 }
 
-// PutPolicyOf writes policy:{name} with the entry made by entry when the
-// store takes it (see PolicyPair), which must give that name: a batch of
-// 10,000 puts then holds a function each, not an entry each (some 190
-// bytes; docs/bench.md, "Memory, fifth pass").
-func PutPolicyOf(name string, entry func() policy.Entry) Write {
-	return Write{key: PolicyKey(name), make: func() Pair { return PolicyPair(entry()) }}
-}
-
-// PutQueueOf writes queue:{name} with the entry made by q when the store
-// takes it (see QueuePair), as PutPolicyOf does.
-func PutQueueOf(name string, q func() policy.QueueEntry) Write {
-	return Write{key: QueueKey(name), make: func() Pair { return QueuePair(q()) }}
-}
-
 // PutDeadLetter writes dead-letter:{d.PolicyName}.
 func PutDeadLetter(d policy.DeadLetter) Write { p := DeadLetterPair(d); return Write{put: &p} }
 
