@@ -259,8 +259,8 @@ func TestRead_FirstSync_ArchiveAskedBesideTheListings(t *testing.T) {
 }
 
 // A refused lease downloads nothing: only the archive's link may have been
-// asked beside it (a read, once the tree showed enough files); the download
-// follows the whole tree, after the lease.
+// asked beside it (a read, asked at once on a first sync); the download
+// waits for the lease, and for the tree to show enough files.
 func TestLease_RefusedFirstSync_NoArchiveDownloaded(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

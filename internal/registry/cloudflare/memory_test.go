@@ -9,7 +9,6 @@ import (
 	"weak"
 
 	"github.com/knue/syncjob/internal/registry"
-	"github.com/knue/syncjob/internal/registry/cloudflare"
 )
 
 // TestStore_Put_ValuesLetGoOnceInTheBody checks that a bulk write does not
@@ -23,24 +22,18 @@ func TestStore_Put_ValuesLetGoOnceInTheBody(t *testing.T) {
 	const n = 200
 	var values []weak.Pointer[[512]byte]
 	alive := -1
-	w := mustWorld(t, nil, func(c *cloudflare.Config) {
-		if c.HTTPClient == nil {
-			return // the fake's limits
-		}
-		next := c.HTTPClient.Transport
-		c.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPut && alive < 0 {
-				runtime.GC()
-				alive = 0
-				for _, v := range values {
-					if v.Value() != nil {
-						alive++
-					}
+	w := mustWorld(t, nil, onPuts(func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if alive < 0 {
+			runtime.GC()
+			alive = 0
+			for _, v := range values {
+				if v.Value() != nil {
+					alive++
 				}
 			}
-			return next.RoundTrip(r)
-		})}
-	})
+		}
+		return next.RoundTrip(r)
+	}))
 	pairs := func() []registry.Pair {
 		out := make([]registry.Pair, n)
 		for i := range out {

@@ -550,6 +550,24 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// onPuts wraps the store's HTTP client so that its bulk writes (PUTs) go
+// through put, which sends them on with next; other requests go as they
+// are. The fake's limits (no HTTP client) are left alone.
+func onPuts(put func(r *http.Request, next http.RoundTripper) (*http.Response, error)) func(*cloudflare.Config) {
+	return func(c *cloudflare.Config) {
+		if c.HTTPClient == nil {
+			return // the fake's limits
+		}
+		next := c.HTTPClient.Transport
+		c.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method != http.MethodPut {
+				return next.RoundTrip(r)
+			}
+			return put(r, next)
+		})}
+	}
+}
+
 func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)

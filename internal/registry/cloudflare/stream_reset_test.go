@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-
-	"github.com/knue/syncjob/internal/registry/cloudflare"
 )
 
 // TestStore_PutMade_ResetMidBody_RetriedWithTheWholeBody: a bulk write of
@@ -23,32 +21,23 @@ func TestStore_PutMade_ResetMidBody_RetriedWithTheWholeBody(t *testing.T) {
 	var tries atomic.Int32
 	var lengths []int64
 	var bodies [][]byte
-	w := mustWorld(t, nil, func(c *cloudflare.Config) {
-		if c.HTTPClient == nil {
-			return // the fake's limits
-		}
-		next := c.HTTPClient.Transport
-		c.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method != http.MethodPut {
-				return next.RoundTrip(r)
-			}
-			if tries.Add(1) == 1 {
-				half := make([]byte, r.ContentLength/2)
-				if _, err := io.ReadFull(r.Body, half); err != nil {
-					return nil, err
-				}
-				return nil, &resetError{err: syscall.ECONNRESET}
-			}
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
+	w := mustWorld(t, nil, onPuts(func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if tries.Add(1) == 1 {
+			half := make([]byte, r.ContentLength/2)
+			if _, err := io.ReadFull(r.Body, half); err != nil {
 				return nil, err
 			}
-			lengths, bodies = append(lengths, r.ContentLength), append(bodies, body)
-			r = r.Clone(r.Context())
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			return next.RoundTrip(r)
-		})}
-	})
+			return nil, &resetError{err: syscall.ECONNRESET}
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		lengths, bodies = append(lengths, r.ContentLength), append(bodies, body)
+		r = r.Clone(r.Context())
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return next.RoundTrip(r)
+	}))
 	if failed := w.store.PutMade(t.Context(), keys, pair); len(failed) != 0 {
 		t.Fatalf("PutMade: %v", failed)
 	}

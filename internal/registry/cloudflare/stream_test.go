@@ -56,29 +56,20 @@ func (s *sentPuts) list() []sentPut {
 // watchPuts wraps the store's HTTP client so that s records its bulk
 // writes; made counts the pairs made.
 func watchPuts(s *sentPuts, made *atomic.Int64) func(*cloudflare.Config) {
-	return func(c *cloudflare.Config) {
-		if c.HTTPClient == nil {
-			return // the fake's limits
+	return onPuts(func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+		sp := sentPut{madeBefore: made.Load(), length: r.ContentLength, chunked: len(r.TransferEncoding) > 0}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
 		}
-		next := c.HTTPClient.Transport
-		c.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method != http.MethodPut {
-				return next.RoundTrip(r)
-			}
-			sp := sentPut{madeBefore: made.Load(), length: r.ContentLength, chunked: len(r.TransferEncoding) > 0}
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				return nil, err
-			}
-			sp.madeAfter, sp.body = made.Load(), body
-			s.mu.Lock()
-			s.sends = append(s.sends, sp)
-			s.mu.Unlock()
-			r = r.Clone(r.Context())
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			return next.RoundTrip(r)
-		})}
-	}
+		sp.madeAfter, sp.body = made.Load(), body
+		s.mu.Lock()
+		s.sends = append(s.sends, sp)
+		s.mu.Unlock()
+		r = r.Clone(r.Context())
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return next.RoundTrip(r)
+	})
 }
 
 // TestStore_PutMade_BodyEncodedAsItIsSent: a bulk write of made pairs goes
