@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	_ "github.com/knue/syncjob/internal/heapprof" // heap profiles, in a heapprof build only
 	"github.com/knue/syncjob/internal/lambda"
 	"github.com/knue/syncjob/internal/report"
 	"github.com/knue/syncjob/internal/wire"

@@ -1,13 +1,6 @@
 //go:build heapprof
 
-// A build for memory work only (go build -tags heapprof; the scale bench
-// builds it so with GOFLAGS=-tags=heapprof): with HEAPPROF_DIR set, the
-// program writes the heap profile after every GC, named by the process, the
-// GC's number and the live heap it left, so that the program's own heap at
-// each step of a run can be read without the fakes that share the process
-// of an in-process profile (docs/bench.md, "Profiling").
-
-package main
+package heapprof
 
 import (
 	"fmt"
