@@ -12,14 +12,35 @@ import (
 )
 
 // The shape docs/design.md promises: cmd/syncjob is the CLI only (every
-// file short, the whole small), and no production function is longer than
-// a reader holds at once. A file that grows past these is a sign that a
-// concern belongs in a package of its own.
+// file short, the whole small), no production function is longer than a
+// reader holds at once, and the two pages a newcomer reads stay short. A
+// file that grows past these is a sign that a concern belongs in a package
+// (or a page) of its own.
 const (
 	maxCommandFileLines = 300
 	maxCommandLines     = 1500
 	maxFunctionLines    = 60
+	maxREADMELines      = 200  // a newcomer's and an operator's page
+	maxDesignWords      = 4000 // half of what docs/design.md was before it was cut to the facts
 )
+
+func TestStructure_DocsShort(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n >= maxREADMELines {
+		t.Errorf("README.md: %d lines, want fewer than %d", n, maxREADMELines)
+	}
+	design, err := os.ReadFile(filepath.Join(repoRoot, "docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Fields(string(design))); n >= maxDesignWords {
+		t.Errorf("docs/design.md: %d words, want fewer than %d: say each fact once, figures belong in docs/bench.md", n, maxDesignWords)
+	}
+}
 
 func TestStructure_CommandIsTheCLI(t *testing.T) {
 	t.Parallel()
