@@ -2,6 +2,7 @@ package differ
 
 import (
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -25,11 +26,28 @@ func WithContent(plan policy.Plan, read map[string]policy.Content, readErrs map[
 	return plan, failures
 }
 
+// Size writes into each add and update of plan, in place, the size desired
+// says the head tree gave its file (when desired wants that path and sha),
+// so that the files to read are known once desired is let go: at 200,000
+// policies the desired policies (11 MB) and the files to read (8 MB) were
+// held at once (docs/bench.md, "Memory, ninth pass").
+func Size(plan policy.Plan, desired Desired) {
+	for i := range plan.Items {
+		it := &plan.Items[i]
+		if it.Action != policy.ActAdd && it.Action != policy.ActUpdate {
+			continue
+		}
+		if d, ok := desired.Get(it.PolicyName); ok && d.Path == it.Path && d.SHA == it.SHA && d.Size > 0 {
+			it.TreeSize = int32(min(d.Size, math.MaxInt32))
+		}
+	}
+}
+
 // Unread returns the files whose content the plan needs: every add and
-// update (a move keeps its title, a delete needs none), with the size
-// desired says the tree gave (-1 when unknown), so that a file known to be
-// too large is not downloaded.
-func Unread(plan policy.Plan, desired Desired) []policy.File {
+// update (a move keeps its title, a delete needs none), with the size the
+// tree gave (Size; -1 when unknown), so that a file known to be too large
+// is not downloaded.
+func Unread(plan policy.Plan) []policy.File {
 	n := 0
 	for _, it := range plan.Items {
 		if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
@@ -45,8 +63,8 @@ func Unread(plan policy.Plan, desired Desired) []policy.File {
 			continue
 		}
 		size := int64(-1)
-		if d, ok := desired.Get(it.PolicyName); ok && d.Path == it.Path && d.SHA == it.SHA && d.Size > 0 {
-			size = d.Size
+		if it.TreeSize > 0 {
+			size = int64(it.TreeSize)
 		}
 		files = append(files, policy.File{Path: it.Path, SHA: it.SHA, Size: size})
 	}

@@ -3,6 +3,8 @@ package differ_test
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,12 +185,21 @@ func TestWithContent_TitlesSkipsAndFailuresNeverDeletes(t *testing.T) {
 		{Action: policy.ActMove, PolicyName: "e", Path: "x/e.md", SHA: sha(5)},
 		{Action: policy.ActDelete, PolicyName: "f", Old: &policy.Old{SHA: sha(6)}},
 	}}
-	if got := len(differ.Unread(plan, nil)); got != 4 {
+	if got := len(differ.Unread(plan)); got != 4 {
 		t.Errorf("Unread = %d files, want the 4 adds and updates", got)
 	}
-	sized := differ.Unread(plan, differ.NewDesired(policy.Desired{PolicyName: "a", Path: "a.md", SHA: sha(1), Size: 3 << 20}))
-	if sized[0].Size != 3<<20 || sized[1].Size != -1 {
-		t.Errorf("Unread sizes %d, %d: want the tree's size where known, -1 elsewhere", sized[0].Size, sized[1].Size)
+	sizedPlan := policy.Plan{Items: slices.Clone(plan.Items)}
+	differ.Size(sizedPlan, differ.NewDesired(
+		policy.Desired{PolicyName: "a", Path: "a.md", SHA: sha(1), Size: 3 << 20},
+		policy.Desired{PolicyName: "b", Path: "b.md", SHA: sha(9), Size: 5},       // another version: not b's size
+		policy.Desired{PolicyName: "c", Path: "c.md", SHA: sha(3), Size: 1 << 40}, // past 2 GiB: read as 2 GiB
+	))
+	sized := differ.Unread(sizedPlan)
+	if sized[0].Size != 3<<20 || sized[1].Size != -1 || sized[2].Size != math.MaxInt32 || sized[3].Size != -1 {
+		t.Errorf("Unread sizes %d, %d, %d, %d: want the tree's size where known (at most 2 GiB), -1 elsewhere", sized[0].Size, sized[1].Size, sized[2].Size, sized[3].Size)
+	}
+	if plan.Items[0].TreeSize != 0 {
+		t.Error("Size wrote into another plan's items")
 	}
 	read := map[string]policy.Content{"a.md": {Size: 10, Title: "A"}, "b.md": {Size: 0}, "c.md": {Size: 2 << 20, Title: "C"}}
 	got, failures := differ.WithContent(plan, read, map[string]error{"d.md": errors.New("502")}, entries(policy.Entry{PolicyName: "e", Title: "E"}), differ.Options{})

@@ -233,8 +233,13 @@ func (a *Action) UnmarshalText(text []byte) error {
 // sixth pass"): its action a byte, and what it replaces held apart.
 type Item struct {
 	// not comparable: == would compare Old's pointer, not what it holds
-	_          [0]func()
-	Action     Action `json:"action"`
+	_      [0]func()
+	Action Action `json:"action"`
+	// TreeSize is the size the head tree gave an add's or an update's
+	// file, when known (else 0; over 2 GiB it reads as 2 GiB, already past
+	// any size a run reads): the read skips a file known too large without
+	// asking for it (differ.Size, differ.Unread). It fits beside Action.
+	TreeSize   int32  `json:"-"`
 	PolicyName string `json:"policyName"`
 	Path       string `json:"path,omitempty"`
 	SHA        string `json:"sha,omitempty"`

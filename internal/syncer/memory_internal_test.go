@@ -66,10 +66,11 @@ func TestWithoutFailed_NothingFailed_ThePlanItself(t *testing.T) {
 	}
 }
 
-// TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan: the titles
-// step gets the desired map (to size the files it reads); the run keeps it
-// only when a full run's mirror plan will use it.
-func TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan(t *testing.T) {
+// TestPlannedForTitles_DesiredKeptOnlyForTheMirrorsPlan: the titles step
+// needs no desired policies (the items carry their files' sizes); the run
+// keeps them, and hands them on, only when a full run's mirror plan will
+// use them, so that they are let go before the files to read are listed.
+func TestPlannedForTitles_DesiredKeptOnlyForTheMirrorsPlan(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name string
@@ -83,11 +84,11 @@ func TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan(t *testing.T) {
 	} {
 		p := planned{desired: differ.Desired{{PolicyName: "a"}}}
 		q := p.forTitles(c.m, c.mode)
-		if len(q.desired) != 1 {
-			t.Errorf("%s: the titles step got no desired map", c.name)
-		}
 		if kept := p.desired != nil; kept != c.keep {
-			t.Errorf("%s: run kept the desired map %t, want %t", c.name, kept, c.keep)
+			t.Errorf("%s: run kept the desired policies %t, want %t", c.name, kept, c.keep)
+		}
+		if handed := q.desired != nil; handed != c.keep {
+			t.Errorf("%s: the titles step got the desired policies %t, want %t", c.name, handed, c.keep)
 		}
 	}
 }
@@ -95,7 +96,8 @@ func TestPlannedForTitles_RunKeepsDesiredOnlyForTheMirrorsPlan(t *testing.T) {
 // TestPlan_TakesTheTreeOutOfTheRead: the plan step takes the head tree out
 // of what the run read, so that nothing holds the tree's list of files once
 // planning has grouped them by name (at 200,000 files it is 8.6 MB of the
-// planning step's peak), and plans from it all the same.
+// planning step's peak), and plans from it all the same, each item with its
+// file's size, so that listing the files to read needs nothing else.
 func TestPlan_TakesTheTreeOutOfTheRead(t *testing.T) {
 	t.Parallel()
 	r := &run{Syncer: &Syncer{}, opt: Options{}.withDefaults(), log: (&Syncer{}).logger()}
@@ -106,6 +108,9 @@ func TestPlan_TakesTheTreeOutOfTheRead(t *testing.T) {
 	}
 	if len(p.plan.Items) != 1 || p.plan.Items[0].PolicyName != "x" || p.plan.Items[0].Action != policy.ActAdd {
 		t.Errorf("plan %+v, want x added", p.plan.Items)
+	}
+	if got := differ.Unread(p.plan); len(got) != 1 || got[0].Size != 10 {
+		t.Errorf("files to read %+v, want x with the tree's size (10) from the planned items alone", got)
 	}
 }
 

@@ -41,18 +41,19 @@ func (r *run) plan(st state, in *readForPlan) planned {
 	if in.reg.queued != nil {
 		p.work = differ.RepairQueue(p.plan, p.work, in.reg.entries, st.pending, in.reg.queued, r.start)
 	}
+	differ.Size(p.plan, p.desired) // the titles step then needs no desired policies
 	return p
 }
 
-// forTitles is the plan for the titles step, which needs the desired policies
-// only to size the files it reads: the run keeps them for the mirror's
-// plan step only when a full run with a mirror will use it, so that it is
-// let go once the files to read are known (50,000 policies: 4.5 MB, held
-// through the read where a first sync's heap peaks).
+// forTitles is the plan for the titles step, which does not need the
+// desired policies (the items carry their files' sizes, differ.Size): the
+// run keeps them for the mirror's plan step only when a full run with a
+// mirror will use it, so that they are let go before the files to read are
+// listed (200,000 policies: 11 MB, held beside those files and the items
+// where a first sync's heap peaked; docs/bench.md, "Memory, ninth pass").
 func (p *planned) forTitles(m *mirrorRun, mode string) planned {
-	q := *p
 	if m == nil || mode != differ.ModeFull {
 		p.desired = nil
 	}
-	return q
+	return *p
 }

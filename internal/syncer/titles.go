@@ -37,7 +37,7 @@ type titled struct {
 func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m *mirrorRun) (titled, error) {
 	reg := in.reg
 	up := r.titlesUploader(ctx, m, p.plan, reg, p.renames)
-	t, err := r.readTitles(ctx, st.head, p.plan, reg.entries, p.desired, up)
+	t, err := r.readTitles(ctx, st.head, p.plan, reg.entries, up)
 	if err != nil {
 		return t, err
 	}
@@ -66,8 +66,8 @@ func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m
 // the next run (differ.Titling.LeaveUnreached). An error aborts the run (a
 // rate limit, a configuration error, the context); the plan is then the
 // planned one, with what titles were read.
-func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, desired differ.Desired, up *uploader) (titled, error) {
-	files := differ.Unread(plan, desired)
+func (r *run) readTitles(ctx context.Context, head string, plan policy.Plan, entries map[string]policy.Entry, up *uploader) (titled, error) {
+	files := differ.Unread(plan)
 	t := titled{files: len(files)}
 	ti := differ.NewTitling(plan, r.opt.differ())
 	var readErrs map[string]error
