@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,24 +26,10 @@ func seedRegistry(t *testing.T, w *world, n, dead int, legacy bool) {
 	st := w.store()
 	defer st.Close()
 	now := w.clock()
-	var pairs []registry.Pair
-	for i := range n {
-		name := fmt.Sprintf("규정 %05d", i)
-		sha := fmt.Sprintf("%040x", i+1)
-		pairs = append(pairs, registry.PolicyPair(policy.Entry{PolicyName: name, Title: name, Status: policy.StatusActive, LastUpdated: now.Format(policy.TimeLayout), SHA: sha, Path: "규정/" + name + ".md"}))
-		q := policy.QueueEntry{PolicyName: name, SHA: sha, Operation: "add", CreatedAt: now.Format(policy.TimeLayout)}
-		if i%10 == 0 {
-			msg := fmt.Sprintf("cloudflare: bulk write: key %d: %s", i, strings.Repeat("오류 ", longRepeats*(i%20)))
-			q.ErrorMessage, q.RetryCount = &msg, 1
+	for _, p := range seedPairs(n, dead, now) { // straight into the fake: what is measured is the program's reads
+		if legacy && !strings.HasPrefix(p.Key, registry.PolicyPrefix) {
+			p.Metadata = nil
 		}
-		pairs = append(pairs, legacyPair(registry.QueuePair(q), legacy))
-	}
-	for i := range dead {
-		msg := "cloudflare: 502"
-		d := policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: fmt.Sprintf("규정 %05d", i), SHA: fmt.Sprintf("%040x", i+7), Operation: "update", RetryCount: 3, CreatedAt: now.Format(policy.TimeLayout), ErrorMessage: &msg}, DeadAt: now.Format(policy.TimeLayout), Reason: "3 failed attempts"}
-		pairs = append(pairs, legacyPair(registry.DeadLetterPair(d), legacy))
-	}
-	for _, p := range pairs { // straight into the fake: what is measured is the program's reads
 		w.cf.Set(p.Key, p.Value, p.Metadata, p.TTL)
 	}
 	reg := registry.New(st)
@@ -55,12 +42,53 @@ func seedRegistry(t *testing.T, w *world, n, dead int, legacy bool) {
 	}
 }
 
-// legacyPair drops p's metadata when legacy.
-func legacyPair(p registry.Pair, legacy bool) registry.Pair {
-	if legacy {
-		p.Metadata = nil
+// seeded holds the pairs of seedRegistry, made once for each count and
+// time and shared by the worlds that ask for the same (the Cloudflare fake
+// stores copies): the subtests of 2,500 policies, legacy or not, each
+// encoded 5,000 pairs under -race.
+var seeded = struct {
+	sync.Mutex
+	pairs map[seedKey]func() []registry.Pair
+}{pairs: map[seedKey]func() []registry.Pair{}}
+
+type seedKey struct {
+	n, dead int
+	now     time.Time
+}
+
+// seedPairs returns the policy, queue and dead-letter pairs of
+// seedRegistry, with their metadata; the caller copies what it changes.
+func seedPairs(n, dead int, now time.Time) []registry.Pair {
+	k := seedKey{n, dead, now}
+	seeded.Lock()
+	made, ok := seeded.pairs[k]
+	if !ok {
+		made = sync.OnceValue(func() []registry.Pair { return makeSeedPairs(n, dead, now) })
+		seeded.pairs[k] = made
 	}
-	return p
+	seeded.Unlock()
+	return made()
+}
+
+func makeSeedPairs(n, dead int, now time.Time) []registry.Pair {
+	var pairs []registry.Pair
+	for i := range n {
+		name := fmt.Sprintf("규정 %05d", i)
+		sha := fmt.Sprintf("%040x", i+1)
+		pairs = append(pairs, registry.PolicyPair(policy.Entry{PolicyName: name, Title: name, Status: policy.StatusActive, LastUpdated: now.Format(policy.TimeLayout), SHA: sha, Path: "규정/" + name + ".md"}))
+		q := policy.QueueEntry{PolicyName: name, SHA: sha, Operation: "add", CreatedAt: now.Format(policy.TimeLayout)}
+		if i%10 == 0 {
+			msg := fmt.Sprintf("cloudflare: bulk write: key %d: %s", i, strings.Repeat("오류 ", longRepeats*(i%20)))
+			q.ErrorMessage, q.RetryCount = &msg, 1
+		}
+		pairs = append(pairs, registry.QueuePair(q))
+	}
+	for i := range dead {
+		msg := "cloudflare: 502"
+		d := policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: fmt.Sprintf("규정 %05d", i), SHA: fmt.Sprintf("%040x", i+7), Operation: "update", RetryCount: 3, CreatedAt: now.Format(policy.TimeLayout), ErrorMessage: &msg}, DeadAt: now.Format(policy.TimeLayout), Reason: "3 failed attempts"}
+		pairs = append(pairs, registry.DeadLetterPair(d))
+	}
+	return pairs
 }
 
 // countedRun runs the program and returns what it printed and the requests
