@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,14 +23,31 @@ import (
 // wayOut is what a corrupt registry file's error tells the operator to do.
 const wayOut = "move it aside and run `syncjob sync --full`"
 
-// mustRegistryFile writes a real registry file of a few hundred keys (some
-// values spanning overflow pages, some with a TTL) and returns its bytes.
-func mustRegistryFile(t *testing.T, clock *registrytest.Clock) []byte {
+// mustRegistryFile returns the bytes of a real registry file of a few
+// hundred keys (some values spanning overflow pages, some with a TTL from
+// registrytest.Epoch), the caller's to change.
+func mustRegistryFile(t *testing.T) []byte {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "registry.db")
-	b, err := registry.OpenBolt(path, clock.Now)
+	raw, err := registryFile()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return bytes.Clone(raw)
+}
+
+// registryFile writes mustRegistryFile's file once for the tests that
+// damage it: under -race, writing its 600 keys cost about as much as one
+// of those tests reading its damaged file.
+var registryFile = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "registry-file-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "registry.db")
+	b, err := registry.OpenBolt(path, registrytest.NewClock(registrytest.Epoch).Now)
+	if err != nil {
+		return nil, err
 	}
 	var pairs []registry.Pair
 	for i := range 300 {
@@ -43,16 +62,15 @@ func mustRegistryFile(t *testing.T, clock *registrytest.Clock) []byte {
 		registry.Pair{Key: "metadata:sync:lastRun", Value: []byte(`{"status":"success"}`)},
 		registry.Pair{Key: "metadata:sync:run:1:a", Value: []byte(strings.Repeat("r", 20000)), TTL: time.Hour},
 	)
-	registrytest.MustPut(t, b, pairs...)
+	if out := b.Put(context.Background(), pairs); out != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("put: %v", out)
+	}
 	if err := b.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
+	return os.ReadFile(path)
+})
 
 // usedBytes is how much of a registry file its pages use, by its newest
 // meta page (bbolt's layout: a 16-byte page header, then magic, version,
@@ -137,7 +155,7 @@ var corruptSeeds = flag.Uint64("corrupt.seeds", 30, "registry: damaged registry 
 func TestBolt_DamagedFile_ErrorsNeverPanics(t *testing.T) {
 	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
-	good := mustRegistryFile(t, clock)
+	good := mustRegistryFile(t)
 	used := usedBytes(good)
 	dir := t.TempDir()
 	goodPath := filepath.Join(dir, "good.db")
@@ -228,7 +246,7 @@ func writeDamaged(t *testing.T, path, good string, d damage) {
 func TestBolt_DamagedMetaPages_CorruptNamingTheWayOut(t *testing.T) {
 	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
-	bad := mustRegistryFile(t, clock)
+	bad := mustRegistryFile(t)
 	for _, meta := range []int{0, 4096} { // both meta pages' magic
 		bad[meta+16] ^= 0x5a
 	}
