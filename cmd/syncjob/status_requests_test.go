@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +23,67 @@ const longRepeats = 20
 // the queue and dead-letter keys without metadata, as older versions did.
 func seedRegistry(t *testing.T, w *world, n, dead int, legacy bool) {
 	t.Helper()
-	st := w.store()
-	defer st.Close()
 	now := w.clock()
+	for _, p := range seedPairs(n, dead, now) { // straight into the fake: what is measured is the program's reads
+		if legacy && !strings.HasPrefix(p.Key, registry.PolicyPrefix) {
+			p.Metadata = nil
+		}
+		w.cf.Set(p.Key, p.Value, p.Metadata, p.TTL)
+	}
+	// The history is recorded as runs record it, into a memory store, and
+	// its keys set straight into the fake too: sending it, 60 requests a
+	// world, was about a tenth of the test's CPU under -race.
+	mem := registry.NewMemory(w.clock)
+	reg := registry.New(mem)
+	for i := range 30 {
+		at := now.Add(time.Duration(i-30) * time.Hour)
+		sum := policy.RunSummary{Timestamp: at.Format(policy.TimeLayout), Status: policy.RunSuccess, RunID: fmt.Sprintf("run-%02d", i), Trigger: "schedule", Mode: "incremental", CommitSHA: strings.Repeat("c", 40), Policies: n, Skipped: []policy.Skip{}, Conflicts: []policy.Conflict{}, Pending: []string{}}
+		if err := reg.RecordRun(context.Background(), sum, at, sum.CommitSHA); err != nil {
+			t.Fatalf("seed run: %v", err)
+		}
+	}
+	items, err := mem.List(context.Background(), "")
+	if err != nil {
+		t.Fatalf("seed runs: %v", err)
+	}
+	for _, it := range items {
+		var ttl time.Duration
+		if !it.Expiration.IsZero() {
+			ttl = it.Expiration.Sub(now)
+		}
+		w.cf.Set(it.Key, it.Value, it.Metadata, ttl)
+	}
+}
+
+// seeded holds the pairs of seedRegistry, made once for each count and
+// time and shared by the worlds that ask for the same (the Cloudflare fake
+// stores copies): the subtests of 2,500 policies, legacy or not, each
+// encoded 5,000 pairs under -race.
+var seeded = struct {
+	sync.Mutex
+	pairs map[seedKey]func() []registry.Pair
+}{pairs: map[seedKey]func() []registry.Pair{}}
+
+type seedKey struct {
+	n, dead int
+	now     time.Time
+}
+
+// seedPairs returns the policy, queue and dead-letter pairs of
+// seedRegistry, with their metadata; the caller copies what it changes.
+func seedPairs(n, dead int, now time.Time) []registry.Pair {
+	k := seedKey{n, dead, now}
+	seeded.Lock()
+	made, ok := seeded.pairs[k]
+	if !ok {
+		made = sync.OnceValue(func() []registry.Pair { return makeSeedPairs(n, dead, now) })
+		seeded.pairs[k] = made
+	}
+	seeded.Unlock()
+	return made()
+}
+
+func makeSeedPairs(n, dead int, now time.Time) []registry.Pair {
 	var pairs []registry.Pair
 	for i := range n {
 		name := fmt.Sprintf("규정 %05d", i)
@@ -35,32 +94,14 @@ func seedRegistry(t *testing.T, w *world, n, dead int, legacy bool) {
 			msg := fmt.Sprintf("cloudflare: bulk write: key %d: %s", i, strings.Repeat("오류 ", longRepeats*(i%20)))
 			q.ErrorMessage, q.RetryCount = &msg, 1
 		}
-		pairs = append(pairs, legacyPair(registry.QueuePair(q), legacy))
+		pairs = append(pairs, registry.QueuePair(q))
 	}
 	for i := range dead {
 		msg := "cloudflare: 502"
 		d := policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: fmt.Sprintf("규정 %05d", i), SHA: fmt.Sprintf("%040x", i+7), Operation: "update", RetryCount: 3, CreatedAt: now.Format(policy.TimeLayout), ErrorMessage: &msg}, DeadAt: now.Format(policy.TimeLayout), Reason: "3 failed attempts"}
-		pairs = append(pairs, legacyPair(registry.DeadLetterPair(d), legacy))
+		pairs = append(pairs, registry.DeadLetterPair(d))
 	}
-	for _, p := range pairs { // straight into the fake: what is measured is the program's reads
-		w.cf.Set(p.Key, p.Value, p.Metadata, p.TTL)
-	}
-	reg := registry.New(st)
-	for i := range 30 {
-		at := now.Add(time.Duration(i-30) * time.Hour)
-		sum := policy.RunSummary{Timestamp: at.Format(policy.TimeLayout), Status: policy.RunSuccess, RunID: fmt.Sprintf("run-%02d", i), Trigger: "schedule", Mode: "incremental", CommitSHA: strings.Repeat("c", 40), Policies: n, Skipped: []policy.Skip{}, Conflicts: []policy.Conflict{}, Pending: []string{}}
-		if err := reg.RecordRun(context.Background(), sum, at, sum.CommitSHA); err != nil {
-			t.Fatalf("seed run: %v", err)
-		}
-	}
-}
-
-// legacyPair drops p's metadata when legacy.
-func legacyPair(p registry.Pair, legacy bool) registry.Pair {
-	if legacy {
-		p.Metadata = nil
-	}
-	return p
+	return pairs
 }
 
 // countedRun runs the program and returns what it printed and the requests

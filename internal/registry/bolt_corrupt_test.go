@@ -1,15 +1,18 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,14 +23,31 @@ import (
 // wayOut is what a corrupt registry file's error tells the operator to do.
 const wayOut = "move it aside and run `syncjob sync --full`"
 
-// mustRegistryFile writes a real registry file of a few hundred keys (some
-// values spanning overflow pages, some with a TTL) and returns its bytes.
-func mustRegistryFile(t *testing.T, clock *registrytest.Clock) []byte {
+// mustRegistryFile returns the bytes of a real registry file of a few
+// hundred keys (some values spanning overflow pages, some with a TTL from
+// registrytest.Epoch), the caller's to change.
+func mustRegistryFile(t *testing.T) []byte {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "registry.db")
-	b, err := registry.OpenBolt(path, clock.Now)
+	raw, err := registryFile()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return bytes.Clone(raw)
+}
+
+// registryFile writes mustRegistryFile's file once for the tests that
+// damage it: under -race, writing its 600 keys cost about as much as one
+// of those tests reading its damaged file.
+var registryFile = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "registry-file-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "registry.db")
+	b, err := registry.OpenBolt(path, registrytest.NewClock(registrytest.Epoch).Now)
+	if err != nil {
+		return nil, err
 	}
 	var pairs []registry.Pair
 	for i := range 300 {
@@ -42,16 +62,15 @@ func mustRegistryFile(t *testing.T, clock *registrytest.Clock) []byte {
 		registry.Pair{Key: "metadata:sync:lastRun", Value: []byte(`{"status":"success"}`)},
 		registry.Pair{Key: "metadata:sync:run:1:a", Value: []byte(strings.Repeat("r", 20000)), TTL: time.Hour},
 	)
-	registrytest.MustPut(t, b, pairs...)
+	if out := b.Put(context.Background(), pairs); out != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("put: %v", out)
+	}
 	if err := b.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
+	return os.ReadFile(path)
+})
 
 // usedBytes is how much of a registry file its pages use, by its newest
 // meta page (bbolt's layout: a 16-byte page header, then magic, version,
@@ -136,34 +155,41 @@ var corruptSeeds = flag.Uint64("corrupt.seeds", 30, "registry: damaged registry 
 func TestBolt_DamagedFile_ErrorsNeverPanics(t *testing.T) {
 	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
-	good := mustRegistryFile(t, clock)
+	good := mustRegistryFile(t)
 	used := usedBytes(good)
 	dir := t.TempDir()
+	goodPath := filepath.Join(dir, "good.db")
+	if err := os.WriteFile(goodPath, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	damaged := 0
 	for seed := range *corruptSeeds {
 		rng := rand.New(rand.NewPCG(seed, 17))
-		bad := append([]byte(nil), good...)
+		d := damage{size: len(good), patch: map[int]byte{}}
 		var what string
 		switch seed % 3 {
 		case 0: // cut anywhere past the two meta pages, short of the pages in use
-			n := 8192 + rng.IntN(used-8192)
-			bad, what = bad[:n], fmt.Sprintf("truncated to %d of %d bytes in use", n, used)
+			d.size = 8192 + rng.IntN(used-8192)
+			what = fmt.Sprintf("truncated to %d of %d bytes in use", d.size, used)
 		case 1: // flip bits anywhere
 			for range 1 + rng.IntN(8) {
-				bad[rng.IntN(len(bad))] ^= 1 << rng.IntN(8)
+				at := rng.IntN(len(good))
+				b, ok := d.patch[at]
+				if !ok {
+					b = good[at]
+				}
+				d.patch[at] = b ^ 1<<rng.IntN(8)
 			}
 			what = "bits flipped"
 		default: // overwrite a run of bytes past the meta pages
 			at := 8192 + rng.IntN(used-8192-64)
 			for i := range 64 {
-				bad[at+i] = byte(rng.Uint32())
+				d.patch[at+i] = byte(rng.Uint32())
 			}
 			what = fmt.Sprintf("64 bytes overwritten at %d", at)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("registry-%03d.db", seed))
-		if err := os.WriteFile(path, bad, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeDamaged(t, path, goodPath, d)
 		errs := readAll(t, path, clock.Now)
 		if err := errors.Join(errs...); err != nil {
 			damaged++
@@ -180,10 +206,47 @@ func TestBolt_DamagedFile_ErrorsNeverPanics(t *testing.T) {
 	t.Logf("%d of %d damaged files gave errors", damaged, *corruptSeeds)
 }
 
+// damage is a damaged copy of a registry file: its first size bytes, the
+// byte at each offset of patch replaced.
+type damage struct {
+	size  int
+	patch map[int]byte
+}
+
+// writeDamaged writes d of the file at good to path. The kernel copies the
+// file, then the patched bytes are written over the copy: a megabyte copied
+// and written through this process's memory for each damaged file cost a
+// pass over its race-detector shadow each time.
+func writeDamaged(t *testing.T, path, good string, d damage) {
+	t.Helper()
+	src, err := os.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, io.LimitReader(src, int64(d.size))); err != nil {
+		dst.Close()
+		t.Fatal(err)
+	}
+	for at, b := range d.patch {
+		if _, err := dst.WriteAt([]byte{b}, int64(at)); err != nil {
+			dst.Close()
+			t.Fatal(err)
+		}
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBolt_DamagedMetaPages_CorruptNamingTheWayOut(t *testing.T) {
 	t.Parallel()
 	clock := registrytest.NewClock(registrytest.Epoch)
-	bad := mustRegistryFile(t, clock)
+	bad := mustRegistryFile(t)
 	for _, meta := range []int{0, 4096} { // both meta pages' magic
 		bad[meta+16] ^= 0x5a
 	}
