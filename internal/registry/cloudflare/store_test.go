@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -584,4 +585,32 @@ func sortedKeys(m map[string]error) []string {
 	}
 	sortStrings(keys)
 	return keys
+}
+
+// closingTransport counts the calls of CloseIdleConnections that reach it.
+type closingTransport struct {
+	http.RoundTripper
+	closed atomic.Int32
+}
+
+func (c *closingTransport) CloseIdleConnections() { c.closed.Add(1) }
+
+// TestStore_Close_ClosesTheIdleConnections: Close reaches the transport the
+// store's client was given through the store's own wrapping transport (else
+// a warm Lambda keeps the connections of a finished run for 90 s), once.
+func TestStore_Close_ClosesTheIdleConnections(t *testing.T) {
+	t.Parallel()
+	base := &closingTransport{RoundTripper: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return nil, errors.New("offline")
+	})}
+	s, err := cloudflare.New(cloudflare.Config{AccountID: "a", NamespaceID: "n", APIToken: "t", HTTPClient: &http.Client{Transport: base},
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	_ = s.Close()
+	if n := base.closed.Load(); n != 1 {
+		t.Errorf("the base transport's idle connections closed %d times, want once", n)
+	}
 }

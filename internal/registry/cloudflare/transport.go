@@ -49,6 +49,15 @@ func newTransport(base http.RoundTripper, cfg Config, log *slog.Logger) *transpo
 	}
 }
 
+// CloseIdleConnections closes the idle connections of the transport it
+// wraps (http.Client.CloseIdleConnections asks only the transport it holds:
+// this one): Store.Close.
+func (t *transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // RoundTrip implements http.RoundTripper. A request retried until the bound
 // fails with an *attemptsError; one whose body cannot be sent again stops
 // at its first failure the same way. A bulk body encoded as it is sent
