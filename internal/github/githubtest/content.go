@@ -2,12 +2,17 @@ package githubtest
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"encoding/base64"
 	"io"
 	"net/http"
+	"os"
+	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -102,10 +107,74 @@ func (s *Server) serveArchive(w http.ResponseWriter, sha string) {
 	if err := writeGenerated(zw, prefix, extra); err != nil {
 		return
 	}
-	if err := s.repo.gitTo(zw, "archive", "--format=tar", "--prefix="+prefix, sha); err != nil {
+	if err := s.repo.archive(zw, prefix, sha, len(extra) == 0); err != nil {
 		return
 	}
 	_ = zw.Close()
+}
+
+// archives holds the tarballs git archive made, by prefix and commit id:
+// the same commit archives the same in every repository (its id names its
+// tree and dates), unless attributes change what git writes (see
+// plainArchive). The tests of a package serve the same seed commits from
+// hundreds of repositories, and each git process costs milliseconds.
+var archives sync.Map // prefix + "\x00" + commit id → []byte
+
+// archive writes to w the tar stream "git archive --format=tar
+// --prefix=prefix commit" writes; commit is a full id the repository has.
+// With keep, a tarball of at most maxCachedRead bytes is kept for the next
+// request, and a kept one is written without git.
+func (r *Repo) archive(w io.Writer, prefix, commit string, keep bool) error {
+	key := prefix + "\x00" + commit
+	if tar, ok := archives.Load(key); ok && keep && r.plainArchive(commit) {
+		_, err := w.Write(tar.([]byte))
+		return err
+	}
+	var kept capped
+	if keep {
+		w = io.MultiWriter(w, &kept)
+	}
+	if err := r.gitTo(w, "archive", "--format=tar", "--prefix="+prefix, commit); err != nil {
+		return err
+	}
+	if keep && !kept.over && r.plainArchive(commit) {
+		archives.Store(key, kept.buf.Bytes())
+	}
+	return nil
+}
+
+// plainArchive says no attributes change commit's archive: no
+// .gitattributes in its tree and no .git/info/attributes (export-ignore,
+// export-subst would make it the repository's own).
+func (r *Repo) plainArchive(commit string) bool {
+	if _, err := os.Lstat(filepath.Join(r.dir, ".git", "info", "attributes")); err == nil {
+		return false
+	}
+	entries, err := r.lsTree(commit, true)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if path.Base(e.Path) == ".gitattributes" {
+			return false
+		}
+	}
+	return true
+}
+
+// capped keeps what is written to it up to maxCachedRead bytes; over says
+// more came.
+type capped struct {
+	buf  bytes.Buffer
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.over || c.buf.Len()+len(p) > maxCachedRead {
+		c.over, c.buf = true, bytes.Buffer{}
+		return len(p), nil
+	}
+	return c.buf.Write(p)
 }
 
 // writeGenerated writes the entries to a tar stream that goes on (no end
