@@ -274,7 +274,11 @@ func (r *Repo) writeObject(kind string, content []byte) (string, error) {
 	h := objectHash(kind, int64(len(content)))
 	h.Write(content)
 	id := hex.EncodeToString(h.Sum(nil))
-	return id, r.writeLooseBytes(id, kind, content)
+	if err := r.writeLooseBytes(id, kind, content); err != nil {
+		return "", err
+	}
+	remember(id, kind, len(content), content)
+	return id, nil
 }
 
 // smallObject is the size up to which writeObjectFrom reads a file once,
@@ -337,7 +341,11 @@ func (r *Repo) writeSmallFrom(kind, path string, size int64) (string, error) {
 	h := objectHash(kind, size)
 	h.Write(content)
 	id := hex.EncodeToString(h.Sum(nil))
-	return id, r.writeLooseBytes(id, kind, content)
+	if err := r.writeLooseBytes(id, kind, content); err != nil {
+		return "", err
+	}
+	remember(id, kind, n, nil) // the buffer is reused
+	return id, nil
 }
 
 func changedWhileCommitted(path string, n, size int64) error {
