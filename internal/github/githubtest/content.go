@@ -126,18 +126,22 @@ var archives sync.Map // prefix + "\x00" + commit id → []byte
 // request, and a kept one is written without git.
 func (r *Repo) archive(w io.Writer, prefix, commit string, keep bool) error {
 	key := prefix + "\x00" + commit
-	if tar, ok := archives.Load(key); ok && keep && r.plainArchive(commit) {
+	small := false
+	if keep {
+		keep, small = r.plainArchive(commit)
+	}
+	if tar, ok := archives.Load(key); ok && keep {
 		_, err := w.Write(tar.([]byte))
 		return err
 	}
 	var kept capped
-	if keep {
+	if small {
 		w = io.MultiWriter(w, &kept)
 	}
 	if err := r.gitTo(w, "archive", "--format=tar", "--prefix="+prefix, commit); err != nil {
 		return err
 	}
-	if keep && !kept.over && r.plainArchive(commit) {
+	if small && !kept.over {
 		archives.Store(key, kept.buf.Bytes())
 	}
 	return nil
@@ -145,21 +149,24 @@ func (r *Repo) archive(w io.Writer, prefix, commit string, keep bool) error {
 
 // plainArchive says no attributes change commit's archive: no
 // .gitattributes in its tree and no .git/info/attributes (export-ignore,
-// export-subst would make it the repository's own).
-func (r *Repo) plainArchive(commit string) bool {
+// export-subst would make it the repository's own); small says its tarball
+// is likely to be kept (at most maxCachedRead bytes), so worth copying.
+func (r *Repo) plainArchive(commit string) (plain, small bool) {
 	if _, err := os.Lstat(filepath.Join(r.dir, ".git", "info", "attributes")); err == nil {
-		return false
+		return false, false
 	}
 	entries, err := r.lsTree(commit, true)
 	if err != nil {
-		return false
+		return false, false
 	}
+	var size int64
 	for _, e := range entries {
 		if path.Base(e.Path) == ".gitattributes" {
-			return false
+			return false, false
 		}
+		size += 1024 + max(e.Size, 0) // a header or two, and the content
 	}
-	return true
+	return true, size <= maxCachedRead
 }
 
 // capped keeps what is written to it up to maxCachedRead bytes; over says
