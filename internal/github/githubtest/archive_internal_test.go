@@ -2,6 +2,8 @@ package githubtest
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,5 +47,22 @@ func TestArchive_KeptTarball_AsGitAnswers(t *testing.T) {
 		if _, kept := archives.Load(key); !kept {
 			t.Errorf("repository %d: the tarball was not kept", i+1)
 		}
+	}
+}
+
+// TestWriteGenerated_ClientGone_StopsGenerating: once the request's
+// context is done (the client hung up), not a byte more of an entry is
+// made.
+func TestWriteGenerated_ClientGone_StopsGenerating(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	err := writeGenerated(ctx, &out, "o-r-0000000/", []Generated{{Path: "bomb.bin", Size: 64 << 20}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	if out.Len() > 4<<10 {
+		t.Errorf("wrote %d bytes after the client hung up, want the entry's header at most", out.Len())
 	}
 }

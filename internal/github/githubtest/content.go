@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
@@ -92,7 +93,7 @@ func (s *Server) serveArchiveLink(w http.ResponseWriter, ref string) {
 // on the fly (chunked, no Content-Length, like codeload), after the
 // Generated entries. Nothing is held whole: a client that stops reading
 // stops the stream.
-func (s *Server) serveArchive(w http.ResponseWriter, sha string) {
+func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request, sha string) {
 	id, ok := s.repo.resolve(sha, "commit")
 	if !ok || id != sha {
 		writeError(w, http.StatusNotFound, "Not Found")
@@ -104,7 +105,7 @@ func (s *Server) serveArchive(w http.ResponseWriter, sha string) {
 	w.Header().Set("Content-Disposition", "attachment; filename="+s.owner+"-"+s.name+"-"+sha[:7]+".tar.gz")
 	w.WriteHeader(http.StatusOK)
 	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err := writeGenerated(zw, prefix, extra); err != nil {
+	if err := writeGenerated(r.Context(), zw, prefix, extra); err != nil {
 		return
 	}
 	if err := s.repo.archive(zw, prefix, sha, len(extra) == 0); err != nil {
@@ -185,8 +186,10 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 // writeGenerated writes the entries to a tar stream that goes on (no end
-// marker: git archive's entries follow).
-func writeGenerated(w io.Writer, prefix string, entries []Generated) error {
+// marker: git archive's entries follow). It stops when ctx is done: a
+// client that hung up reads no more, and an entry of a gigabyte costs a
+// second to compress.
+func writeGenerated(ctx context.Context, w io.Writer, prefix string, entries []Generated) error {
 	tw := tar.NewWriter(w)
 	for _, g := range entries {
 		h := &tar.Header{
@@ -196,11 +199,24 @@ func writeGenerated(w io.Writer, prefix string, entries []Generated) error {
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		if _, err := io.Copy(tw, io.LimitReader(fill(g.Fill), g.Size)); err != nil {
+		if _, err := io.Copy(tw, untilDone{ctx, io.LimitReader(fill(g.Fill), g.Size)}); err != nil {
 			return err
 		}
 	}
 	return tw.Flush()
+}
+
+// untilDone reads r until ctx is done, then fails with its error.
+type untilDone struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (u untilDone) Read(p []byte) (int, error) {
+	if err := u.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return u.r.Read(p)
 }
 
 // fill is an endless reader of one byte.
