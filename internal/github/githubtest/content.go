@@ -104,7 +104,10 @@ func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request, sha string
 	w.Header().Set("Content-Type", "application/x-gzip")
 	w.Header().Set("Content-Disposition", "attachment; filename="+s.owner+"-"+s.name+"-"+sha[:7]+".tar.gz")
 	w.WriteHeader(http.StatusOK)
-	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(w)
+	defer zw.Reset(io.Discard) // holds no answer while pooled
 	if err := writeGenerated(r.Context(), zw, prefix, extra); err != nil {
 		return
 	}
@@ -113,6 +116,14 @@ func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request, sha string
 	}
 	_ = zw.Close()
 }
+
+// gzipWriters are reused by serveArchive: a new one allocates some 700 KB
+// of tables, which the race detector shadows afresh; a reset one writes
+// the same bytes.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
 
 // archives holds the tarballs git archive made, by prefix and commit id:
 // the same commit archives the same in every repository (its id names its
