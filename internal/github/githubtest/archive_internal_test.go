@@ -6,51 +6,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 )
-
-// TestArchive_KeptTarball_AsGitAnswers archives one commit from three
-// repositories that made it: the second is answered from the tarball the
-// first kept, and the third, whose attributes leave a file out, by git.
-// Each answer equals git archive's.
-func TestArchive_KeptTarball_AsGitAnswers(t *testing.T) {
-	t.Parallel()
-	build := func() (*Repo, string) {
-		r := NewRepo(t)
-		r.Write("a.md", "# a, kept in the archive cache test\n")
-		r.Write("규정/b.md", "# b\n")
-		return r, r.Commit("archived")
-	}
-	first, commit := build()
-	second, again := build()
-	third, also := build()
-	if again != commit || also != commit {
-		t.Fatalf("commits %s, %s, %s: want one id", commit, again, also)
-	}
-	if err := os.MkdirAll(filepath.Join(third.dir, ".git", "info"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(third.dir, ".git", "info", "attributes"), []byte("a.md export-ignore\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	prefix := "o-r-" + commit[:7] + "/"
-	key := prefix + "\x00" + commit
-	for i, r := range []*Repo{first, second, third} {
-		var got bytes.Buffer
-		if err := r.archive(&got, prefix, commit, true); err != nil {
-			t.Fatal(err)
-		}
-		want := must(t)(r.git(nil, "archive", "--format=tar", "--prefix="+prefix, commit))
-		if !bytes.Equal(got.Bytes(), want) {
-			t.Errorf("repository %d: archive differs from git archive's", i+1)
-		}
-		if _, kept := archives.Load(key); !kept {
-			t.Errorf("repository %d: the tarball was not kept", i+1)
-		}
-	}
-}
 
 // TestWriteGenerated_ClientGone_StopsGenerating: once the request's
 // context is done (the client hung up), not a byte more of an entry is

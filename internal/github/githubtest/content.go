@@ -2,15 +2,11 @@ package githubtest
 
 import (
 	"archive/tar"
-	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
-	"os"
-	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,7 +107,7 @@ func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request, sha string
 	if err := writeGenerated(r.Context(), zw, prefix, extra); err != nil {
 		return
 	}
-	if err := s.repo.archive(zw, prefix, sha, len(extra) == 0); err != nil {
+	if err := s.repo.gitTo(zw, "archive", "--format=tar", "--prefix="+prefix, sha); err != nil {
 		return
 	}
 	_ = zw.Close()
@@ -124,77 +120,6 @@ var gzipWriters = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 	return zw
 }}
-
-// archives holds the tarballs git archive made, by prefix and commit id:
-// the same commit archives the same in every repository (its id names its
-// tree and dates), unless attributes change what git writes (see
-// plainArchive). The tests of a package serve the same seed commits from
-// hundreds of repositories, and each git process costs milliseconds.
-var archives sync.Map // prefix + "\x00" + commit id → []byte
-
-// archive writes to w the tar stream "git archive --format=tar
-// --prefix=prefix commit" writes; commit is a full id the repository has.
-// With keep, a tarball of at most maxCachedRead bytes is kept for the next
-// request, and a kept one is written without git.
-func (r *Repo) archive(w io.Writer, prefix, commit string, keep bool) error {
-	key := prefix + "\x00" + commit
-	small := false
-	if keep {
-		keep, small = r.plainArchive(commit)
-	}
-	if tar, ok := archives.Load(key); ok && keep {
-		_, err := w.Write(tar.([]byte))
-		return err
-	}
-	var kept capped
-	if small {
-		w = io.MultiWriter(w, &kept)
-	}
-	if err := r.gitTo(w, "archive", "--format=tar", "--prefix="+prefix, commit); err != nil {
-		return err
-	}
-	if small && !kept.over {
-		archives.Store(key, kept.buf.Bytes())
-	}
-	return nil
-}
-
-// plainArchive says no attributes change commit's archive: no
-// .gitattributes in its tree and no .git/info/attributes (export-ignore,
-// export-subst would make it the repository's own); small says its tarball
-// is likely to be kept (at most maxCachedRead bytes), so worth copying.
-func (r *Repo) plainArchive(commit string) (plain, small bool) {
-	if _, err := os.Lstat(filepath.Join(r.dir, ".git", "info", "attributes")); err == nil {
-		return false, false
-	}
-	entries, err := r.lsTree(commit, true)
-	if err != nil {
-		return false, false
-	}
-	var size int64
-	for _, e := range entries {
-		if path.Base(e.Path) == ".gitattributes" {
-			return false, false
-		}
-		size += 1024 + max(e.Size, 0) // a header or two, and the content
-	}
-	return true, size <= maxCachedRead
-}
-
-// capped keeps what is written to it up to maxCachedRead bytes; over says
-// more came.
-type capped struct {
-	buf  bytes.Buffer
-	over bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if c.over || c.buf.Len()+len(p) > maxCachedRead {
-		c.over, c.buf = true, bytes.Buffer{}
-		return len(p), nil
-	}
-	return c.buf.Write(p)
-}
 
 // writeGenerated writes the entries to a tar stream that goes on (no end
 // marker: git archive's entries follow). It stops when ctx is done: a
