@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -273,15 +274,28 @@ func (r *Repo) writeObject(kind string, content []byte) (string, error) {
 	h := objectHash(kind, int64(len(content)))
 	h.Write(content)
 	id := hex.EncodeToString(h.Sum(nil))
-	return id, r.writeLoose(id, kind, int64(len(content)), func(w io.Writer) error {
-		_, err := w.Write(content)
-		return err
-	})
+	if err := r.writeLooseBytes(id, kind, content); err != nil {
+		return "", err
+	}
+	remember(id, kind, len(content), content)
+	return id, nil
 }
 
+// smallObject is the size up to which writeObjectFrom reads a file once,
+// whole, into a reused buffer; a larger one is read twice, streamed.
+const smallObject = 1 << 20
+
+// buffers are the reused buffers of writeObjectFrom and writeLooseBytes:
+// under the race detector every fresh buffer costs its shadow memory.
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
 // writeObjectFrom is writeObject for the size bytes of the file at path,
-// read twice (to hash, then to write if new) and never held whole.
+// never held whole when larger than smallObject (then read twice: to hash,
+// then to write if new).
 func (r *Repo) writeObjectFrom(kind, path string, size int64) (string, error) {
+	if size <= smallObject {
+		return r.writeSmallFrom(kind, path, size)
+	}
 	copyFile := func(w io.Writer) error {
 		f, err := os.Open(path)
 		if err != nil {
@@ -290,7 +304,7 @@ func (r *Repo) writeObjectFrom(kind, path string, size int64) (string, error) {
 		defer f.Close()
 		n, err := io.Copy(w, f)
 		if err == nil && n != size {
-			err = fmt.Errorf("%s: read %d bytes, want %d: changed while committed", path, n, size)
+			err = changedWhileCommitted(path, n, size)
 		}
 		return err
 	}
@@ -300,6 +314,42 @@ func (r *Repo) writeObjectFrom(kind, path string, size int64) (string, error) {
 	}
 	id := hex.EncodeToString(h.Sum(nil))
 	return id, r.writeLoose(id, kind, size, copyFile)
+}
+
+// writeSmallFrom is writeObjectFrom for a file of at most smallObject
+// bytes, read once into a reused buffer.
+func (r *Repo) writeSmallFrom(kind, path string, size int64) (string, error) {
+	buf := buffers.Get().(*[]byte)
+	defer buffers.Put(buf)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	// one byte more than expected: a file that grew shows as one
+	if int64(cap(*buf)) < size+1 {
+		*buf = make([]byte, size+1)
+	}
+	n, err := io.ReadFull(f, (*buf)[:size+1])
+	if err != io.ErrUnexpectedEOF && err != io.EOF && err != nil {
+		return "", err
+	}
+	if int64(n) != size {
+		return "", changedWhileCommitted(path, int64(n), size)
+	}
+	content := (*buf)[:n]
+	h := objectHash(kind, size)
+	h.Write(content)
+	id := hex.EncodeToString(h.Sum(nil))
+	if err := r.writeLooseBytes(id, kind, content); err != nil {
+		return "", err
+	}
+	remember(id, kind, n, nil) // the buffer is reused
+	return id, nil
+}
+
+func changedWhileCommitted(path string, n, size int64) error {
+	return fmt.Errorf("%s: read %d bytes, want %d: changed while committed", path, n, size)
 }
 
 // objectHeader is a git object's header: "blob 12\x00".
@@ -314,50 +364,125 @@ func objectHash(kind string, size int64) hash.Hash {
 	return h
 }
 
-// writeLoose writes object id (its header, then what content writes) as
-// git's loose object file, unless it exists.
-func (r *Repo) writeLoose(id, kind string, size int64, content func(io.Writer) error) error {
+// looseFile is the file of loose object id; ok is false when it exists.
+func (r *Repo) looseFile(id string) (file string, ok bool, err error) {
 	dir := filepath.Join(r.dir, ".git", "objects", id[:2])
-	file := filepath.Join(dir, id[2:])
+	file = filepath.Join(dir, id[2:])
 	if _, err := os.Stat(file); err == nil {
-		return nil
+		return file, false, nil
 	}
 	r.mu.Lock()
 	made := r.objectDirs[id[:2]]
 	r.mu.Unlock()
-	if !made {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		r.mu.Lock()
-		if r.objectDirs == nil {
-			r.objectDirs = make(map[string]bool)
-		}
-		r.objectDirs[id[:2]] = true
-		r.mu.Unlock()
+	if made {
+		return file, true, nil
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, err
+	}
+	r.mu.Lock()
+	if r.objectDirs == nil {
+		r.objectDirs = make(map[string]bool)
+	}
+	r.objectDirs[id[:2]] = true
+	r.mu.Unlock()
+	return file, true, nil
+}
+
+// writeLoose writes object id (its header, then what content writes) as
+// git's loose object file, unless it exists.
+func (r *Repo) writeLoose(id, kind string, size int64, content func(io.Writer) error) error {
+	file, ok, err := r.looseFile(id)
+	if !ok || err != nil {
+		return err
+	}
+	return replaceFile(file, func(f io.Writer) error {
+		header := objectHeader(kind, size)
+		z := newStoredZlib(f, int64(len(header))+size)
+		_, err := z.Write(header)
+		if err == nil {
+			err = content(z)
+		}
+		if err == nil {
+			err = z.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("write object %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// writeLooseBytes is writeLoose for content held whole: the object file,
+// as storedZlib would write it, made in a reused buffer and written at once.
+func (r *Repo) writeLooseBytes(id, kind string, content []byte) error {
+	file, ok, err := r.looseFile(id)
+	if !ok || err != nil {
+		return err
+	}
+	buf := buffers.Get().(*[]byte)
+	defer buffers.Put(buf)
+	*buf = appendStoredZlib((*buf)[:0], objectHeader(kind, int64(len(content))), content)
+	return replaceFile(file, func(f io.Writer) error {
+		if _, err := f.Write(*buf); err != nil {
+			return fmt.Errorf("write object %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// replaceFile writes file through a temporary file renamed onto it: a
+// reader never sees it half written.
+func replaceFile(file string, write func(io.Writer) error) error {
 	tmp := file + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
-	header := objectHeader(kind, size)
-	z := newStoredZlib(f, int64(len(header))+size)
-	_, err = z.Write(header)
-	if err == nil {
-		err = content(z)
-	}
-	if err == nil {
-		err = z.Close()
-	}
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("write object %s: %w", id, err)
+	if err == nil {
+		err = os.Rename(tmp, file)
 	}
-	return os.Rename(tmp, file)
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// appendStoredZlib appends to dst the zlib stream storedZlib writes of
+// header and content: stored blocks of maxStored bytes, the last one
+// marked final, then the checksum.
+func appendStoredZlib(dst, header, content []byte) []byte {
+	total := len(header) + len(content)
+	sum := adler32.New()
+	sum.Write(header)
+	sum.Write(content)
+	dst = append(dst, 0x78, 0x01)
+	for start := 0; start < total; start += maxStored {
+		n := min(total-start, maxStored)
+		final := byte(0)
+		if start+n == total {
+			final = 1
+		}
+		dst = append(dst, final, byte(n), byte(n>>8), ^byte(n), ^byte(n>>8))
+		dst = appendRange(dst, header, content, start, start+n)
+	}
+	return binary.BigEndian.AppendUint32(dst, sum.Sum32())
+}
+
+// appendRange appends bytes from to to of header followed by content.
+func appendRange(dst, header, content []byte, from, to int) []byte {
+	if from < len(header) {
+		dst = append(dst, header[from:min(to, len(header))]...)
+		from = len(header)
+	}
+	if to > from {
+		dst = append(dst, content[from-len(header):to-len(header)]...)
+	}
+	return dst
 }
 
 // storedZlib writes a zlib stream of stored (uncompressed) deflate blocks:

@@ -3,11 +3,13 @@ package githubtest
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -87,7 +89,7 @@ func (s *Server) serveArchiveLink(w http.ResponseWriter, ref string) {
 // on the fly (chunked, no Content-Length, like codeload), after the
 // Generated entries. Nothing is held whole: a client that stops reading
 // stops the stream.
-func (s *Server) serveArchive(w http.ResponseWriter, sha string) {
+func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request, sha string) {
 	id, ok := s.repo.resolve(sha, "commit")
 	if !ok || id != sha {
 		writeError(w, http.StatusNotFound, "Not Found")
@@ -98,8 +100,11 @@ func (s *Server) serveArchive(w http.ResponseWriter, sha string) {
 	w.Header().Set("Content-Type", "application/x-gzip")
 	w.Header().Set("Content-Disposition", "attachment; filename="+s.owner+"-"+s.name+"-"+sha[:7]+".tar.gz")
 	w.WriteHeader(http.StatusOK)
-	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err := writeGenerated(zw, prefix, extra); err != nil {
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(w)
+	defer zw.Reset(io.Discard) // holds no answer while pooled
+	if err := writeGenerated(r.Context(), zw, prefix, extra); err != nil {
 		return
 	}
 	if err := s.repo.gitTo(zw, "archive", "--format=tar", "--prefix="+prefix, sha); err != nil {
@@ -108,9 +113,19 @@ func (s *Server) serveArchive(w http.ResponseWriter, sha string) {
 	_ = zw.Close()
 }
 
+// gzipWriters are reused by serveArchive: a new one allocates some 700 KB
+// of tables, which the race detector shadows afresh; a reset one writes
+// the same bytes.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
+
 // writeGenerated writes the entries to a tar stream that goes on (no end
-// marker: git archive's entries follow).
-func writeGenerated(w io.Writer, prefix string, entries []Generated) error {
+// marker: git archive's entries follow). It stops when ctx is done: a
+// client that hung up reads no more, and an entry of a gigabyte costs a
+// second to compress.
+func writeGenerated(ctx context.Context, w io.Writer, prefix string, entries []Generated) error {
 	tw := tar.NewWriter(w)
 	for _, g := range entries {
 		h := &tar.Header{
@@ -120,11 +135,24 @@ func writeGenerated(w io.Writer, prefix string, entries []Generated) error {
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		if _, err := io.Copy(tw, io.LimitReader(fill(g.Fill), g.Size)); err != nil {
+		if _, err := io.Copy(tw, untilDone{ctx, io.LimitReader(fill(g.Fill), g.Size)}); err != nil {
 			return err
 		}
 	}
 	return tw.Flush()
+}
+
+// untilDone reads r until ctx is done, then fails with its error.
+type untilDone struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (u untilDone) Read(p []byte) (int, error) {
+	if err := u.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return u.r.Read(p)
 }
 
 // fill is an endless reader of one byte.

@@ -11,12 +11,64 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // looseObject reads object id from its loose file: its kind and size, and
 // with content its bytes. ok is false when the repository has no loose
 // object id (it may still be packed: git answers then).
 func (r *Repo) looseObject(id string, content bool) (kind string, size int, data []byte, ok bool, err error) {
+	if o, found := objects.Load(id); found && (!content || o.(*object).data != nil) && r.hasLoose(id) {
+		o := o.(*object)
+		if content {
+			data = o.data
+		}
+		return o.kind, o.size, data, true, nil
+	}
+	kind, size, data, ok, err = r.readLoose(id, content)
+	if ok && err == nil {
+		remember(id, kind, size, data)
+	}
+	return kind, size, data, ok, err
+}
+
+// object is what an object id names, the same in every repository: its
+// kind and size, and its bytes when small (nil otherwise, or not yet read).
+type object struct {
+	kind string
+	size int
+	data []byte
+}
+
+// objects are the objects read from or written as loose objects, by id;
+// objectBytes counts the bytes they hold, at most maxObjectBytes.
+var (
+	objects     sync.Map // id → *object
+	objectBytes atomic.Int64
+)
+
+// maxObjectData is the largest object whose bytes objects keeps, and
+// maxObjectBytes all it keeps.
+const (
+	maxObjectData  = 64 << 10
+	maxObjectBytes = 64 << 20
+)
+
+// remember keeps what id is in objects; data, nil when unknown, must not
+// change after.
+func remember(id, kind string, size int, data []byte) {
+	if o, known := objects.Load(id); known && (data == nil || o.(*object).data != nil) {
+		return
+	}
+	if data != nil && (len(data) > maxObjectData || objectBytes.Add(int64(len(data))) > maxObjectBytes) {
+		data = nil
+	}
+	objects.Store(id, &object{kind: kind, size: size, data: data})
+}
+
+// readLoose is looseObject read from the file.
+func (r *Repo) readLoose(id string, content bool) (kind string, size int, data []byte, ok bool, err error) {
 	f, err := os.Open(filepath.Join(r.dir, ".git", "objects", id[:2], id[2:]))
 	if err != nil {
 		return "", 0, nil, false, nil

@@ -138,3 +138,30 @@ func TestRead_HistoryFromLooseObjects_AsGitAnswers(t *testing.T) {
 		t.Errorf("answered %d questions of packed objects", n)
 	}
 }
+
+// TestLooseObject_KnownObjectOnlyWhereLoose reads objects another
+// repository wrote and read: they are known by id, but a repository
+// answers only for its own loose objects, and answers them as git does.
+func TestLooseObject_KnownObjectOnlyWhereLoose(t *testing.T) {
+	t.Parallel()
+	r, other := NewRepo(t), NewRepo(t)
+	r.Write("a.md", "# known elsewhere, not here\n")
+	commit := r.Commit("first")
+	tree := strings.TrimSpace(string(must(t)(r.git(nil, "rev-parse", commit+"^{tree}"))))
+	blob := BlobID("# known elsewhere, not here\n")
+	for _, id := range []string{commit, tree, blob} {
+		kind, size, data, ok, err := r.looseObject(id, true)
+		if !ok || err != nil {
+			t.Fatalf("%s: not read (%v)", id, err)
+		}
+		if want := strings.TrimSpace(string(must(t)(r.git(nil, "cat-file", "-t", id)))); kind != want {
+			t.Errorf("%s: kind %q, git says %q", id, kind, want)
+		}
+		if want := must(t)(r.git(nil, "cat-file", kind, id)); size != len(want) || !bytes.Equal(data, want) {
+			t.Errorf("%s: %d bytes %.40q, git says %d bytes %.40q", id, size, data, len(want), want)
+		}
+		if _, _, _, ok, err := other.looseObject(id, false); ok || err != nil {
+			t.Errorf("%s: answered (%v) by a repository without it", id, err)
+		}
+	}
+}

@@ -330,7 +330,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, rt route) {
 	case KindArchiveLink:
 		s.serveArchiveLink(w, rt.arg)
 	case KindArchive:
-		s.serveArchive(w, rt.arg)
+		s.serveArchive(w, r, rt.arg)
 	}
 }
 
