@@ -236,9 +236,11 @@ type Item struct {
 	_      [0]func()
 	Action Action `json:"action"`
 	// TreeSize is the size the head tree gave an add's or an update's
-	// file, when known (else 0; over 2 GiB it reads as 2 GiB, already past
-	// any size a run reads): the read skips a file known too large without
-	// asking for it (differ.Size, differ.Unread). It fits beside Action.
+	// file, when known (else 0): the read skips a file known too large
+	// without asking for it (differ.Size, differ.Unread). It fits beside
+	// Action. A size over 2 GiB would read as 2 GiB (and a skip would name
+	// that size), but GitHub refuses blobs over 100 MB: no tree it serves
+	// has such a file.
 	TreeSize   int32  `json:"-"`
 	PolicyName string `json:"policyName"`
 	Path       string `json:"path,omitempty"`
