@@ -113,10 +113,7 @@ func TestPrefetchArchive_CountUnknown_LinkAtOnce_DownloadWhenTheCountIsGiven(t *
 	if _, err := src.Tree(context.Background(), head); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
-	if n := f.srv.Requests()[githubtest.KindArchive]; n != 0 {
-		t.Fatalf("archive requests = %d before the count was known, want 0", n)
-	}
+	noDownloadYet(t, f, "the count was known")
 	defer src.PrefetchArchive(context.Background(), head, len(files))()
 	awaitRequests(t, f.srv, githubtest.KindArchive, 1)
 
@@ -162,10 +159,7 @@ func TestPrefetchArchive_CountUnknown_DownloadWhenListed_AsTheTreeShowsMoreThanT
 	defer src.PrefetchArchive(context.Background(), head, -1)()
 	src.DownloadWhenListed(head)
 	awaitRequests(t, f.srv, githubtest.KindArchiveLink, 1)
-	time.Sleep(20 * time.Millisecond)
-	if n := f.srv.Requests()[githubtest.KindArchive]; n != 0 {
-		t.Fatalf("archive requests = %d before the tree was listed, want 0", n)
-	}
+	noDownloadYet(t, f, "the tree was listed")
 	if _, err := src.Tree(context.Background(), head); err != nil {
 		t.Fatal(err)
 	}
@@ -186,4 +180,15 @@ func TestPrefetchArchive_CountUnknown_ReadAsksLinkAndDownload(t *testing.T) {
 
 	wantTitles(t, src, head, files, want)
 	wantRequests(t, src, f.srv, 2)
+}
+
+// noDownloadYet fails the test when the archive was downloaded within a
+// moment of now: a prefetch still waiting must not have asked for it
+// before what it waits for (before).
+func noDownloadYet(t *testing.T, f *fixture, before string) {
+	t.Helper()
+	time.Sleep(20 * time.Millisecond)
+	if n := f.srv.Requests()[githubtest.KindArchive]; n != 0 {
+		t.Fatalf("archive requests = %d before %s, want 0", n, before)
+	}
 }
