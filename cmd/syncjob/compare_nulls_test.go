@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -24,7 +26,7 @@ func TestSync_ModeOnlyChangeAndSymlink_Incremental(t *testing.T) {
 		if s.lastRun.Mode != "incremental" || s.lastRun.Status != policy.RunSuccess || s.lastRun.Updated != 1 {
 			t.Errorf("lastRun = %+v, want an incremental success updating 1", s.lastRun)
 		}
-		if got, want := s.policies["학칙"], before.policies["학칙"]; got != want {
+		if got, want := s.policies["학칙"], before.policies["학칙"]; !cmp.Equal(got, want) {
 			t.Errorf("학칙 = %+v, want it unchanged %+v", got, want)
 		}
 		if got := s.titles()["연구소 설치(운영)․규정"]; got != "연구소 설치․운영 규정 (개정)" {

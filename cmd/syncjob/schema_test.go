@@ -233,12 +233,16 @@ func TestSchema_NamesEveryField(t *testing.T) {
 }
 
 // jsonFields returns the JSON names of a struct's fields, embedded ones
-// flattened.
+// (structs or pointers to them) flattened.
 func jsonFields(t reflect.Type) []string {
 	var out []string
 	for f := range t.Fields() {
 		if f.Anonymous {
-			out = append(out, jsonFields(f.Type)...)
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			out = append(out, jsonFields(ft)...)
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")

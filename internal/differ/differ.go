@@ -96,7 +96,7 @@ func NeedsTree(cs policy.Changeset) bool {
 // so only long keys are skipped here and the orchestrator skips empty and
 // too-large files once it has read them (Options.SkipReason). A conflict is
 // then reported only when the changeset touches it.
-func FromChanges(cs policy.Changeset, known map[string]policy.Known, tree []policy.File, opt Options) (desired Desired, touched map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) {
+func FromChanges(cs policy.Changeset, known map[string]policy.Entry, tree []policy.File, opt Options) (desired Desired, touched map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) {
 	touched = Touched(cs)
 	if tree != nil {
 		desired, skipped, conflicts = resolve(candidates(tree, touched), opt)
@@ -163,7 +163,7 @@ func Touched(cs policy.Changeset) map[string]bool {
 // before deletes, each group by policyName bytewise. An update and a move
 // carry OldPath and OldSHA; a delete carries only OldPath and OldSHA, the
 // entry it removes.
-func Plan(desired Desired, known map[string]policy.Known, scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) policy.Plan {
+func Plan(desired Desired, known map[string]policy.Entry, scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) policy.Plan {
 	isSkipped := make(map[string]bool, len(skipped))
 	for _, s := range skipped {
 		isSkipped[s.PolicyName] = true
@@ -215,7 +215,7 @@ func Plan(desired Desired, known map[string]policy.Known, scope map[string]bool,
 // countItems is how many items Plan makes at most: a name in scope and not skipped
 // that is desired and not known the same (sha and path), or known and not
 // desired.
-func countItems(desired Desired, known map[string]policy.Known, inScope func(string) bool, isSkipped map[string]bool) int {
+func countItems(desired Desired, known map[string]policy.Entry, inScope func(string) bool, isSkipped map[string]bool) int {
 	n := 0
 	for _, d := range desired {
 		name := d.PolicyName

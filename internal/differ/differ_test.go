@@ -24,24 +24,24 @@ func desiredOf(m map[string]policy.Desired) differ.Desired {
 
 func file(path string, n int) policy.File { return policy.File{Path: path, SHA: sha(n), Size: 100} }
 
-func known(path string, n int) policy.Known {
-	return policy.Known{PolicyName: policy.NameOf(path), Path: path, SHA: sha(n)}
+func known(path string, n int) policy.Entry {
+	return policy.Entry{PolicyName: policy.NameOf(path), Path: path, SHA: sha(n)}
 }
 
-func registry(ks ...policy.Known) map[string]policy.Known {
-	m := make(map[string]policy.Known, len(ks))
+func registry(ks ...policy.Entry) map[string]policy.Entry {
+	m := make(map[string]policy.Entry, len(ks))
 	for _, k := range ks {
 		m[k.PolicyName] = k
 	}
 	return m
 }
 
-func planTree(files []policy.File, reg map[string]policy.Known, opt differ.Options) policy.Plan {
+func planTree(files []policy.File, reg map[string]policy.Entry, opt differ.Options) policy.Plan {
 	desired, skipped, conflicts := differ.FromTree(files, opt)
 	return differ.Plan(desired, reg, nil, skipped, conflicts)
 }
 
-func planChanges(cs policy.Changeset, reg map[string]policy.Known, tree []policy.File) policy.Plan {
+func planChanges(cs policy.Changeset, reg map[string]policy.Entry, tree []policy.File) policy.Plan {
 	desired, touched, skipped, conflicts := differ.FromChanges(cs, reg, tree, differ.Options{})
 	return differ.Plan(desired, reg, touched, skipped, conflicts)
 }
@@ -68,7 +68,7 @@ func TestFromTree_PlansFromFullTree(t *testing.T) {
 	tests := []struct {
 		name string
 		tree []policy.File
-		reg  map[string]policy.Known
+		reg  map[string]policy.Entry
 		opt  differ.Options
 		want policy.Plan
 	}{
@@ -272,7 +272,7 @@ func TestFromChanges_PlansIncrementally(t *testing.T) {
 	tests := []struct {
 		name string
 		cs   policy.Changeset
-		reg  map[string]policy.Known
+		reg  map[string]policy.Entry
 		tree []policy.File // head tree, given when NeedsTree
 		want policy.Plan
 	}{
@@ -451,7 +451,7 @@ func TestPlan_InvalidUTF8Path_StoredAsJSON_Unchanged(t *testing.T) {
 	raw := "규정/\xff잘못.md"
 	desired := desiredOf(map[string]policy.Desired{"x": {PolicyName: "x", Path: raw, SHA: "s"}})
 	// what the registry gives back after a JSON round trip
-	known := map[string]policy.Known{"x": {PolicyName: "x", Path: "규정/\uFFFD잘못.md", SHA: "s"}}
+	known := map[string]policy.Entry{"x": {PolicyName: "x", Path: "규정/\uFFFD잘못.md", SHA: "s"}}
 	if p := differ.Plan(desired, known, nil, nil, nil); len(p.Items) != 0 || p.Unchanged != 1 {
 		t.Errorf("plan = %+v, want unchanged", p)
 	}

@@ -64,7 +64,7 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 		if !full || planned[name] {
 			continue
 		}
-		if m.take(name, e.Title) || LegacyExpired(e, now) || (e.HasLegacy() && e.LegacyUntil == "") {
+		if m.take(name, e.Title) || LegacyExpired(e, now) || (e.HasLegacy() && e.V1().LegacyUntil == "") {
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: name, Path: e.Path, SHA: e.SHA, Title: e.Title})
 		}
 	}
@@ -115,28 +115,33 @@ func (m *migrator) take(name, title string) bool {
 
 // LegacyExpired reports whether e's legacy fields have had their 90 days.
 func LegacyExpired(e policy.Entry, now time.Time) bool {
-	if !e.HasLegacy() || e.LegacyUntil == "" {
+	if !e.HasLegacy() || e.V1().LegacyUntil == "" {
 		return false
 	}
-	until, err := time.Parse(time.RFC3339, e.LegacyUntil)
+	until, err := time.Parse(time.RFC3339, e.V1().LegacyUntil)
 	return err == nil && !now.Before(until)
 }
 
 // WithLegacy returns e as it is written at now: carrying the fields of the
 // v1 entry carry holds for it (for 90 days from the first time), or without
-// them once expired.
+// them once expired. It sets e's v1 fields anew (policy.Entry.SetV1): the
+// entry it was given, and any other copy, keep theirs.
 func WithLegacy(e policy.Entry, carry map[string]policy.Entry, now time.Time) policy.Entry {
+	l := e.V1()
 	if c, ok := carry[e.PolicyName]; ok {
-		e.FileNo, e.PreviewURL, e.DownloadURL = c.FileNo, c.PreviewURL, c.DownloadURL
+		cl := c.V1()
+		l.FileNo, l.PreviewURL, l.DownloadURL = cl.FileNo, cl.PreviewURL, cl.DownloadURL
+		e.SetV1(l)
 	}
 	switch {
 	case LegacyExpired(e, now):
-		e.FileNo, e.PreviewURL, e.DownloadURL, e.LegacyUntil = "", "", "", ""
-	case e.HasLegacy() && e.LegacyUntil == "":
-		e.LegacyUntil = now.Add(LegacyKeep).UTC().Format(policy.TimeLayout)
+		l = policy.Legacy{}
+	case e.HasLegacy() && l.LegacyUntil == "":
+		l.LegacyUntil = now.Add(LegacyKeep).UTC().Format(policy.TimeLayout)
 	case !e.HasLegacy():
-		e.LegacyUntil = ""
+		l.LegacyUntil = ""
 	}
+	e.SetV1(l)
 	return e
 }
 

@@ -17,7 +17,7 @@ func TestSplitV1_CurrentIsTheListingItself(t *testing.T) {
 	sha := "0123456789abcdef0123456789abcdef01234567"
 	all := map[string]policy.Entry{
 		"학칙":   {PolicyName: "학칙", SHA: sha, Path: "a/학칙.md"},
-		"옛 규정": {Title: "옛 규정", FileNo: "7"},
+		"옛 규정": {Title: "옛 규정", Legacy: &policy.Legacy{FileNo: "7"}},
 	}
 	current, v1 := differ.SplitV1(all)
 	if reflect.ValueOf(current).UnsafePointer() != reflect.ValueOf(all).UnsafePointer() {
@@ -26,7 +26,7 @@ func TestSplitV1_CurrentIsTheListingItself(t *testing.T) {
 	if diff := cmp.Diff(map[string]policy.Entry{"학칙": {PolicyName: "학칙", SHA: sha, Path: "a/학칙.md"}}, current); diff != "" {
 		t.Errorf("current (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]policy.Entry{"옛 규정": {Title: "옛 규정", FileNo: "7"}}, v1); diff != "" {
+	if diff := cmp.Diff(map[string]policy.Entry{"옛 규정": {Title: "옛 규정", Legacy: &policy.Legacy{FileNo: "7"}}}, v1); diff != "" {
 		t.Errorf("v1 (-want +got):\n%s", diff)
 	}
 	if current, v1 := differ.SplitV1(nil); current == nil || v1 == nil {

@@ -10,9 +10,9 @@ import (
 
 // benchTree is a head tree of n policies in nested Korean folders, and the
 // registry a previous run left for it with `changed` of them at another sha.
-func benchTree(n, changed int) ([]policy.File, map[string]policy.Known) {
+func benchTree(n, changed int) ([]policy.File, map[string]policy.Entry) {
 	files := make([]policy.File, 0, n+n/50)
-	known := make(map[string]policy.Known, n)
+	known := make(map[string]policy.Entry, n)
 	for i := range n {
 		path := fmt.Sprintf("규정/제%d편 학사/제%d장 운영/학사 운영규정 제%05d호.md", i%12+1, i%8+1, i)
 		sha := fmt.Sprintf("%040x", i)
@@ -21,7 +21,7 @@ func benchTree(n, changed int) ([]policy.File, map[string]policy.Known) {
 		if i < changed {
 			sha = fmt.Sprintf("%040x", i+n)
 		}
-		known[name] = policy.Known{PolicyName: name, SHA: sha, Path: path}
+		known[name] = policy.Entry{PolicyName: name, SHA: sha, Path: path}
 	}
 	// what a real tree also holds: folder READMEs and templates, not policies
 	for i := range n / 50 {
@@ -44,7 +44,7 @@ func BenchmarkPlan(b *testing.B) {
 		}{{"first", 0, true}, {"reconcile", 7, false}} {
 			files, known := benchTree(n, c.changed)
 			if c.empty {
-				known = map[string]policy.Known{}
+				known = map[string]policy.Entry{}
 			}
 			b.Run(fmt.Sprintf("files=%d/%s", n, c.name), func(b *testing.B) {
 				b.ReportAllocs()

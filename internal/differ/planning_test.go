@@ -131,12 +131,12 @@ func TestSettleQueue_DeadDeleteHoldsBackTheDelete(t *testing.T) {
 func TestMigrate_CarriesV1FieldsByTitle_RemovesTheV1Key_ReportsUnmatched(t *testing.T) {
 	t.Parallel()
 	v1 := map[string]policy.Entry{
-		"학칙 전문": {Title: "학칙 전문", FileNo: "868"},
-		"없는 규정": {Title: "없는 규정", FileNo: "1"},
+		"학칙 전문": {Title: "학칙 전문", Legacy: &policy.Legacy{FileNo: "868"}},
+		"없는 규정": {Title: "없는 규정", Legacy: &policy.Legacy{FileNo: "1"}},
 	}
 	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Title: "학칙 전문"}}}
 	got, mig := differ.Migrate(plan, nil, v1, false, now)
-	if mig.Carry["학칙"].FileNo != "868" {
+	if mig.Carry["학칙"].V1().FileNo != "868" {
 		t.Errorf("carry = %+v", mig.Carry)
 	}
 	if !cmp.Equal(mig.Unmatched, []string{"없는 규정"}) {
@@ -151,12 +151,12 @@ func TestMigrate_CarriesV1FieldsByTitle_RemovesTheV1Key_ReportsUnmatched(t *test
 func TestMigrate_FullRun_RewritesExpiredLegacy(t *testing.T) {
 	t.Parallel()
 	e := entry("규정", 1)
-	e.FileNo, e.LegacyUntil = "7", now.Add(-time.Hour).Format(policy.TimeLayout)
+	e.SetV1(policy.Legacy{FileNo: "7", LegacyUntil: now.Add(-time.Hour).Format(policy.TimeLayout)})
 	got, _ := differ.Migrate(policy.Plan{}, entries(e, entry("plain", 2)), nil, true, now)
 	if len(got.Items) != 1 || got.Items[0].PolicyName != "규정" || got.Items[0].Action != policy.ActMigrate {
 		t.Fatalf("items = %+v, want one migrate of 규정", got.Items)
 	}
-	if w := differ.WithLegacy(e, nil, now); w.FileNo != "" || w.LegacyUntil != "" {
+	if w := differ.WithLegacy(e, nil, now); w.V1().FileNo != "" || w.V1().LegacyUntil != "" {
 		t.Errorf("expired legacy fields kept: %+v", w)
 	}
 	if got, _ := differ.Migrate(policy.Plan{}, entries(e), nil, false, now); len(got.Items) != 0 {
@@ -166,12 +166,12 @@ func TestMigrate_FullRun_RewritesExpiredLegacy(t *testing.T) {
 
 func TestWithLegacy_Keeps90DaysFromTheFirstCarry(t *testing.T) {
 	t.Parallel()
-	got := differ.WithLegacy(entry("학칙", 1), map[string]policy.Entry{"학칙": {FileNo: "868", PreviewURL: "p"}}, now)
-	if got.FileNo != "868" || got.PreviewURL != "p" || got.LegacyUntil != "2027-02-23T16:00:00Z" {
+	got := differ.WithLegacy(entry("학칙", 1), map[string]policy.Entry{"학칙": {Legacy: &policy.Legacy{FileNo: "868", PreviewURL: "p"}}}, now)
+	if got.V1().FileNo != "868" || got.V1().PreviewURL != "p" || got.V1().LegacyUntil != "2027-02-23T16:00:00Z" {
 		t.Errorf("carried entry = %+v", got)
 	}
-	if again := differ.WithLegacy(got, nil, now.Add(24*time.Hour)); again.LegacyUntil != got.LegacyUntil {
-		t.Errorf("the expiry moved: %s → %s", got.LegacyUntil, again.LegacyUntil)
+	if again := differ.WithLegacy(got, nil, now.Add(24*time.Hour)); again.V1().LegacyUntil != got.V1().LegacyUntil {
+		t.Errorf("the expiry moved: %s → %s", got.V1().LegacyUntil, again.V1().LegacyUntil)
 	}
 }
 
@@ -403,5 +403,28 @@ func TestSettleQueue_NothingToSettle_NoCopyOfTheItems(t *testing.T) {
 	}
 	if unsorted.Items[0].Action != policy.ActDelete {
 		t.Error("SettleQueue sorted its input plan's items")
+	}
+}
+
+// TestWithLegacy_LeavesTheGivenEntry: the entry a run writes is made from
+// the listed one, a copy sharing its v1 fields: stamping or dropping them
+// for the write leaves the listed entry as it was.
+func TestWithLegacy_LeavesTheGivenEntry(t *testing.T) {
+	t.Parallel()
+	expired, fresh := entry("규정", 1), entry("학칙", 2)
+	expired.SetV1(policy.Legacy{FileNo: "7", LegacyUntil: now.Add(-time.Hour).Format(policy.TimeLayout)})
+	fresh.SetV1(policy.Legacy{FileNo: "8"})
+	listed := entries(expired, fresh)
+	if w := differ.WithLegacy(listed["규정"], nil, now); w.HasLegacy() {
+		t.Errorf("expired v1 fields written: %+v", w.V1())
+	}
+	if w := differ.WithLegacy(listed["학칙"], nil, now); w.V1().LegacyUntil == "" {
+		t.Errorf("carried v1 fields written without their expiry: %+v", w.V1())
+	}
+	if l := listed["규정"].V1(); l.FileNo != "7" || l.LegacyUntil == "" {
+		t.Errorf("the listed entry lost its v1 fields: %+v", l)
+	}
+	if l := listed["학칙"].V1(); l != (policy.Legacy{FileNo: "8"}) {
+		t.Errorf("the listed entry changed: %+v", l)
 	}
 }

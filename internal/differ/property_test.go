@@ -72,8 +72,8 @@ func (t tree) files(rng *rand.Rand) []policy.File {
 }
 
 // genRegistry is a registry that may or may not match any tree.
-func genRegistry(rng *rand.Rand) map[string]policy.Known {
-	reg := make(map[string]policy.Known)
+func genRegistry(rng *rand.Rand) map[string]policy.Entry {
+	reg := make(map[string]policy.Entry)
 	for range rng.Intn(10) {
 		f := genFile(rng)
 		if !policy.IsPolicyPath(f.Path) || f.Size == 0 || f.Size > policy.DefaultMaxFileSize {
@@ -83,20 +83,20 @@ func genRegistry(rng *rand.Rand) map[string]policy.Known {
 		if !policy.KeyFits(name) {
 			continue
 		}
-		reg[name] = policy.Known{PolicyName: name, Path: f.Path, SHA: f.SHA}
+		reg[name] = policy.Entry{PolicyName: name, Path: f.Path, SHA: f.SHA}
 	}
 	if rng.Intn(4) == 0 {
-		reg["legacy"] = policy.Known{PolicyName: "legacy", Path: "old/legacy.md", SHA: sha(99)}
+		reg["legacy"] = policy.Entry{PolicyName: "legacy", Path: "old/legacy.md", SHA: sha(99)}
 	}
 	return reg
 }
 
 // apply writes a plan into a copy of the registry, as the registry adapter would.
-func apply(t *testing.T, reg map[string]policy.Known, plan policy.Plan) map[string]policy.Known {
+func apply(t *testing.T, reg map[string]policy.Entry, plan policy.Plan) map[string]policy.Entry {
 	t.Helper()
 	out := maps.Clone(reg)
 	if out == nil {
-		out = make(map[string]policy.Known)
+		out = make(map[string]policy.Entry)
 	}
 	seen := make(map[string]bool)
 	for _, it := range plan.Items {
@@ -106,7 +106,7 @@ func apply(t *testing.T, reg map[string]policy.Known, plan policy.Plan) map[stri
 		seen[it.PolicyName] = true
 		switch it.Action {
 		case policy.ActAdd, policy.ActUpdate, policy.ActMove:
-			out[it.PolicyName] = policy.Known{PolicyName: it.PolicyName, Path: it.Path, SHA: it.SHA}
+			out[it.PolicyName] = policy.Entry{PolicyName: it.PolicyName, Path: it.Path, SHA: it.SHA}
 		case policy.ActDelete:
 			delete(out, it.PolicyName)
 		default:
@@ -147,9 +147,9 @@ func TestProperty_ApplyPlanFromTreeGivesDesired(t *testing.T) {
 			t.Fatalf("iteration %d: FromTree depends on input order (-first +second):\n%s", i, diff)
 		}
 
-		want := make(map[string]policy.Known)
+		want := make(map[string]policy.Entry)
 		for _, d := range desired {
-			want[d.PolicyName] = policy.Known{PolicyName: d.PolicyName, Path: d.Path, SHA: d.SHA}
+			want[d.PolicyName] = policy.Entry{PolicyName: d.PolicyName, Path: d.Path, SHA: d.SHA}
 		}
 		for _, s := range skipped {
 			if _, ok := desired.Get(s.PolicyName); ok {

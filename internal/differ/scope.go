@@ -70,7 +70,7 @@ func TreeNeeded(b Before, cs policy.Changeset, dead []string) bool {
 
 // PlanFull plans from the head tree against every entry the registry
 // knows.
-func PlanFull(tree []policy.File, known map[string]policy.Known, opt Options) (Desired, policy.Plan) {
+func PlanFull(tree []policy.File, known map[string]policy.Entry, opt Options) (Desired, policy.Plan) {
 	desired, skipped, conflicts := FromTree(tree, opt)
 	return desired, Plan(desired, known, nil, skipped, conflicts)
 }
@@ -78,7 +78,7 @@ func PlanFull(tree []policy.File, known map[string]policy.Known, opt Options) (D
 // PlanIncremental plans from the changeset, and from the head tree (when
 // read: not nil) for the names the changeset cannot decide alone; dead are
 // the names that have a dead letter.
-func PlanIncremental(b Before, cs policy.Changeset, known map[string]policy.Known, dead []string, tree []policy.File, opt Options) (Desired, policy.Plan) {
+func PlanIncremental(b Before, cs policy.Changeset, known map[string]policy.Entry, dead []string, tree []policy.File, opt Options) (Desired, policy.Plan) {
 	desired, scope, skipped, conflicts := FromChanges(cs, known, nil, opt)
 	if tree != nil {
 		scope = incrementalScope(b, cs, dead)

@@ -15,7 +15,7 @@ import (
 // entry announces it: workers compare shas, a second announcement is
 // harmless) when the head has it, deleted when not. Skipped names stay
 // untouched; a touched name out of desired is one the head does not have.
-func Distrust(plan policy.Plan, desired Desired, known map[string]policy.Known, touched map[string]bool) policy.Plan {
+func Distrust(plan policy.Plan, desired Desired, known map[string]policy.Entry, touched map[string]bool) policy.Plan {
 	if len(touched) == 0 {
 		return plan
 	}

@@ -20,7 +20,7 @@ func TestDistrust_TouchedNamesWrittenFromHead(t *testing.T) {
 		"new":  {PolicyName: "new", Path: "new.md", SHA: "n1"},
 		"edit": {PolicyName: "edit", Path: "edit.md", SHA: "e2"},
 	})
-	known := map[string]policy.Known{
+	known := map[string]policy.Entry{
 		"same": {PolicyName: "same", Path: "same.md", SHA: "s1"},
 		"edit": {PolicyName: "edit", Path: "edit.md", SHA: "e1"},
 		"gone": {PolicyName: "gone", Path: "gone.md", SHA: "g1"},

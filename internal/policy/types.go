@@ -90,18 +90,22 @@ type Changeset struct {
 
 // Entry is the value of policy:{policyName}.
 type Entry struct {
+	// not comparable: == would compare Legacy's pointer, not what it holds
+	_           [0]func()
 	PolicyName  string `json:"policyName"`
 	Title       string `json:"title"`
 	Status      string `json:"status"`
 	LastUpdated string `json:"lastUpdated"`
 	SHA         string `json:"sha"`
 	Path        string `json:"path"`
-	// Legacy v1 fields, carried over from the v1 entry of the same title
-	// until LegacyUntil (90 days after the migration), then dropped.
-	FileNo      string `json:"fileNo,omitempty"`
-	PreviewURL  string `json:"previewUrl,omitempty"`
-	DownloadURL string `json:"downloadUrl,omitempty"`
-	LegacyUntil string `json:"legacyUntil,omitempty"`
+	// Legacy holds the v1 fields carried over from the v1 entry of the same
+	// title; nil when the entry carries none, as almost every entry does: a
+	// full run holds every entry, and eight bytes an entry beside 64 is 12
+	// MB at 200,000 (docs/bench.md, "A full run's memory, again"). Its
+	// fields read as fileNo, previewUrl, downloadUrl and legacyUntil in
+	// JSON; read them with V1 and set them with SetV1, never through the
+	// pointer, which copies of the entry share.
+	*Legacy
 	// ContentETag is the ETag (hex MD5) of the content mirror's object of
 	// this version, as the mirror returned it when the run uploaded it;
 	// empty when no mirror holds it (none configured, or an entry from
@@ -109,8 +113,38 @@ type Entry struct {
 	ContentETag string `json:"contentEtag,omitempty"`
 }
 
+// Legacy are an entry's v1 fields, carried over from the v1 entry of the
+// same title until LegacyUntil (90 days after the migration), then dropped.
+type Legacy struct {
+	FileNo      string `json:"fileNo,omitempty"`
+	PreviewURL  string `json:"previewUrl,omitempty"`
+	DownloadURL string `json:"downloadUrl,omitempty"`
+	LegacyUntil string `json:"legacyUntil,omitempty"`
+}
+
+// V1 returns the entry's v1 fields, empty when it carries none.
+func (e Entry) V1() Legacy {
+	if e.Legacy == nil {
+		return Legacy{}
+	}
+	return *e.Legacy
+}
+
+// SetV1 sets the entry's v1 fields to a copy of l (none when l is empty),
+// leaving the fields any other copy of the entry points to as they were.
+func (e *Entry) SetV1(l Legacy) {
+	if l == (Legacy{}) {
+		e.Legacy = nil
+		return
+	}
+	e.Legacy = &l
+}
+
 // HasLegacy reports whether the entry carries legacy v1 fields.
-func (e Entry) HasLegacy() bool { return e.FileNo != "" || e.PreviewURL != "" || e.DownloadURL != "" }
+func (e Entry) HasLegacy() bool {
+	l := e.V1()
+	return l.FileNo != "" || l.PreviewURL != "" || l.DownloadURL != ""
+}
 
 // IsV1 reports whether the entry is a legacy v1 entry (keyed by title, no sha).
 func (e Entry) IsV1() bool { return e.SHA == "" }
@@ -154,13 +188,6 @@ type DeadLetter struct {
 type Content struct {
 	Size  int64
 	Title string
-}
-
-// Known is what the registry knows of one policy: enough to plan.
-type Known struct {
-	PolicyName string
-	SHA        string
-	Path       string
 }
 
 // Desired is one policy as the head should have it, before its content is read.

@@ -53,7 +53,7 @@ type policyMetadata struct {
 // "legacy":true when e carries v1 fields). When that would break the 1,024-byte metadata limit, or e is not
 // active, the metadata is {"sha"} alone and readers Get the value.
 func PolicyPair(e policy.Entry) Pair {
-	legacy := e.FileNo != "" || e.PreviewURL != "" || e.DownloadURL != ""
+	legacy := e.HasLegacy()
 	meta := MustJSON(policyMetadata{SHA: e.SHA, Path: &e.Path, Title: &e.Title, LastUpdated: &e.LastUpdated, ContentETag: e.ContentETag, Legacy: legacy})
 	if len(meta) > policy.MaxMetadataBytes || e.Status != policy.StatusActive {
 		meta = MustJSON(policyMetadata{SHA: e.SHA, Legacy: legacy})

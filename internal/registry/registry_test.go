@@ -67,7 +67,7 @@ func TestRegistry_Schema_RoundTrips(t *testing.T) {
 	t.Parallel()
 	entries := []policy.Entry{
 		{PolicyName: "학칙", Title: "한국교원대학교 학칙", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: strings.Repeat("a", 40), Path: "규정/학칙.md"},
-		{PolicyName: "교원 인사 규정(2024)", Title: "R&D <규정>", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: strings.Repeat("b", 40), Path: "a/교원 인사 규정(2024).md", FileNo: "12", PreviewURL: "https://x/p?a=1&b=2", DownloadURL: "https://x/d"},
+		{PolicyName: "교원 인사 규정(2024)", Title: "R&D <규정>", Status: policy.StatusActive, LastUpdated: "2025-03-01T16:00:00Z", SHA: strings.Repeat("b", 40), Path: "a/교원 인사 규정(2024).md", Legacy: &policy.Legacy{FileNo: "12", PreviewURL: "https://x/p?a=1&b=2", DownloadURL: "https://x/d"}},
 	}
 	queue := []policy.QueueEntry{
 		{PolicyName: "학칙", SHA: strings.Repeat("a", 40), Operation: policy.OpAdd, CreatedAt: "2025-03-01T16:00:00Z"},
@@ -144,7 +144,7 @@ func TestPolicyPair_MetadataIsACompleteListing(t *testing.T) {
 
 func TestPolicyPair_LegacyFields_MarkedLegacy(t *testing.T) {
 	t.Parallel()
-	e := policy.Entry{PolicyName: "a", Title: "A", Status: policy.StatusActive, LastUpdated: "t", SHA: "s", Path: "a.md", FileNo: "7"}
+	e := policy.Entry{PolicyName: "a", Title: "A", Status: policy.StatusActive, LastUpdated: "t", SHA: "s", Path: "a.md", Legacy: &policy.Legacy{FileNo: "7"}}
 	want := `{"sha":"s","path":"a.md","title":"A","lastUpdated":"t","legacy":true}`
 	if got := string(registry.PolicyPair(e).Metadata); got != want {
 		t.Errorf("metadata = %s, want %s", got, want)
@@ -180,7 +180,7 @@ func TestRegistry_Policies_ListingWithoutValues_GetsOnlyIncompleteKeys(t *testin
 		{PolicyName: "제1\u20242조 (a:b)", Title: "", Status: policy.StatusActive, LastUpdated: "", SHA: "", Path: ""},
 		{PolicyName: "c", Title: "C", Status: policy.StatusActive, LastUpdated: "t", SHA: sha, Path: "x/c.md"},
 	}
-	legacy := policy.Entry{PolicyName: "legacy", Title: "L", Status: policy.StatusActive, LastUpdated: "t", SHA: sha, Path: "l.md", FileNo: "3", PreviewURL: "https://p"}
+	legacy := policy.Entry{PolicyName: "legacy", Title: "L", Status: policy.StatusActive, LastUpdated: "t", SHA: sha, Path: "l.md", Legacy: &policy.Legacy{FileNo: "3", PreviewURL: "https://p"}}
 	long := policy.Entry{PolicyName: "long", Title: strings.Repeat("t", 2000), Status: policy.StatusActive, LastUpdated: "t", SHA: sha, Path: "long.md"}
 	pairs := []registry.Pair{registry.PolicyPair(legacy), registry.PolicyPair(long)}
 	for _, e := range complete {
@@ -200,7 +200,7 @@ func TestRegistry_Policies_ListingWithoutValues_GetsOnlyIncompleteKeys(t *testin
 	want := map[string]policy.Entry{
 		"legacy":      legacy,
 		"long":        long,
-		"v1 제목":       {Title: "v1 제목", FileNo: "9", Status: policy.StatusActive},
+		"v1 제목":       {Title: "v1 제목", Legacy: &policy.Legacy{FileNo: "9"}, Status: policy.StatusActive},
 		"handwritten": {PolicyName: "handwritten", SHA: "s", Path: "h.md"},
 	}
 	for _, e := range complete {
@@ -269,7 +269,7 @@ func TestRegistry_Policies_LegacyV1_Decodes(t *testing.T) {
 			t.Fatalf("Policies: problems %v, err %v", problems, err)
 		}
 		want := map[string]policy.Entry{"한국교원대학교 학칙": {
-			Title: "한국교원대학교 학칙", FileNo: "3", PreviewURL: "https://p", DownloadURL: "https://d",
+			Title: "한국교원대학교 학칙", Legacy: &policy.Legacy{FileNo: "3", PreviewURL: "https://p", DownloadURL: "https://d"},
 			Status: "active", LastUpdated: "2024-01-01T00:00:00Z",
 		}}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -20,7 +20,7 @@ func TestLegacy_V1KeyIsAlsoANewPolicyName_NotDeleted(t *testing.T) {
 	r.repo.Commit("seed")
 	res := r.mustRun()
 	p := r.policies()
-	if p["학칙"].Path != "b/학칙.md" || p["학칙 전문"].FileNo != "868" {
+	if p["학칙"].Path != "b/학칙.md" || p["학칙 전문"].V1().FileNo != "868" {
 		t.Errorf("policies = %+v", p)
 	}
 	if _, ok := r.queueEntries()["학칙"]; !ok || res.Summary.Added != 2 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/syncer"
 )
@@ -44,7 +45,7 @@ func TestLegacy_V1EntriesMigratedByTitle_DroppedAfter90Days(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := all["학칙"]
-	if got.FileNo != "868" || got.PreviewURL == "" || got.DownloadURL == "" || got.LegacyUntil != "2027-02-23T16:00:00Z" {
+	if l := got.V1(); l.FileNo != "868" || l.PreviewURL == "" || l.DownloadURL == "" || l.LegacyUntil != "2027-02-23T16:00:00Z" {
 		t.Errorf("legacy fields not carried: %+v", got)
 	}
 	if _, ok := all["한국교원대학교 학칙"]; ok {
@@ -59,7 +60,7 @@ func TestLegacy_V1EntriesMigratedByTitle_DroppedAfter90Days(t *testing.T) {
 	if _, ok := all["한국교원대학교 설치령"]; !ok {
 		t.Error("a v1 entry that matches no title was deleted; its fields are not ours to lose")
 	}
-	if all["대학원 학칙"].FileNo != "" {
+	if all["대학원 학칙"].V1().FileNo != "" {
 		t.Error("fields carried to the wrong entry")
 	}
 
@@ -72,7 +73,7 @@ func TestLegacy_V1EntriesMigratedByTitle_DroppedAfter90Days(t *testing.T) {
 	all, _, _ = r.reg.Policies(context.Background())
 	after := all["학칙"]
 	want := got
-	want.FileNo, want.PreviewURL, want.DownloadURL, want.LegacyUntil = "", "", "", ""
+	want.SetV1(policy.Legacy{})
 	if diff := cmp.Diff(want, after); diff != "" {
 		t.Errorf("after 90 days (-want +got):\n%s", diff)
 	}

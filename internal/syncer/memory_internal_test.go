@@ -3,6 +3,7 @@ package syncer
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,6 +112,40 @@ func TestPlan_TakesTheTreeOutOfTheRead(t *testing.T) {
 	}
 	if got := differ.Unread(p.plan); len(got) != 1 || got[0].Size != 10 {
 		t.Errorf("files to read %+v, want x with the tree's size (10) from the planned items alone", got)
+	}
+}
+
+// TestPlan_FullRun_NoMapBesideTheEntries: a full run plans from the
+// registry's entries as listed, not from a map of their paths and shas
+// made beside them (200,000 policies: some 15 MB, held with the entries
+// and the tree where a full run's heap peaks; docs/bench.md, "A full run's
+// memory, again"). Not parallel: it counts the bytes the plan step
+// allocates.
+func TestPlan_FullRun_NoMapBesideTheEntries(t *testing.T) {
+	const n = 20000
+	tree := make([]policy.File, n)
+	entries := make(map[string]policy.Entry, n)
+	for i := range tree {
+		name := fmt.Sprintf("규정 %05d", i)
+		tree[i] = policy.File{Path: "a/" + name + ".md", SHA: fmt.Sprintf("%040x", i), Size: 10}
+		entries[name] = policy.Entry{PolicyName: name, SHA: tree[i].SHA, Path: tree[i].Path}
+	}
+	r := &run{Syncer: &Syncer{}, opt: Options{}.withDefaults(), log: (&Syncer{}).logger()}
+	in := readForPlan{mode: differ.ModeFull, tree: tree, reg: registryState{entries: entries, size: n}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	p := r.plan(state{}, &in)
+	runtime.ReadMemStats(&after)
+	if len(p.plan.Items) != 0 {
+		t.Fatalf("plan of an unchanged registry has %d items", len(p.plan.Items))
+	}
+	// what the step must make: the desired policies (n of them) and little
+	// else; a map of n names, paths and shas would be 1.3 MB more at least
+	// (n slots of 64 bytes)
+	got, desired := after.TotalAlloc-before.TotalAlloc, uint64(n*unsafe.Sizeof(policy.Desired{}))
+	t.Logf("plan step allocated %d bytes for %d unchanged policies (desired: %d)", got, n, desired)
+	if limit := desired + desired/4; got > limit {
+		t.Errorf("plan step allocated %d bytes for %d unchanged policies, want at most %d (the desired policies and a quarter)", got, n, limit)
 	}
 }
 

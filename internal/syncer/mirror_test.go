@@ -170,7 +170,7 @@ func TestMirror_FailedUploadKeepsPolicyUnpublished_Queued(t *testing.T) {
 		t.Errorf("failures %v, want 가 and 라", got)
 	}
 	after := r.policies()
-	if after["가"] != before {
+	if !cmp.Equal(after["가"], before) {
 		t.Errorf("가 published without its text: %+v, was %+v", after["가"], before)
 	}
 	if _, ok := after["라"]; ok {

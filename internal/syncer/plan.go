@@ -25,7 +25,7 @@ type planned struct {
 // takes the tree out of in, so that nothing holds it once it is grouped.
 func (r *run) plan(st state, in *readForPlan) planned {
 	var p planned
-	known := in.reg.known()
+	known := in.reg.entries // the plan reads their paths and shas: no map of its own beside them (docs/bench.md, "A full run's memory, again")
 	tree := in.tree
 	in.tree = nil // not needed again: planning lets go of it once the files are grouped by name (200,000 files: 8.6 MB)
 	if in.cs != nil {

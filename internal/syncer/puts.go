@@ -87,7 +87,7 @@ func (p *planWrites) itemGroup(items []policy.Item) putGroup {
 
 // announcement is the queue entry that announces the item.
 func (p *planWrites) announcement(it policy.Item) policy.QueueEntry {
-	return policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: queue.Op(it), CreatedAt: p.now, FileNo: p.entry(it).FileNo}
+	return policy.QueueEntry{PolicyName: it.PolicyName, SHA: it.SHA, Operation: queue.Op(it), CreatedAt: p.now, FileNo: p.entry(it).V1().FileNo}
 }
 
 // chunks are s in parts of at most size.

@@ -205,12 +205,3 @@ func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[st
 	}
 	return all, problems, dead, nil
 }
-
-// known is what the registry knows of each policy: enough to plan.
-func (st registryState) known() map[string]policy.Known {
-	known := make(map[string]policy.Known, len(st.entries))
-	for name, e := range st.entries {
-		known[name] = policy.Known{PolicyName: name, SHA: e.SHA, Path: e.Path}
-	}
-	return known
-}
