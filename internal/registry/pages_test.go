@@ -121,6 +121,9 @@ func TestPolicies_StringsNotTheListing_OneLastUpdated(t *testing.T) {
 				}
 			}
 		}
+		if !within(e.PolicyName, e.Path) {
+			t.Errorf("%s: the name is a string of its own, not a slice of its path %q", key, e.Path)
+		}
 		if p := unsafe.StringData(e.LastUpdated); last != nil && p != last {
 			t.Errorf("%s: lastUpdated is a string of its own, not the one of the entries before", key)
 		} else {
