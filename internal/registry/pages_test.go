@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -160,5 +161,51 @@ func TestQueueVersions_RepeatedName_LastListingLeftOut_NoneKept(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("QueueVersions leaving the current listings (-want +got), want the full listing less them:\n%s", diff)
+	}
+}
+
+// A full run's listing takes an entry's path and sha from what the caller
+// lends (the head tree) when they are equal to the listed ones, its name
+// then a slice of that path; what it does not lend, or lends wrong, is
+// copied.
+func TestPoliciesSharing_TakesWhatShareHolds(t *testing.T) {
+	t.Parallel()
+	const sha1, sha2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	var page []registry.Item
+	for _, e := range []struct{ name, sha string }{{"same", sha1}, {"edited", sha2}, {"absent", sha1}, {"lent wrong", sha1}} {
+		pair := registry.PolicyPair(policy.Entry{PolicyName: e.name, Title: e.name, Status: policy.StatusActive, SHA: e.sha, Path: "x/" + e.name + ".md", LastUpdated: "2026-11-26T16:00:00Z"})
+		page = append(page, registry.Item{Key: pair.Key, Metadata: pair.Metadata})
+	}
+	held := strings.Clone("x/same.md x/edited.md " + sha1) // what share lends is a slice of this one string
+	same, edited, headSHA := held[0:9], held[10:21], held[22:]
+	lend := map[string][2]string{
+		"x/same.md":       {same, headSHA},
+		"x/edited.md":     {edited, headSHA}, // the head's sha is not the listed one
+		"x/lent wrong.md": {edited, headSHA}, // a wrong path: not taken
+	}
+	share := func(path, sha string) (string, string) {
+		l, ok := lend[path]
+		if !ok {
+			return "", ""
+		}
+		return l[0], l[1]
+	}
+	got, _, err := registry.New(pagedStore{pages: [][]registry.Item{page}}).PoliciesSharing(t.Context(), share)
+	if err != nil || len(got) != len(page) {
+		t.Fatalf("PoliciesSharing = %d entries, %v; want %d", len(got), err, len(page))
+	}
+	for name, want := range map[string]struct{ path, sha, name bool }{
+		"same":       {true, true, true},
+		"edited":     {true, false, true},
+		"absent":     {false, false, false},
+		"lent wrong": {false, true, false},
+	} {
+		e := got[name]
+		if e.PolicyName != name || e.Path != "x/"+name+".md" || (e.SHA != sha1 && e.SHA != sha2) {
+			t.Errorf("%s: entry %+v", name, e)
+		}
+		if within(e.Path, held) != want.path || within(e.SHA, held) != want.sha || within(e.PolicyName, held) != want.name {
+			t.Errorf("%s: path, sha, name lent: %v %v %v; want %v %v %v", name, within(e.Path, held), within(e.SHA, held), within(e.PolicyName, held), want.path, want.sha, want.name)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,6 +147,49 @@ func TestPlan_FullRun_NoMapBesideTheEntries(t *testing.T) {
 	t.Logf("plan step allocated %d bytes for %d unchanged policies (desired: %d)", got, n, desired)
 	if limit := desired + desired/4; got > limit {
 		t.Errorf("plan step allocated %d bytes for %d unchanged policies, want at most %d (the desired policies and a quarter)", got, n, limit)
+	}
+}
+
+// TestTreeStrings_LendsTheTreesOwn: once a full run's tree is read, the
+// registry's listing is lent the tree's own path of a file it holds, and
+// its sha when the listed one is that file's (registry.PoliciesSharing);
+// nothing before the tree is read, nor for a path it does not hold.
+func TestTreeStrings_LendsTheTreesOwn(t *testing.T) {
+	t.Parallel()
+	const sha1, sha2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	tree := []policy.File{
+		{Path: strings.Clone("a/가.md"), SHA: strings.Clone(sha1)},
+		{Path: strings.Clone("a/나.md"), SHA: strings.Clone(sha1)},
+		{Path: strings.Clone("b/다.md"), SHA: strings.Clone(sha2)},
+	}
+	var shared treeStrings
+	if p, h := shared.share("a/가.md", sha1); p != "" || h != "" {
+		t.Errorf("before the tree is read: %q %q", p, h)
+	}
+	shared.lend(tree)
+	same := func(a, b string) bool { return a == b && unsafe.StringData(a) == unsafe.StringData(b) }
+	for _, c := range []struct {
+		path, sha string
+		file      int // the tree's file lent, -1: none
+		sameSHA   bool
+	}{
+		{"a/가.md", sha1, 0, true},
+		{"b/다.md", sha2, 2, true},
+		{"a/나.md", sha2, 1, false}, // edited since: the path only
+		{"a/라.md", sha1, -1, false},
+		{"", sha1, -1, false},
+	} {
+		p, h := shared.share(strings.Clone(c.path), strings.Clone(c.sha))
+		switch {
+		case c.file < 0 && (p != "" || h != ""):
+			t.Errorf("%s: lent %q %q, want nothing", c.path, p, h)
+		case c.file >= 0 && !same(p, tree[c.file].Path):
+			t.Errorf("%s: path %q is not the tree's own", c.path, p)
+		case c.file >= 0 && c.sameSHA != same(h, tree[c.file].SHA):
+			t.Errorf("%s: sha %q lent: %v, want %v", c.path, h, !c.sameSHA, c.sameSHA)
+		case c.file >= 0 && !c.sameSHA && h != "":
+			t.Errorf("%s: sha %q lent for another version", c.path, h)
+		}
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -106,9 +108,10 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 		reg  registryState
 	)
 	names, held := differ.ReadScope(st.before(), cs)
+	var shared treeStrings
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		reg, err = r.readRegistry(gctx, st, names, held)
+		reg, err = r.readRegistry(gctx, st, names, held, shared.share)
 		return err
 	})
 	// When the registry is read whole, which dead letters there are is
@@ -117,6 +120,7 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 	if early {
 		g.Go(func() (err error) {
 			if tree, err = r.headTree(gctx, st.head, ahead.tree); err == nil && cs == nil {
+				shared.lend(tree)
 				r.prefetchArchive(ctx, st, tree, ahead) // beside the listings
 			}
 			return err
@@ -148,7 +152,7 @@ func (r *run) headTree(ctx context.Context, head string, early *treeRead) ([]pol
 // letters of held, in one bulk read. Unreadable values are logged, not
 // fatal; an unreadable dead letter holds nothing back (a person can drop
 // it).
-func (r *run) readRegistry(ctx context.Context, st state, names, held []string) (registryState, error) {
+func (r *run) readRegistry(ctx context.Context, st state, names, held []string, share registry.Share) (registryState, error) {
 	var (
 		reg      registryState
 		all      map[string]policy.Entry
@@ -163,7 +167,7 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string) 
 		reg.partial, reg.size = true, st.prev.Policies
 	} else {
 		var err error
-		if all, problems, reg.dead, err = r.listRegistry(ctx); err != nil {
+		if all, problems, reg.dead, err = r.listRegistry(ctx, share); err != nil {
 			return reg, err
 		}
 	}
@@ -180,7 +184,7 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string) 
 // listRegistry lists every policy and every dead letter, at once. A failed
 // listing fails the run with its own error, the policies' first (a
 // listing the other's failure cancelled does not speak for it).
-func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[string]error, map[string]policy.DeadLetter, error) {
+func (r *run) listRegistry(ctx context.Context, share registry.Share) (map[string]policy.Entry, map[string]error, map[string]policy.DeadLetter, error) {
 	var (
 		dead    map[string]policy.DeadLetter
 		deadErr error
@@ -189,7 +193,7 @@ func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[st
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wg.Go(func() { dead, deadErr = r.Registry.DeadLetters(ctx) })
-	all, problems, err := r.Registry.Policies(ctx)
+	all, problems, err := r.Registry.PoliciesSharing(ctx, share)
 	if err != nil {
 		cancel()
 	}
@@ -204,4 +208,32 @@ func (r *run) listRegistry(ctx context.Context) (map[string]policy.Entry, map[st
 		return nil, nil, nil, deadErr
 	}
 	return all, problems, dead, nil
+}
+
+// treeStrings lends a full run's listing of the registry the head tree's
+// own strings for the paths and shas it holds (registry.Share), once the
+// tree is read: the entries of the policies the head did not change then
+// hold no path, sha or name of their own beside the tree's, which the run
+// holds as long (200,000 policies: some 20 MB; docs/bench.md, "A full
+// run's memory, again"). Entries listed before the tree is read are copies.
+type treeStrings struct{ files atomic.Pointer[[]policy.File] }
+
+// lend makes the tree, sorted by path (Source.Tree), the one to share.
+func (t *treeStrings) lend(tree []policy.File) { t.files.Store(&tree) }
+
+// share is a registry.Share: the tree's path equal to path, and its sha
+// when that file's is sha.
+func (t *treeStrings) share(path, sha string) (string, string) {
+	files := t.files.Load()
+	if files == nil {
+		return "", ""
+	}
+	i, found := slices.BinarySearchFunc(*files, path, func(f policy.File, p string) int { return strings.Compare(f.Path, p) })
+	if !found {
+		return "", ""
+	}
+	if f := (*files)[i]; f.SHA == sha {
+		return f.Path, f.SHA
+	}
+	return (*files)[i].Path, ""
 }
