@@ -175,6 +175,22 @@ func (t *treeRead) take(ctx context.Context) (tree []policy.File, ok bool, err e
 
 func (t *treeRead) taken() bool { return t.done == nil }
 
+// ended is the tree read ahead, left to take, when its read has ended
+// without an error; nil while it goes on, and when there is none.
+func (t *treeRead) ended() []policy.File {
+	if t == nil || t.taken() {
+		return nil
+	}
+	select {
+	case <-t.done:
+		if t.err == nil {
+			return t.tree
+		}
+	default:
+	}
+	return nil
+}
+
 // drop ends the read if it is still going and lets the tree go.
 func (t *treeRead) drop() {
 	if t == nil || t.taken() {

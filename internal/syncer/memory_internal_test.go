@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -191,6 +192,51 @@ func TestTreeStrings_LendsTheTreesOwn(t *testing.T) {
 			t.Errorf("%s: sha %q lent for another version", c.path, h)
 		}
 	}
+}
+
+// TestReadTreeAndRegistry_FullRun_EntriesShareTheTreeReadAhead: a full
+// run's tree read while the lease was taken is lent to the registry's
+// listing before it starts: every entry listed from metadata whose path
+// and sha the head holds has the tree's own strings, its name a slice of
+// its path; an entry of another version has the tree's path, its own sha.
+func TestReadTreeAndRegistry_FullRun_EntriesShareTheTreeReadAhead(t *testing.T) {
+	t.Parallel()
+	const sha1, sha2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	tree := []policy.File{{Path: strings.Clone("a/가.md"), SHA: strings.Clone(sha1)}, {Path: strings.Clone("a/나.md"), SHA: strings.Clone(sha1)}}
+	var listed []registry.Item
+	for _, e := range []struct{ name, sha string }{{"가", sha1}, {"나", sha2}} {
+		pair := registry.PolicyPair(policy.Entry{PolicyName: e.name, Title: e.name, Status: policy.StatusActive, LastUpdated: "2026-11-26T16:00:00Z", SHA: e.sha, Path: "a/" + e.name + ".md"})
+		listed = append(listed, registry.Item{Key: pair.Key, Metadata: pair.Metadata})
+	}
+	done := make(chan struct{})
+	close(done)
+	ahead := &readAhead{tree: &treeRead{done: done, cancel: func() {}, tree: tree}}
+	r := &run{Syncer: &Syncer{Registry: registry.New(listingStore{policies: listed})}, opt: Options{}.withDefaults(), log: (&Syncer{}).logger()}
+	_, reg, err := r.readTreeAndRegistry(t.Context(), state{head: "h"}, nil, ahead)
+	if err != nil || len(reg.entries) != 2 {
+		t.Fatalf("read: %d entries, %v", len(reg.entries), err)
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	if e := reg.entries["가"]; !same(e.Path, tree[0].Path) || !same(e.SHA, tree[0].SHA) || !same(e.PolicyName, tree[0].Path[2:]) {
+		t.Errorf("가: path, sha and name are not the tree's own: %+v", e)
+	}
+	if e := reg.entries["나"]; !same(e.Path, tree[1].Path) || same(e.SHA, tree[1].SHA) || e.SHA != sha2 {
+		t.Errorf("나: want the tree's path and its own sha %s: %+v", sha2, e)
+	}
+}
+
+// listingStore lists policy keys with their metadata and no value, as
+// Cloudflare's store does, and nothing else.
+type listingStore struct {
+	registry.Store // nil: no other method is called
+	policies       []registry.Item
+}
+
+func (s listingStore) List(_ context.Context, prefix string) ([]registry.Item, error) {
+	if prefix == registry.PolicyPrefix {
+		return s.policies, nil
+	}
+	return nil, nil
 }
 
 // TestItemGroup_EntriesMadeFromTheItemsWhenTheStoreTakesThem: a batch's

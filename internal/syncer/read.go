@@ -109,6 +109,9 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 	)
 	names, held := differ.ReadScope(st.before(), cs)
 	var shared treeStrings
+	if cs == nil && ahead != nil {
+		shared.lend(ahead.tree.ended()) // read while the lease was taken: every entry listed shares it
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		reg, err = r.readRegistry(gctx, st, names, held, shared.share)
@@ -213,13 +216,21 @@ func (r *run) listRegistry(ctx context.Context, share registry.Share) (map[strin
 // treeStrings lends a full run's listing of the registry the head tree's
 // own strings for the paths and shas it holds (registry.Share), once the
 // tree is read: the entries of the policies the head did not change then
-// hold no path, sha or name of their own beside the tree's, which the run
-// holds as long (200,000 policies: some 20 MB; docs/bench.md, "A full
-// run's memory, again"). Entries listed before the tree is read are copies.
+// hold no path, sha or name of their own beside the tree's (200,000
+// policies: 183 MiB at the run's peak, not 228; docs/bench.md, "A full
+// run's memory, again"). Entries listed before the tree is read are
+// copies: the tree read ahead (early.go) is lent before the listing
+// starts when it has ended by then. The entries keep the tree's strings,
+// including those of files that are not policies, until the run ends.
 type treeStrings struct{ files atomic.Pointer[[]policy.File] }
 
-// lend makes the tree, sorted by path (Source.Tree), the one to share.
-func (t *treeStrings) lend(tree []policy.File) { t.files.Store(&tree) }
+// lend makes the tree, sorted by path (Source.Tree), the one to share; a
+// nil tree lends nothing.
+func (t *treeStrings) lend(tree []policy.File) {
+	if tree != nil {
+		t.files.Store(&tree)
+	}
+}
 
 // share is a registry.Share: the tree's path equal to path, and its sha
 // when that file's is sha.

@@ -21,7 +21,8 @@ type Source interface {
 	// Head returns the branch head commit in one request. Errors wrap
 	// policy.ErrConfig (unknown repository or branch) or policy.ErrRateLimited.
 	Head(ctx context.Context) (string, error)
-	// Tree returns every regular file of the commit, complete even when GitHub truncates.
+	// Tree returns every regular file of the commit, complete even when
+	// GitHub truncates, sorted by path bytes.
 	Tree(ctx context.Context, commit string) ([]policy.File, error)
 	// Compare returns base...head; errors wrap policy.ErrCompareUntrusted when a
 	// full run is needed instead.
