@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,6 +295,76 @@ func TestTree_TruncatedIsWalked_EqualsUntruncated(t *testing.T) {
 				t.Errorf("tree requests = %d, want the folders walked", f.srv.Requests()[githubtest.KindTree])
 			}
 		})
+	}
+}
+
+// A repository of one top folder too big for one listing is walked from
+// that folder's own level: its recursive listing, which would be cut too,
+// is not asked for. Six sub-folders of three files each, listings cut
+// over 8 entries: the root's listing and level, the top folder's level and
+// each sub-folder's listing.
+func TestTree_SoleTopFolder_WalkedWithoutItsCutListing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := range 6 {
+		for j := range 3 {
+			f.repo.Write(fmt.Sprintf("규정/제%d편/규정 %d-%d.md", i, i, j), "x")
+		}
+	}
+	head := f.repo.Commit("one top folder")
+	want, err := f.source(t).Tree(context.Background(), head)
+	if err != nil || len(want) != 18 {
+		t.Fatalf("untruncated: %d files, %v", len(want), err)
+	}
+	f.srv.TruncateTreesOver = 8
+	f.srv.ResetRequests()
+	got, err := f.source(t).Tree(context.Background(), head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Tree (-want +got):\n%s", diff)
+	}
+	if n := f.srv.Requests()[githubtest.KindTree]; n != 1+1+1+6 {
+		t.Errorf("tree requests = %d, want 9: the root's listing and level, 규정's level, each 편's listing", n)
+	}
+}
+
+// A walk lists a folder's sub-folders at once, not one after another:
+// each recursive listing of a sub-folder is held until another is in
+// flight beside it (a walk one at a time would hold the first for good,
+// and fail after its wait).
+func TestTree_Walk_SubFoldersListedAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := range 4 {
+		f.repo.Write(fmt.Sprintf("편 %d/규정 %d.md", i, i), "x")
+		f.repo.Write(fmt.Sprintf("편 %d/규정 %d 부칙.md", i, i), "x")
+	}
+	head := f.repo.Commit("four folders")
+	f.srv.TruncateTreesOver = 4
+	var inFlight atomic.Int32
+	together := make(chan struct{})
+	var once sync.Once
+	cfg := f.config()
+	cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		sub := strings.Contains(req.URL.Path, "/git/trees/") && req.URL.Query().Has("recursive") && !strings.HasSuffix(req.URL.Path, "/"+head)
+		if sub {
+			if inFlight.Add(1) >= 2 {
+				once.Do(func() { close(together) })
+			}
+			defer inFlight.Add(-1)
+			select {
+			case <-together:
+			case <-time.After(5 * time.Second):
+				return nil, errors.New("no other sub-folder listing in flight for 5 s")
+			}
+		}
+		return http.DefaultTransport.RoundTrip(req)
+	})}
+	got, err := mustSource(t, cfg).Tree(context.Background(), head)
+	if err != nil || len(got) != 8 {
+		t.Fatalf("Tree: %d files, %v; want 8 with the sub-folders listed at once", len(got), err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	gh "github.com/google/go-github/v66/github"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
@@ -43,8 +44,13 @@ func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error)
 	return l.files, nil
 }
 
-// walk lists the tree sha one level deep and each sub-tree recursively,
-// walking further into any sub-tree whose listing is truncated too.
+// walk lists the tree sha, whose recursive listing was truncated, one
+// level deep and each sub-tree recursively, walkAtOnce of them at a time,
+// walking further into any sub-tree whose listing is truncated too, and
+// at once into a sole sub-tree (a repository of one top folder). GitHub cuts a recursive listing at 100,000
+// entries or 7 MB (githubtest.MaxTreeEntries, MaxTreeBytes): some 25,000
+// policies with long Korean paths, each folder of a larger tree asked for
+// on its own.
 func (s *Source) walk(ctx context.Context, sha, prefix string, l *listing) error {
 	level, err := s.listTree(ctx, sha, false, prefix, nil)
 	if err != nil {
@@ -54,25 +60,39 @@ func (s *Source) walk(ctx context.Context, sha, prefix string, l *listing) error
 		return s.masked(fmt.Errorf("github: get tree %s: one folder level is truncated", sha))
 	}
 	l.merge(level.listing)
-	for _, sub := range level.trees {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		subPrefix := prefix + sub.Path + "/"
-		got, err := s.listTree(ctx, sub.SHA, true, subPrefix, nil)
-		if err != nil {
-			return err
-		}
-		if !got.truncated {
-			l.merge(got.listing)
-			continue
-		}
-		if err = s.walk(ctx, sub.SHA, subPrefix, l); err != nil {
-			return err
-		}
+	if len(level.trees) == 1 {
+		// too big for one listing, and all of it but its own files is in
+		// this one folder: that folder's listing would be cut too
+		sub := level.trees[0]
+		return s.walk(ctx, sub.SHA, prefix+sub.Path+"/", l)
+	}
+	subs := make([]listing, len(level.trees))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(walkAtOnce)
+	for i, sub := range level.trees {
+		g.Go(func() error {
+			subPrefix := prefix + sub.Path + "/"
+			got, err := s.listTree(gctx, sub.SHA, true, subPrefix, nil)
+			if err != nil || !got.truncated {
+				subs[i] = got.listing
+				return err
+			}
+			return s.walk(gctx, sub.SHA, subPrefix, &subs[i])
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		l.merge(sub)
 	}
 	return nil
 }
+
+// walkAtOnce is how many sub-trees a walk lists at once, and at once
+// again in each sub-tree it walks: a few requests in flight, far from
+// GitHub's secondary limit of 100 concurrent requests.
+const walkAtOnce = 8
 
 // listing is what a tree's listings gave: its regular files, and how many
 // bytes its archive holds at most.

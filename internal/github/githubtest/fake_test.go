@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -413,5 +415,42 @@ func TestServer_CompareWithoutFiles(t *testing.T) {
 	}
 	if cmpr.Files != nil || cmpr.GetAheadBy() != 1 {
 		t.Errorf("files = %v, ahead by %d; want no files key, ahead by 1", cmpr.Files, cmpr.GetAheadBy())
+	}
+}
+
+// A recursive tree listing whose tree array would be over the byte limit
+// (GitHub's is 7 MB) answers the entries that fit and "truncated": true;
+// one level of the same tree is not cut.
+func TestServer_TreeOverTheByteLimit_Truncated(t *testing.T) {
+	t.Parallel()
+	repo := githubtest.NewRepo(t)
+	for i := range 20 {
+		repo.Write(fmt.Sprintf("규정/제%02d편/학칙 시행세칙 제%05d호.md", i, i), "# 학칙\n")
+	}
+	head := repo.Commit("twenty")
+	s := githubtest.NewServer(t, "knue", "policies", repo)
+	c := mustClient(t, s)
+	whole, _, err := c.Git.GetTree(t.Context(), "knue", "policies", head, true)
+	if err != nil || whole.GetTruncated() || len(whole.Entries) != 1+20+20 {
+		t.Fatalf("under GitHub's limits: %d entries, truncated %v, %v; want 41 whole", len(whole.Entries), whole.GetTruncated(), err)
+	}
+	full, err := json.Marshal(whole.Entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.TruncateTreesOverBytes = len(full) / 2
+	cut, _, err := c.Git.GetTree(t.Context(), "knue", "policies", head, true)
+	if err != nil || !cut.GetTruncated() || len(cut.Entries) == 0 || len(cut.Entries) >= len(whole.Entries) {
+		t.Fatalf("over %d bytes: %d entries, truncated %v, %v", s.TruncateTreesOverBytes, len(cut.Entries), cut.GetTruncated(), err)
+	}
+	if b, _ := json.Marshal(cut.Entries); len(b) > s.TruncateTreesOverBytes {
+		t.Errorf("the cut listing's tree array is %d bytes, over %d", len(b), s.TruncateTreesOverBytes)
+	}
+	if diff := cmp.Diff(whole.Entries[:len(cut.Entries)], cut.Entries); diff != "" {
+		t.Errorf("the cut listing is not the first entries (-want +got):\n%s", diff)
+	}
+	level, _, err := c.Git.GetTree(t.Context(), "knue", "policies", head, false)
+	if err != nil || level.GetTruncated() || len(level.Entries) != 1 {
+		t.Errorf("one level: %d entries, truncated %v, %v", len(level.Entries), level.GetTruncated(), err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -31,12 +32,24 @@ const (
 // MaxCompareFiles is how many files GitHub lists in a compare at most.
 const MaxCompareFiles = 300
 
+// GitHub's limits of a recursive tree listing: "100,000 entries with a
+// maximum size of 7 MB" (REST API, "Get a tree").
+const (
+	MaxTreeEntries = 100_000
+	MaxTreeBytes   = 7 << 20
+)
+
 // Server is a fake GitHub REST API serving one repository. Set its exported
 // fields before issuing requests.
 type Server struct {
-	// TruncateTreesOver > 0 makes a recursive tree listing with more entries
-	// answer only the first n and "truncated": true, as GitHub does for big trees.
-	TruncateTreesOver int
+	// TruncateTreesOver and TruncateTreesOverBytes bound a recursive tree
+	// listing: one with more entries, or whose tree array would take more
+	// bytes of JSON, answers only the entries that fit and "truncated":
+	// true. Zero means GitHub's own limits, 100,000 entries and 7 MB
+	// (MaxTreeEntries, MaxTreeBytes): a tree of some 25,000 policies with
+	// long Korean paths is already over 7 MB.
+	TruncateTreesOver      int
+	TruncateTreesOverBytes int
 	// Token, when set, is the token API requests must carry.
 	Token string
 	// ArchiveExtra are entries added to every tarball before the
@@ -558,12 +571,36 @@ func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, ref string) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	truncated := false
-	if recursive && s.TruncateTreesOver > 0 && len(entries) > s.TruncateTreesOver {
-		entries, truncated = entries[:s.TruncateTreesOver], true
+	lim := treeLimit{entries: len(entries) + 1, bytes: math.MaxInt}
+	if recursive {
+		lim = s.treeLimits()
 	}
-	list := make([]treeEntryJSON, 0, len(entries))
-	for _, e := range entries {
+	array, truncated := s.treeArray(entries, lim)
+	sha, _ := json.Marshal(tree)
+	url, _ := json.Marshal(s.api("git/trees/%s", tree))
+	// the keys in the order encoding/json gives a map's
+	writeJSONRaw(w, http.StatusOK, fmt.Sprintf(`{"sha":%s,"tree":%s,"truncated":%t,"url":%s}`, sha, array, truncated, url))
+}
+
+// treeLimit is what one recursive tree listing may hold.
+type treeLimit struct{ entries, bytes int }
+
+func (s *Server) treeLimits() treeLimit {
+	l := treeLimit{MaxTreeEntries, MaxTreeBytes}
+	if s.TruncateTreesOver > 0 {
+		l.entries = s.TruncateTreesOver
+	}
+	if s.TruncateTreesOverBytes > 0 {
+		l.bytes = s.TruncateTreesOverBytes
+	}
+	return l
+}
+
+// treeArray is the JSON tree array of the entries that fit lim, each
+// encoded once, and whether any did not fit.
+func (s *Server) treeArray(entries []treeEntry, lim treeLimit) ([]byte, bool) {
+	out := []byte{'['}
+	for i, e := range entries {
 		j := treeEntryJSON{Path: e.Path, Mode: e.Mode, Type: e.Type, SHA: e.SHA}
 		switch e.Type {
 		case "blob":
@@ -573,9 +610,19 @@ func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, ref string) {
 		case "tree":
 			j.URL = s.api("git/trees/%s", e.SHA)
 		}
-		list = append(list, j)
+		b, err := json.Marshal(j)
+		if err != nil {
+			panic(err) // strings and a number only
+		}
+		if i == lim.entries || len(out)+len(b)+2 > lim.bytes { // with its comma and the closing bracket
+			return append(out, ']'), true
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
 	}
-	writeJSON(w, map[string]any{"sha": tree, "url": s.api("git/trees/%s", tree), "tree": list, "truncated": truncated})
+	return append(out, ']'), false
 }
 
 // compareFileJSON is one file of GitHub's compare as GitHub sends it: sha
