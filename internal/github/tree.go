@@ -47,10 +47,10 @@ func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error)
 // walk lists the tree sha, whose recursive listing was truncated, one
 // level deep and each sub-tree recursively, walkAtOnce of them at a time,
 // walking further into any sub-tree whose listing is truncated too, and
-// at once into a sole sub-tree (a repository of one top folder). GitHub cuts a recursive listing at 100,000
-// entries or 7 MB (githubtest.MaxTreeEntries, MaxTreeBytes): some 25,000
-// policies with long Korean paths, each folder of a larger tree asked for
-// on its own.
+// at once into a sole sub-tree (a repository of one top folder). GitHub
+// cuts a recursive listing at 100,000 entries or 7 MB
+// (githubtest.MaxTreeEntries, MaxTreeBytes): some 25,000 policies with
+// long Korean paths (docs/bench.md, "Trees cut as GitHub cuts them").
 func (s *Source) walk(ctx context.Context, sha, prefix string, l *listing) error {
 	level, err := s.listTree(ctx, sha, false, prefix, nil)
 	if err != nil {
