@@ -368,6 +368,72 @@ func TestTree_Walk_SubFoldersListedAtOnce(t *testing.T) {
 	}
 }
 
+// A sole sub-folder is walked at once only when the cut listing ended in
+// it: here the root's own files filled the cut listing, and the small
+// folder beside them is listed whole, as before (root listing and level,
+// z's listing: 3, not 8).
+func TestTree_SoleFolderBesideTheFilesThatFilledTheListing_ListedWhole(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := range 12 {
+		f.repo.Write(fmt.Sprintf("a-%02d.md", i), "x")
+	}
+	for i := range 5 {
+		f.repo.Write(fmt.Sprintf("z/%d/규정 %d.md", i, i), "x")
+	}
+	head := f.repo.Commit("files beside one folder")
+	want, err := f.source(t).Tree(context.Background(), head)
+	if err != nil || len(want) != 17 {
+		t.Fatalf("untruncated: %d files, %v", len(want), err)
+	}
+	f.srv.TruncateTreesOver = 11
+	f.srv.ResetRequests()
+	got, err := f.source(t).Tree(context.Background(), head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Tree (-want +got):\n%s", diff)
+	}
+	if n := f.srv.Requests()[githubtest.KindTree]; n != 3 {
+		t.Errorf("tree requests = %d, want 3: the root's listing and level, z's listing", n)
+	}
+}
+
+// However deep the cut folders, a walk has at most 8 listings in flight
+// (walkAtOnce), not 8 a level: eight folders of eight, each cut.
+func TestTree_Walk_EightListingsInFlightAtMost(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := range 8 {
+		for j := range 8 {
+			f.repo.Write(fmt.Sprintf("편 %d/장 %d/규정 %d-%d.md", i, j, i, j), "x")
+			f.repo.Write(fmt.Sprintf("편 %d/장 %d/부칙 %d-%d.md", i, j, i, j), "x")
+		}
+	}
+	head := f.repo.Commit("eight by eight")
+	f.srv.TruncateTreesOver = 10
+	var inFlight, peak atomic.Int32
+	cfg := f.config()
+	cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if strings.Contains(req.URL.Path, "/git/trees/") {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(5 * time.Millisecond) // long enough for the others to pile up
+		}
+		return http.DefaultTransport.RoundTrip(req)
+	})}
+	got, err := mustSource(t, cfg).Tree(context.Background(), head)
+	if err != nil || len(got) != 128 {
+		t.Fatalf("Tree: %d files, %v; want 128", len(got), err)
+	}
+	if p := peak.Load(); p > 8 || p < 2 {
+		t.Errorf("at most %d tree listings in flight, want 2 to 8", p)
+	}
+}
+
 func TestTree_SymlinkAndSubmoduleExcluded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	gh "github.com/google/go-github/v66/github"
@@ -33,7 +35,8 @@ func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error)
 	if root.truncated {
 		s.log.InfoContext(ctx, "tree truncated, walking folders", logkey.Commit, commit, logkey.Entries, root.entries)
 		l = &listing{archive: archiveOverhead}
-		if err = s.walk(ctx, commit, "", l); err != nil {
+		w := walker{s: s, sem: make(chan struct{}, walkAtOnce)}
+		if err = w.walk(ctx, commit, "", root.last, l); err != nil {
 			return nil, err
 		}
 	} else {
@@ -44,55 +47,75 @@ func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error)
 	return l.files, nil
 }
 
-// walk lists the tree sha, whose recursive listing was truncated, one
-// level deep and each sub-tree recursively, walkAtOnce of them at a time,
-// walking further into any sub-tree whose listing is truncated too, and
-// at once into a sole sub-tree (a repository of one top folder). GitHub
-// cuts a recursive listing at 100,000 entries or 7 MB
-// (githubtest.MaxTreeEntries, MaxTreeBytes): some 25,000 policies with
-// long Korean paths (docs/bench.md, "Trees cut as GitHub cuts them").
-func (s *Source) walk(ctx context.Context, sha, prefix string, l *listing) error {
-	level, err := s.listTree(ctx, sha, false, prefix, nil)
+// walker walks a tree whose recursive listing GitHub cut: at 100,000
+// entries or 7 MB (githubtest.MaxTreeEntries, MaxTreeBytes), some 25,000
+// policies with long Korean paths (docs/bench.md, "Trees cut as GitHub
+// cuts them"). It lists a folder's sub-folders at once, with at most
+// walkAtOnce requests in flight for the whole walk, however deep.
+type walker struct {
+	s   *Source
+	sem chan struct{} // a slot is held for one request, never while sub-walks go on
+}
+
+// walkAtOnce is how many listings a walk has in flight at most: a few,
+// as GitHub asks clients to keep concurrent requests few (its secondary
+// limit is 100).
+const walkAtOnce = 8
+
+// walk lists the tree sha, whose recursive listing was cut after the
+// entry at path last (relative to it), one level deep, then each
+// sub-folder recursively, walking further into any sub-folder whose
+// listing is cut too. A sole sub-folder in which the cut listing ended is
+// walked at once: its own listing would be cut too (a repository of one
+// top folder).
+func (w walker) walk(ctx context.Context, sha, prefix, last string, l *listing) error {
+	level, err := w.list(ctx, sha, false, prefix)
 	if err != nil {
 		return err
 	}
 	if level.truncated {
-		return s.masked(fmt.Errorf("github: get tree %s: one folder level is truncated", sha))
+		return w.s.masked(fmt.Errorf("github: get tree %s: one folder level is truncated", sha))
 	}
 	l.merge(level.listing)
 	if len(level.trees) == 1 {
-		// too big for one listing, and all of it but its own files is in
-		// this one folder: that folder's listing would be cut too
-		sub := level.trees[0]
-		return s.walk(ctx, sub.SHA, prefix+sub.Path+"/", l)
+		if sub := level.trees[0].Path + "/"; strings.HasPrefix(last, sub) {
+			return w.walk(ctx, level.trees[0].SHA, prefix+sub, strings.TrimPrefix(last, sub), l)
+		}
 	}
 	subs := make([]listing, len(level.trees))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(walkAtOnce)
+	g.SetLimit(walkAtOnce) // goroutines; the requests are bounded by w.sem
 	for i, sub := range level.trees {
+		if gctx.Err() != nil {
+			break
+		}
 		g.Go(func() error {
 			subPrefix := prefix + sub.Path + "/"
-			got, err := s.listTree(gctx, sub.SHA, true, subPrefix, nil)
+			got, err := w.list(gctx, sub.SHA, true, subPrefix)
 			if err != nil || !got.truncated {
 				subs[i] = got.listing
 				return err
 			}
-			return s.walk(gctx, sub.SHA, subPrefix, &subs[i])
+			return w.walk(gctx, sub.SHA, subPrefix, got.last, &subs[i])
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	for _, sub := range subs {
-		l.merge(sub)
-	}
+	l.mergeAll(subs)
 	return nil
 }
 
-// walkAtOnce is how many sub-trees a walk lists at once, and at once
-// again in each sub-tree it walks: a few requests in flight, far from
-// GitHub's secondary limit of 100 concurrent requests.
-const walkAtOnce = 8
+// list is listTree holding one of the walk's slots for the request only.
+func (w walker) list(ctx context.Context, sha string, recursive bool, prefix string) (treeListing, error) {
+	select {
+	case w.sem <- struct{}{}:
+	case <-ctx.Done():
+		return treeListing{}, ctx.Err()
+	}
+	defer func() { <-w.sem }()
+	return w.s.listTree(ctx, sha, recursive, prefix, nil)
+}
 
 // listing is what a tree's listings gave: its regular files, and how many
 // bytes its archive holds at most.
@@ -132,6 +155,20 @@ func (l *listing) merge(o listing) {
 	l.archive += o.archive
 }
 
+// mergeAll takes the files and bytes of others, the files grown once, each
+// listing let go as it is taken.
+func (l *listing) mergeAll(others []listing) {
+	n := len(l.files)
+	for _, o := range others {
+		n += len(o.files)
+	}
+	l.files = slices.Grow(l.files, n-len(l.files))
+	for i := range others {
+		l.merge(others[i])
+		others[i] = listing{}
+	}
+}
+
 // treeListing is one answer of the trees API as the listing keeps it: its
 // files under the prefix asked for, its sub-trees (one level only), how
 // many entries it had and whether GitHub truncated it.
@@ -140,6 +177,7 @@ type treeListing struct {
 	trees     []treeEntry // sub-trees: Path and SHA
 	entries   int
 	truncated bool
+	last      string // the path of the last entry, relative to the tree listed
 }
 
 // treeSizes remembers what the last tree listed says its commit's archive
@@ -175,6 +213,7 @@ func (s *Source) listTree(ctx context.Context, sha string, recursive bool, prefi
 		policies := 0
 		return s.readTree(ctx, sha, recursive, func(e treeEntry) {
 			got.entries++
+			got.last = e.Path
 			files := len(got.files)
 			got.add(prefix, e)
 			if seen != nil && len(got.files) > files && policy.IsPolicyPath(prefix+e.Path) {

@@ -22,6 +22,9 @@ import (
 type scaleResult struct {
 	wall               time.Duration
 	github, cloudflare int            // requests at the proxies
+	// the GitHub requests but the tree's listings, and those listings, each
+	// the median of the repetitions' own (median only)
+	ghBesidesTree, ghTrees int
 	ghKinds, cfKinds   map[string]int // by endpoint
 	s3                 int            // requests at the S3 proxy (-scale.mirror)
 	s3Kinds            map[string]int // by operation

@@ -273,6 +273,8 @@ func (s *scaleSet) median(run string) (m scaleResult, ok bool) {
 	m.cpu = time.Duration(mid(func(r scaleResult) float64 { return float64(r.cpu) }))
 	m.rssKiB = int64(mid(func(r scaleResult) float64 { return float64(r.rssKiB) }))
 	m.github = int(mid(func(r scaleResult) float64 { return float64(r.github) }))
+	m.ghBesidesTree = int(mid(func(r scaleResult) float64 { return float64(r.github - r.ghKinds["tree"]) }))
+	m.ghTrees = int(mid(func(r scaleResult) float64 { return float64(r.ghKinds["tree"]) }))
 	m.cloudflare = int(mid(func(r scaleResult) float64 { return float64(r.cloudflare) }))
 	m.s3 = int(mid(func(r scaleResult) float64 { return float64(r.s3) }))
 	m.ops = int(mid(func(r scaleResult) float64 { return float64(r.ops) }))

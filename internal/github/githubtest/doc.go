@@ -17,7 +17,7 @@
 //	                                           with the files changed from the first parent, 300 a page
 //	                                           (Link rel="next"), 3,000 in all, shaped as compare's)
 //	GET /repos/{o}/{r}/branches/{branch}       ("branch")
-//	GET /repos/{o}/{r}/git/trees/{sha}         ("tree"; ?recursive=1; Server.TruncateTreesOver)
+//	GET /repos/{o}/{r}/git/trees/{sha}         ("tree"; ?recursive=1, cut at GitHub's 100,000 entries or 7 MB; Server.TruncateTreesOver, TruncateTreesOverBytes)
 //	GET /repos/{o}/{r}/compare/{base}...{head} ("compare"; files from the merge base, at most 300;
 //	                                           as GitHub: sha null for a change of mode only,
 //	                                           blob_url/raw_url null for a submodule;

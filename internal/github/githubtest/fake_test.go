@@ -446,6 +446,19 @@ func TestServer_TreeOverTheByteLimit_Truncated(t *testing.T) {
 	if b, _ := json.Marshal(cut.Entries); len(b) > s.TruncateTreesOverBytes {
 		t.Errorf("the cut listing's tree array is %d bytes, over %d", len(b), s.TruncateTreesOverBytes)
 	}
+	if b, _ := json.Marshal(whole.Entries[:len(cut.Entries)+1]); len(b) <= s.TruncateTreesOverBytes {
+		t.Errorf("cut at %d entries, but %d fit in %d bytes", len(cut.Entries), len(cut.Entries)+1, s.TruncateTreesOverBytes)
+	}
+	one, _ := json.Marshal(whole.Entries[:1])
+	s.TruncateTreesOverBytes = len(one) // exactly the array of the first entry
+	if first, _, err := c.Git.GetTree(t.Context(), "knue", "policies", head, true); err != nil || len(first.Entries) != 1 || !first.GetTruncated() {
+		t.Errorf("a limit of one entry's array: %d entries, truncated %v, %v; want 1, cut", len(first.Entries), first.GetTruncated(), err)
+	}
+	s.TruncateTreesOverBytes, s.TruncateTreesOver = -1, -1 // never cut
+	if never, _, err := c.Git.GetTree(t.Context(), "knue", "policies", head, true); err != nil || never.GetTruncated() || len(never.Entries) != len(whole.Entries) {
+		t.Errorf("negative limits: %d entries, truncated %v, %v; want all", len(never.Entries), never.GetTruncated(), err)
+	}
+	s.TruncateTreesOverBytes, s.TruncateTreesOver = len(full)/2, 0
 	if diff := cmp.Diff(whole.Entries[:len(cut.Entries)], cut.Entries); diff != "" {
 		t.Errorf("the cut listing is not the first entries (-want +got):\n%s", diff)
 	}

@@ -33,7 +33,9 @@ const (
 const MaxCompareFiles = 300
 
 // GitHub's limits of a recursive tree listing: "100,000 entries with a
-// maximum size of 7 MB" (REST API, "Get a tree").
+// maximum size of 7 MB" (REST API, "Get a tree"). Which bytes the 7 MB
+// counts, and whether it means 7 MiB, GitHub does not say: the fake
+// counts the tree array's JSON, in MiB.
 const (
 	MaxTreeEntries = 100_000
 	MaxTreeBytes   = 7 << 20
@@ -47,7 +49,7 @@ type Server struct {
 	// bytes of JSON, answers only the entries that fit and "truncated":
 	// true. Zero means GitHub's own limits, 100,000 entries and 7 MB
 	// (MaxTreeEntries, MaxTreeBytes): a tree of some 25,000 policies with
-	// long Korean paths is already over 7 MB.
+	// long Korean paths is already over 7 MB. A negative value never cuts.
 	TruncateTreesOver      int
 	TruncateTreesOverBytes int
 	// Token, when set, is the token API requests must carry.
@@ -586,14 +588,19 @@ func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, ref string) {
 type treeLimit struct{ entries, bytes int }
 
 func (s *Server) treeLimits() treeLimit {
-	l := treeLimit{MaxTreeEntries, MaxTreeBytes}
-	if s.TruncateTreesOver > 0 {
-		l.entries = s.TruncateTreesOver
+	return treeLimit{limit(s.TruncateTreesOver, MaxTreeEntries), limit(s.TruncateTreesOverBytes, MaxTreeBytes)}
+}
+
+// limit is a Truncate setting in force: its own when positive, GitHub's
+// when zero, none when negative.
+func limit(set, github int) int {
+	switch {
+	case set > 0:
+		return set
+	case set < 0:
+		return math.MaxInt
 	}
-	if s.TruncateTreesOverBytes > 0 {
-		l.bytes = s.TruncateTreesOverBytes
-	}
-	return l
+	return github
 }
 
 // treeArray is the JSON tree array of the entries that fit lim, each
@@ -614,10 +621,11 @@ func (s *Server) treeArray(entries []treeEntry, lim treeLimit) ([]byte, bool) {
 		if err != nil {
 			panic(err) // strings and a number only
 		}
-		if i == lim.entries || len(out)+len(b)+2 > lim.bytes { // with its comma and the closing bracket
+		comma := min(i, 1)
+		if i == lim.entries || len(out)+comma+len(b)+1 > lim.bytes { // and the closing bracket
 			return append(out, ']'), true
 		}
-		if i > 0 {
+		if comma > 0 {
 			out = append(out, ',')
 		}
 		out = append(out, b...)
