@@ -312,20 +312,7 @@ func TestTree_SoleTopFolder_WalkedWithoutItsCutListing(t *testing.T) {
 		}
 	}
 	head := f.repo.Commit("one top folder")
-	want, err := f.source(t).Tree(context.Background(), head)
-	if err != nil || len(want) != 18 {
-		t.Fatalf("untruncated: %d files, %v", len(want), err)
-	}
-	f.srv.TruncateTreesOver = 8
-	f.srv.ResetRequests()
-	got, err := f.source(t).Tree(context.Background(), head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Tree (-want +got):\n%s", diff)
-	}
-	if n := f.srv.Requests()[githubtest.KindTree]; n != 1+1+1+6 {
+	if n := walkedAsWhole(t, f, head, 18, 8); n != 1+1+1+6 {
 		t.Errorf("tree requests = %d, want 9: the root's listing and level, 규정's level, each 편's listing", n)
 	}
 }
@@ -382,20 +369,7 @@ func TestTree_SoleFolderBesideTheFilesThatFilledTheListing_ListedWhole(t *testin
 		f.repo.Write(fmt.Sprintf("z/%d/규정 %d.md", i, i), "x")
 	}
 	head := f.repo.Commit("files beside one folder")
-	want, err := f.source(t).Tree(context.Background(), head)
-	if err != nil || len(want) != 17 {
-		t.Fatalf("untruncated: %d files, %v", len(want), err)
-	}
-	f.srv.TruncateTreesOver = 11
-	f.srv.ResetRequests()
-	got, err := f.source(t).Tree(context.Background(), head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Tree (-want +got):\n%s", diff)
-	}
-	if n := f.srv.Requests()[githubtest.KindTree]; n != 3 {
+	if n := walkedAsWhole(t, f, head, 17, 11); n != 3 {
 		t.Errorf("tree requests = %d, want 3: the root's listing and level, z's listing", n)
 	}
 }
@@ -432,6 +406,27 @@ func TestTree_Walk_EightListingsInFlightAtMost(t *testing.T) {
 	if p := peak.Load(); p > 8 || p < 2 {
 		t.Errorf("at most %d tree listings in flight, want 2 to 8", p)
 	}
+}
+
+// walkedAsWhole lists head's tree whole (files of it), then with listings
+// cut over cut entries, checks both give the same files, and returns how
+// many tree requests the cut one made.
+func walkedAsWhole(t *testing.T, f *fixture, head string, files, cut int) int {
+	t.Helper()
+	want, err := f.source(t).Tree(context.Background(), head)
+	if err != nil || len(want) != files {
+		t.Fatalf("untruncated: %d files, %v; want %d", len(want), err, files)
+	}
+	f.srv.TruncateTreesOver = cut
+	f.srv.ResetRequests()
+	got, err := f.source(t).Tree(context.Background(), head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Tree cut over %d (-want +got):\n%s", cut, diff)
+	}
+	return f.srv.Requests()[githubtest.KindTree]
 }
 
 func TestTree_SymlinkAndSubmoduleExcluded(t *testing.T) {
