@@ -114,11 +114,13 @@ func (m *migrator) take(name, title string) bool {
 }
 
 // LegacyExpired reports whether e's legacy fields have had their 90 days.
-func LegacyExpired(e policy.Entry, now time.Time) bool {
-	if !e.HasLegacy() || e.V1().LegacyUntil == "" {
+func LegacyExpired(e policy.Entry, now time.Time) bool { return expired(e.V1(), now) }
+
+func expired(l policy.Legacy, now time.Time) bool {
+	if !l.Carried() || l.LegacyUntil == "" {
 		return false
 	}
-	until, err := time.Parse(time.RFC3339, e.V1().LegacyUntil)
+	until, err := time.Parse(time.RFC3339, l.LegacyUntil)
 	return err == nil && !now.Before(until)
 }
 
@@ -131,14 +133,13 @@ func WithLegacy(e policy.Entry, carry map[string]policy.Entry, now time.Time) po
 	if c, ok := carry[e.PolicyName]; ok {
 		cl := c.V1()
 		l.FileNo, l.PreviewURL, l.DownloadURL = cl.FileNo, cl.PreviewURL, cl.DownloadURL
-		e.SetV1(l)
 	}
 	switch {
-	case LegacyExpired(e, now):
+	case expired(l, now):
 		l = policy.Legacy{}
-	case e.HasLegacy() && l.LegacyUntil == "":
+	case l.Carried() && l.LegacyUntil == "":
 		l.LegacyUntil = now.Add(LegacyKeep).UTC().Format(policy.TimeLayout)
-	case !e.HasLegacy():
+	case !l.Carried():
 		l.LegacyUntil = ""
 	}
 	e.SetV1(l)

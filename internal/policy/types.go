@@ -141,10 +141,11 @@ func (e *Entry) SetV1(l Legacy) {
 }
 
 // HasLegacy reports whether the entry carries legacy v1 fields.
-func (e Entry) HasLegacy() bool {
-	l := e.V1()
-	return l.FileNo != "" || l.PreviewURL != "" || l.DownloadURL != ""
-}
+func (e Entry) HasLegacy() bool { return e.V1().Carried() }
+
+// Carried reports whether l holds any of the v1 fields an entry carries
+// (LegacyUntil only dates them).
+func (l Legacy) Carried() bool { return l.FileNo != "" || l.PreviewURL != "" || l.DownloadURL != "" }
 
 // IsV1 reports whether the entry is a legacy v1 entry (keyed by title, no sha).
 func (e Entry) IsV1() bool { return e.SHA == "" }

@@ -243,8 +243,9 @@ func (t *treeStrings) share(path, sha string) (string, string) {
 	if !found {
 		return "", ""
 	}
-	if f := (*files)[i]; f.SHA == sha {
+	f := (*files)[i]
+	if f.SHA == sha {
 		return f.Path, f.SHA
 	}
-	return (*files)[i].Path, ""
+	return f.Path, ""
 }

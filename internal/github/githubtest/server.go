@@ -573,7 +573,7 @@ func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, ref string) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	lim := treeLimit{entries: len(entries) + 1, bytes: math.MaxInt}
+	lim := treeLimit{math.MaxInt, math.MaxInt} // one level is never cut
 	if recursive {
 		lim = s.treeLimits()
 	}
