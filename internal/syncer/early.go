@@ -14,7 +14,11 @@ import (
 //   - A full run's head tree: GitHub's, nothing of the registry.
 //   - The writes waiting for retry (pendingRetries), when the state step left
 //     them because the mode was full whatever they are (state.go): they were
-//     read before the lease until now, so beside it is no earlier.
+//     read before the lease until now, so beside it is no earlier. Only the
+//     plan needs them, so the read goes on beside the registry's listings
+//     (read.go), which it no longer holds up: after a first sync cut by
+//     its deadline, both list every key written so far, a page at a time
+//     (docs/bench.md, "A first sync across deadlines, with the walk").
 //
 // A refused or failed lease waits for both and drops them: the run writes
 // nothing and records itself as before.
@@ -34,8 +38,9 @@ import (
 // readAhead are the reads a run started before the step that takes them;
 // the run drops what no step took when it ends (finish).
 type readAhead struct {
-	tree    *treeRead // a full run's head tree; nil: none
-	archive []func()  // stop the archive's prefetch
+	tree    *treeRead    // a full run's head tree; nil: none
+	pending *pendingRead // the writes waiting for retry; nil: read by the state step
+	archive []func()     // stop the archive's prefetch
 }
 
 // drop ends the reads no step took.
@@ -44,6 +49,7 @@ func (a *readAhead) drop() {
 		return
 	}
 	a.tree.drop()
+	a.pending.drop()
 	for _, stop := range a.archive {
 		stop()
 	}
@@ -106,34 +112,64 @@ func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, leas
 	if mode == differ.ModeFull {
 		ahead.tree = r.readTreeEarly(ctx, st.head)
 	}
-	type pendingRead struct {
-		pending map[string]policy.QueueEntry
-		revisit []string
-		err     error
-	}
-	var pc chan pendingRead
 	if st.pendingLater {
-		pc = make(chan pendingRead, 1)
-		go func() {
-			var p pendingRead
-			p.pending, p.revisit, p.err = r.pendingRetries(ctx, st.prev, st.unclean)
-			pc <- p
-		}()
+		ahead.pending = r.readPendingEarly(ctx, st)
 	}
 	l, err := r.takeLease(ctx, st, mode)
 	if pf, ok := r.Source.(ArchivePrefetcher); ok && first && err == nil {
 		pf.DownloadWhenListed(st.head)
 	}
-	if pc != nil {
-		p := <-pc
-		if err == nil && p.err != nil {
-			err = p.err
-		}
-		if p.err == nil {
-			st.pending, st.revisit, st.pendingLater = p.pending, p.revisit, false
-		}
+	if err != nil {
+		st, _ = ahead.takePending(st, nil) // the record says what waits, as far as it was read
 	}
 	return st, l, ahead, err
+}
+
+// pendingRead is the read of the writes waiting for retry, made beside
+// the lease and the registry's listings (state.pendingLater).
+type pendingRead struct {
+	done    chan struct{}
+	cancel  context.CancelFunc
+	pending map[string]policy.QueueEntry
+	revisit []string
+	err     error
+}
+
+// readPendingEarly starts reading the writes waiting for retry.
+func (r *run) readPendingEarly(ctx context.Context, st state) *pendingRead {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &pendingRead{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(p.done)
+		p.pending, p.revisit, p.err = r.pendingRetries(ctx, st.prev, st.unclean)
+	}()
+	return p
+}
+
+// takePending waits for the writes waiting for retry when they are read
+// ahead, and puts them in st; the error is the read's, else err.
+func (a *readAhead) takePending(st state, err error) (state, error) {
+	if a == nil || a.pending == nil {
+		return st, err
+	}
+	p := a.pending
+	a.pending = nil
+	<-p.done
+	p.cancel()
+	if p.err != nil {
+		return st, p.err
+	}
+	st.pending, st.revisit, st.pendingLater = p.pending, p.revisit, false
+	return st, err
+}
+
+// drop ends the read if it is still going.
+func (p *pendingRead) drop() {
+	if p == nil {
+		return
+	}
+	p.cancel()
+	<-p.done
 }
 
 // treeRead is a head tree being read beside the lease write.

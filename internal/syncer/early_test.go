@@ -2,6 +2,7 @@ package syncer_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -209,11 +210,12 @@ func assertNoQueue(t *testing.T, r *rig) {
 	}
 }
 
-// listHeld is a Store whose first listing of policies waits, up to a
-// second, until ahead says the read it expects has begun, and records
-// whether it did. It remembers the prefixes listed.
+// listHeld is a Store whose first listing of policies (or of prefix, when
+// set) waits, up to a second, until ahead says the read it expects has
+// begun, and records whether it did. It remembers the prefixes listed.
 type listHeld struct {
 	registry.Store
+	prefix string
 	ahead  func() bool
 	once   sync.Once
 	began  atomic.Bool
@@ -222,7 +224,7 @@ type listHeld struct {
 
 func (h *listHeld) List(ctx context.Context, prefix string) ([]registry.Item, error) {
 	h.listed.Store(prefix, true)
-	if prefix == registry.PolicyPrefix {
+	if prefix == cmp.Or(h.prefix, registry.PolicyPrefix) {
 		h.once.Do(func() {
 			for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
 				if h.ahead() {
@@ -276,6 +278,63 @@ func TestLease_RefusedFirstSync_NoArchiveDownloaded(t *testing.T) {
 	}
 	if got := r.policies(); len(got) != 0 {
 		t.Errorf("policies written under another's lease: %v", got)
+	}
+}
+
+// A first sync lists the queue for the writes waiting for retry beside
+// the lease, and that listing no longer holds up the registry's listing of
+// policies: after a first sync its deadline cut, each lists every key
+// written so far, a page at a time (docs/bench.md, "A first sync across
+// deadlines, with the walk").
+func TestRead_FirstSync_QueueListedBesideThePolicies(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	h := &listHeld{Store: r.store, prefix: registry.QueuePrefix}
+	h.ahead = func() bool { _, ok := h.listed.Load(registry.PolicyPrefix); return ok }
+	r.s.Registry = registry.New(h)
+	if res := r.mustRun(); res.Summary.Added != 3 {
+		t.Fatalf("added %d, want 3", res.Summary.Added)
+	}
+	if !h.began.Load() {
+		t.Error("the policies were listed once the queue's listing had ended, not beside it")
+	}
+	if p := r.lastRun().Pending; p == nil || len(p) != 0 {
+		t.Errorf("pending %v, want known and empty", p)
+	}
+}
+
+// queueFails is a Store whose queue listings fail.
+type queueFails struct{ registry.Store }
+
+func (s queueFails) List(ctx context.Context, prefix string) ([]registry.Item, error) {
+	if prefix == registry.QueuePrefix {
+		return nil, errors.New("queue listing down")
+	}
+	return s.Store.List(ctx, prefix)
+}
+
+// When the writes waiting for retry cannot be read, the run fails with
+// that error, though the registry's listings, beside it, succeeded:
+// nothing is written but the lease and the run's record.
+func TestRead_FirstSync_QueueListingFails_RunFailed_NothingWritten(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.s.Registry = registry.New(queueFails{r.store})
+	_, err := r.run(syncer.Options{})
+	if err == nil || !strings.Contains(err.Error(), "queue listing down") {
+		t.Fatalf("run: %v, want the queue listing's error", err)
+	}
+	if got := r.policies(); len(got) != 0 {
+		t.Errorf("policies written: %v", got)
+	}
+	assertNoQueue(t, r)
+	if lc := r.lastCommit(); lc != "" {
+		t.Errorf("lastCommit %q, want none", lc)
+	}
+	if st := r.lastRun().Status; st != policy.RunFailed {
+		t.Errorf("status %q, want %q", st, policy.RunFailed)
 	}
 }
 
