@@ -33,8 +33,9 @@ func (s slowReads) Titles(ctx context.Context, commit string, files []policy.Fil
 
 // A run whose reads alone would outlast its deadline stops reading at its
 // cutoff, writes what it read, and ends partial naming the rest (not
-// failures); the next run reads and writes only the rest: every policy
-// entry is written once over both runs.
+// failures); the next run reads and writes only the rest, without listing
+// the queue (the stopped run recorded what it owes): every policy entry is
+// written once over both runs.
 func TestDeadline_ReadsOutlastIt_WritesWhatWasRead_NextRunTheRest(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -56,7 +57,13 @@ func TestDeadline_ReadsOutlastIt_WritesWhatWasRead_NextRunTheRest(t *testing.T) 
 	}
 	r.clock.Advance(time.Hour)
 	r.s.Source = src
+	before := len(r.store.Log())
 	res = r.mustRun()
+	for _, c := range r.store.Log()[before:] {
+		if c.Method == registrytest.List && c.Prefix == registry.QueuePrefix {
+			t.Error("the next run listed the queue: the run its deadline stopped recorded what it owes (pending)")
+		}
+	}
 	if res.Summary.Added != 6 || len(r.policies()) != 12 {
 		t.Errorf("the next run added %d, the registry holds %d; want the 6 left, 12", res.Summary.Added, len(r.policies()))
 	}

@@ -141,7 +141,7 @@ func (r *run) readPendingEarly(ctx context.Context, st state) *pendingRead {
 	p := &pendingRead{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(p.done)
-		p.pending, p.revisit, p.err = r.pendingRetries(ctx, st.prev, st.unclean)
+		p.pending, p.revisit, p.err = r.pendingRetries(ctx, st)
 	}()
 	return p
 }

@@ -168,14 +168,26 @@ func setStatus(sum *policy.RunSummary, rep report, err error) {
 // owed are the names the next run must retry: what this run queued, or,
 // when it stopped before that or could not record its failures, every name
 // that may still wait (a name that does not is dropped by the next run).
+// A run its deadline stopped may have left any name it was to revisit
+// waiting, unread or unwritten: it owes them all again, beside what it
+// queued, so that the next run reads them by name (pendingKnown) and a
+// retry left waiting keeps its count.
 func owed(rep report, err error) []string {
-	if rt := rep.retried; rt != nil && err == nil && rt.err == nil {
+	rt := rep.retried
+	if rt != nil && err == nil && rt.err == nil && len(rep.late) == 0 {
 		return rt.owed
 	}
 	if rep.state.pendingLater {
 		return nil // never read: unknown
 	}
 	names := slices.Clone(rep.state.revisit)
+	if rt != nil && err == nil && rt.err == nil {
+		for _, name := range rt.owed {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
 	for _, f := range rep.failures {
 		if !slices.Contains(names, f.PolicyName) {
 			names = append(names, f.PolicyName)

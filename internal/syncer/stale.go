@@ -72,7 +72,7 @@ func (r *run) refreshState(ctx context.Context, st state) (state, error) {
 	}
 	st.last, st.prev = ss.LastCommit, ss.LastRun
 	st.unclean = differ.Unclean(st.prev, st.last, st.leftBehind)
-	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
+	st.pending, st.revisit, err = r.pendingRetries(ctx, st)
 	return st, err
 }
 

@@ -88,7 +88,7 @@ func (r *run) readState(ctx context.Context) (state, error) {
 		st.pendingLater = true
 		return st, nil
 	}
-	st.pending, st.revisit, err = r.pendingRetries(ctx, st.prev, st.unclean)
+	st.pending, st.revisit, err = r.pendingRetries(ctx, st)
 	return st, err
 }
 
@@ -102,11 +102,12 @@ type syncState struct {
 // still owes — failed queue entries whose registry entry does not hold their
 // version (entries a worker failed, whose version the registry holds, are
 // the worker's) — and every name the next plan must look at again: those,
-// and the names the last run could not queue (a failed move). After a clean
-// run that recorded them (prev.Pending), only those names are read;
-// otherwise the queue is listed.
-func (r *run) pendingRetries(ctx context.Context, prev *policy.RunSummary, unclean string) (map[string]policy.QueueEntry, []string, error) {
-	if prev == nil || prev.Pending == nil || unclean != "" {
+// and the names the last run could not queue (a failed move). After a run
+// that recorded them (prev.Pending: pendingKnown), only those names are
+// read; otherwise the queue is listed.
+func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.QueueEntry, []string, error) {
+	prev := st.prev
+	if !pendingKnown(st) {
 		pending, err := r.listPending(ctx)
 		return pending, slices.Sorted(maps.Keys(pending)), err
 	}
@@ -128,6 +129,21 @@ func (r *run) pendingRetries(ctx context.Context, prev *policy.RunSummary, uncle
 		}
 	}
 	return pending, slices.Clone(prev.Pending), nil
+}
+
+// pendingKnown says whether the last run's record names every write the
+// sync owes (prev.Pending): a clean run's does, and so does one its
+// deadline stopped — it recorded itself whole: its failures, and every
+// name it was to revisit, since it may have left any of them waiting
+// (owed) — unless it also left its lease or failed after writing. Then
+// the queue is not listed: after a first sync cut in many runs it holds an
+// entry per policy announced, a listing of one request per 1,000.
+func pendingKnown(st state) bool {
+	prev := st.prev
+	if prev == nil || prev.Pending == nil {
+		return false
+	}
+	return st.unclean == "" || (prev.StoppedEarly && !prev.Dirty && !st.leftBehind)
 }
 
 // listPending finds the pending retries by listing the queue.
