@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -32,43 +33,76 @@ func (r *run) outOfTime(ctx context.Context) bool {
 	return ok && time.Until(d) < r.opt.StopBefore
 }
 
+// errCutoff ends the titles step's reads at their cutoff (readUntil).
+var errCutoff = errors.New("reads cut off to leave time for the writes")
+
 // readUntil is ctx for the titles step's reads: when the run has a
 // deadline, they take two thirds of the time left for reads and writes
 // (until StopBefore ahead of it), the writes the last third, so that a run
 // whose reads alone would outlast its deadline still writes what it read
 // and leaves the rest for the next run, which reads less (what landed is
 // not read again). Call stop when the reads end.
-func (r *run) readUntil(ctx context.Context) (rctx context.Context, stop context.CancelFunc) {
+//
+// A read that has reached none of its files by the cutoff would make no
+// progress by stopping. When it hands each file over as it reads it
+// (watch: reached counts them), it reads on, on the same stream — an
+// archive asked for again would start again from its beginning — and is
+// looked at again when half the time then left has passed, and so on; if
+// it reaches none before StopBefore, the run's deadline decides (a run
+// that times out, as without a cutoff).
+func (r *run) readUntil(ctx context.Context, reached *atomic.Int64, watch bool) (rctx context.Context, stop func()) {
 	d, ok := ctx.Deadline()
 	if !ok || r.opt.DryRun { // a dry run shows the whole plan: its deadline decides
 		return ctx, func() {}
 	}
-	left := time.Until(d) - r.opt.StopBefore
-	return context.WithDeadline(ctx, time.Now().Add(left*2/3))
+	end := d.Add(-r.opt.StopBefore)
+	rctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		wait := time.Until(end) * 2 / 3
+		for {
+			t := time.NewTimer(max(wait, 0))
+			select {
+			case <-rctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if !watch || reached.Load() > 0 {
+				cancel(errCutoff)
+				return
+			}
+			left := time.Until(end)
+			if left <= 0 {
+				return // the deadline decides
+			}
+			wait = max(left/2, min(left, minCutoffCheck))
+		}
+	}()
+	return rctx, func() { cancel(context.Canceled) }
 }
 
+// minCutoffCheck is the shortest wait between two looks at a read that
+// has reached none of its files past its cutoff.
+const minCutoffCheck = 10 * time.Millisecond
+
 // readBeforeCutoff reads files for titles until the cutoff (readUntil);
-// cut says the cutoff stopped the read. A read that reached none of the
-// files by then would make no progress by stopping: it reads on, and the
-// run's deadline decides (a run that times out, as without a cutoff).
+// cut says the cutoff stopped the read. A Source that returns what it
+// read only when its read ends (not a TitleStreamer) is cut at the
+// cutoff; when that read reached none of the files, it is read again, and
+// the run's deadline decides.
 func (r *run) readBeforeCutoff(ctx context.Context, head string, files []policy.File, up *uploader, put func(string, policy.Content)) (map[string]error, bool, error) {
-	rctx, stop := r.readUntil(ctx)
-	reached := 0
-	counted := func(path string, c policy.Content) { reached++; put(path, c) } // called one at a time, as put
+	var reached atomic.Int64
+	_, streams := r.Source.(TitleStreamer)
+	rctx, stop := r.readUntil(ctx, &reached, streams)
+	counted := func(path string, c policy.Content) { reached.Add(1); put(path, c) } // called one at a time, as put
 	readErrs, err := r.readContents(rctx, head, files, up, counted)
+	cut := ctx.Err() == nil && errors.Is(context.Cause(rctx), errCutoff)
 	stop()
-	cut := cutOff(ctx, rctx)
-	if cut && reached == 0 && len(withoutCut(readErrs)) == 0 {
+	if cut && reached.Load() == 0 && len(withoutCut(readErrs)) == 0 {
 		readErrs, err = r.readContents(ctx, head, files, up, put)
 		cut = false
 	}
 	return readErrs, cut, err
-}
-
-// cutOff says whether the reads stopped at their own cutoff (readUntil)
-// while the run's context goes on.
-func cutOff(ctx, rctx context.Context) bool {
-	return ctx.Err() == nil && rctx != ctx && errors.Is(rctx.Err(), context.DeadlineExceeded)
 }
 
 // isContextErr says whether err is a context's end, not an error of the

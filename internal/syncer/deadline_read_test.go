@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,6 +86,85 @@ func TestDeadline_ReadsOutlastIt_WritesWhatWasRead_NextRunTheRest(t *testing.T) 
 	}
 	if len(puts) != 12 || !slices.IsSorted(sum.WaitingNames) {
 		t.Errorf("%d policy keys written, waiting names %q: want 12, sorted", len(puts), sum.WaitingNames)
+	}
+}
+
+// lateReads is a Source that streams what it reads (a TitleStreamer, as
+// the GitHub source is) but delivers nothing for delay, then everything,
+// and counts the reads asked of it: a stream that reaches the files it is
+// asked for only late (an archive whose first part holds the files that
+// landed before).
+type lateReads struct {
+	syncer.Source
+	delay time.Duration
+	reads *atomic.Int32
+	// half: deliver the first half of the files only, then nothing more
+	// until the context ends
+	half bool
+}
+
+func (s lateReads) TitlesEach(ctx context.Context, commit string, files []policy.File, maxSize int64, _ func(string, []byte), put func(string, policy.Content)) (map[string]error, error) {
+	s.reads.Add(1)
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if s.half {
+		files = files[:len(files)/2]
+	}
+	got, failed, err := s.Source.Titles(ctx, commit, files, maxSize)
+	for path, c := range got {
+		put(path, c)
+	}
+	if s.half && err == nil {
+		<-ctx.Done()
+		err = ctx.Err()
+	}
+	return failed, err
+}
+
+// A read that has reached none of its files by its cutoff reads on, on the
+// same stream: asked again, it would start again from the beginning and
+// reach no further before the deadline (at 200,000 policies, the third run
+// of a first sync cut by MAX_DURATION=20s downloaded the archive twice and
+// timed out). Here the files come after the cutoff and before the
+// deadline: one read, and every file written.
+func TestDeadline_NothingReachedByTheCutoff_ReadsOnTheSameStream(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	var reads atomic.Int32
+	r.s.Source = lateReads{Source: r.s.Source, delay: 1400 * time.Millisecond, reads: &reads}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // the cutoff is 1.3 s away, at most
+	defer cancel()
+	res, err := r.s.Run(ctx, syncer.Options{StopBefore: 50 * time.Millisecond})
+	if err != nil || res.Summary.Added != 12 {
+		t.Errorf("run: %v, added %d; want success, the 12 read after the cutoff written", err, res.Summary.Added)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("the files were asked for %d times, want once: the read that reached none by the cutoff went on", n)
+	}
+}
+
+// A read that reached none of its files by its cutoff, and then reaches
+// some, is cut when it is looked at again (half the time then left): the
+// run writes what it read in time and leaves the rest for the next run,
+// instead of reading on until its deadline ends it with nothing written.
+func TestDeadline_FilesReachedAfterTheCutoff_CutWhenLookedAtAgain(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	var reads atomic.Int32
+	r.s.Source = lateReads{Source: r.s.Source, delay: 1400 * time.Millisecond, reads: &reads, half: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	res, err := r.s.Run(ctx, syncer.Options{StopBefore: 50 * time.Millisecond})
+	if sum := res.Summary; !errors.Is(err, syncer.ErrPartial) || sum.Added != 6 || sum.Waiting != 6 || !sum.StoppedEarly {
+		t.Errorf("run: %v, added %d, waiting %d, stopped early %v; want partial, the 6 read written, 6 waiting", err, sum.Added, sum.Waiting, sum.StoppedEarly)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("the files were asked for %d times, want once", n)
 	}
 }
 
