@@ -39,8 +39,9 @@ const reconcileSlack = time.Hour
 // Unclean says why the registry may not equal the tree of last (the stored
 // lastCommit) plus what the queue records, or "" when the previous run ended
 // cleanly: it left its lease behind (killed, or its record did not land);
-// it failed after it began writing (prev.Dirty); it stopped before its
-// deadline with writes left (prev.StoppedEarly); or it recorded a success
+// it failed after it began writing, or failed or was refused without
+// knowing or mending an unclean registry it started from (prev.Dirty); it
+// stopped before its deadline with writes left (prev.StoppedEarly); or it recorded a success
 // or a partial run of a commit that lastCommit does not hold (its lastCommit
 // write was lost; a run that left changes waiting for the write budget keeps
 // lastCommit on purpose). A compare from last would then miss what it half-wrote.
@@ -51,7 +52,7 @@ func Unclean(prev *policy.RunSummary, last string, leaseLeftBehind bool) string 
 	case prev == nil:
 		return ""
 	case prev.Dirty:
-		return "the previous run failed after it began writing"
+		return "the previous run failed after it began writing, or failed or was refused after one that left the registry unclean"
 	case prev.StoppedEarly:
 		// what waits may be drift a full run found, which no compare names
 		return "the previous run stopped before its deadline"

@@ -485,9 +485,10 @@ type RunSummary struct {
 	// unhealthy while any is left.
 	QueueOrphans int `json:"queueOrphans,omitempty"`
 	// Dirty says the registry may differ from the head in ways no queue
-	// entry records (the run failed after it began writing, or started
-	// from such a registry and did not repair it): the next run plans from
-	// the head tree, not from a compare.
+	// entry records (the run failed after it began writing, or failed or
+	// was refused having started from such a registry, or unable to read
+	// whether it was): the next run plans from the head tree, not from a
+	// compare.
 	Dirty bool `json:"dirty,omitempty"`
 }
 

@@ -159,7 +159,7 @@ func (a *readAhead) takePending(st state, err error) (state, error) {
 	if p.err != nil {
 		return st, p.err
 	}
-	st.pending, st.revisit, st.pendingLater = p.pending, p.revisit, false
+	st.pending, st.revisit, st.pendingLater, st.pendingRead = p.pending, p.revisit, false, true
 	return st, err
 }
 

@@ -105,13 +105,23 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	if sum.Status == policy.RunSuccess && !sum.DryRun {
 		sum.LastSuccess = sum.Timestamp
 	}
-	// A failed run that began writing, or that started from a registry a
-	// compare cannot trust, leaves the next run to plan from the head tree.
-	sum.Dirty = sum.Status == policy.RunFailed && (rep.wrote || rep.state.unclean != "")
+	sum.Dirty = dirty(sum.Status, rep)
 	sum.Requests = r.usage(&sum)
 	sum.Mirror = r.mirrorSummary(rep.mirror, rep, rep.state.prev)
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	return sum
+}
+
+// dirty says whether the run leaves the next one to plan from the head
+// tree: it failed after it began writing, or it failed or was refused
+// having started from a registry a compare cannot trust — or not knowing,
+// since it could not read the registry's state — and so leaves it so (its
+// record replaces the one that said it).
+func dirty(status string, rep report) bool {
+	if status != policy.RunFailed && status != policy.RunRefused {
+		return false
+	}
+	return rep.wrote || rep.state.unclean != "" || !rep.state.read
 }
 
 // counts sets what the run knows from its plan (skips, conflicts, held
@@ -168,33 +178,44 @@ func setStatus(sum *policy.RunSummary, rep report, err error) {
 // owed are the names the next run must retry: what this run queued, or,
 // when it stopped before that or could not record its failures, every name
 // that may still wait (a name that does not is dropped by the next run).
-// A run its deadline stopped may have left any name it was to revisit
-// waiting, unread or unwritten: it owes them all again, beside what it
-// queued, so that the next run reads them by name (pendingKnown) and a
-// retry left waiting keeps its count.
+// A run that left writes waiting — for its deadline (late) or the daily
+// write budget — may have left any name it was to revisit among them: it
+// owes them all again, beside what it queued, so that the next run reads
+// them by name (pendingKnown) and a retry left waiting keeps its count. A
+// run that never read what waits wrote nothing: it owes what the last run
+// owed (nil, unknown, when it could not read even that).
 func owed(rep report, err error) []string {
+	st := rep.state
+	if !st.pendingRead {
+		if st.prev == nil {
+			return nil
+		}
+		return st.prev.Pending
+	}
 	rt := rep.retried
-	if rt != nil && err == nil && rt.err == nil && len(rep.late) == 0 {
+	queued := rt != nil && err == nil && rt.err == nil
+	if queued && rep.waiting == 0 {
 		return rt.owed
 	}
-	if rep.state.pendingLater {
-		return nil // never read: unknown
-	}
-	names := slices.Clone(rep.state.revisit)
-	if rt != nil && err == nil && rt.err == nil {
-		for _, name := range rt.owed {
-			if !slices.Contains(names, name) {
-				names = append(names, name)
-			}
-		}
+	names := slices.Clone(st.revisit)
+	if queued {
+		names = appendNew(names, rt.owed...)
 	}
 	for _, f := range rep.failures {
-		if !slices.Contains(names, f.PolicyName) {
-			names = append(names, f.PolicyName)
-		}
+		names = appendNew(names, f.PolicyName)
 	}
 	if names == nil {
 		names = []string{}
+	}
+	return names
+}
+
+// appendNew appends to names those of more it does not hold.
+func appendNew(names []string, more ...string) []string {
+	for _, name := range more {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
 	}
 	return names
 }

@@ -73,6 +73,7 @@ func (r *run) refreshState(ctx context.Context, st state) (state, error) {
 	st.last, st.prev = ss.LastCommit, ss.LastRun
 	st.unclean = differ.Unclean(st.prev, st.last, st.leftBehind)
 	st.pending, st.revisit, err = r.pendingRetries(ctx, st)
+	st.pendingRead = err == nil
 	return st, err
 }
 

@@ -30,6 +30,9 @@ type state struct {
 	// pendingLater: pending and revisit are not read yet; the lease step
 	// reads them (early.go), since the mode did not need them.
 	pendingLater bool
+	// read: the registry's state (last, prev, lease, unclean) was read;
+	// pendingRead: pending and revisit were.
+	read, pendingRead bool
 }
 
 // before is what the planning takes of the state.
@@ -53,23 +56,38 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	}()
 	st.head, err = r.Source.Head(ctx)
 	got := <-ssc
-	ss := got.ss
+	if got.err == nil {
+		// What the last run recorded (its last full run, whether the
+		// registry is clean, what waits for retry) is known even when the
+		// head is not: a run that fails now carries it into its record
+		// (record.go), so that a GitHub outage neither makes the next run
+		// full for "no full run recorded" nor hides an unclean registry.
+		st = r.stateOf(st, got.ss)
+	}
 	if err != nil {
-		// What the last run recorded (its last full run, above all) is
-		// carried into this failed run's record: a GitHub outage must not
-		// make the next run full for "no full run recorded".
-		if got.err == nil {
-			st.last, st.prev = ss.LastCommit, ss.LastRun
-		}
 		return st, err
 	}
 	if got.err != nil {
 		return st, got.err
 	}
-	st.last, st.prev, st.lease = ss.LastCommit, ss.LastRun, ss.Lease
 	if st.head, err = r.awaitPush(ctx, st.head, st.last); err != nil {
 		return st, err
 	}
+	if r.opt.Full || st.last == "" {
+		// the mode is full whatever waits for retry (differ.ChooseMode)
+		st.pendingLater = true
+		return st, nil
+	}
+	st.pending, st.revisit, err = r.pendingRetries(ctx, st)
+	st.pendingRead = err == nil
+	return st, err
+}
+
+// stateOf is st with what the registry's state says: the last commit and
+// run, the lease, and whether the previous run ended cleanly.
+func (r *run) stateOf(st state, ss registry.SyncState) state {
+	st.read = true
+	st.last, st.prev, st.lease = ss.LastCommit, ss.LastRun, ss.Lease
 	if ss.LastRunErr != nil {
 		r.log.Warn("last run unreadable", logkey.Error, ss.LastRunErr)
 	}
@@ -80,16 +98,9 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	// A lease another run holds now is not left behind: that run is alive,
 	// and this one will be refused when it tries to take it.
 	live := st.lease != nil && st.lease.Holds(r.start) && st.lease.Owner != r.owner()
-	leftBehind := ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released() && !live)
-	st.leftBehind = leftBehind
-	st.unclean = differ.Unclean(st.prev, st.last, leftBehind)
-	if r.opt.Full || st.last == "" {
-		// the mode is full whatever waits for retry (differ.ChooseMode)
-		st.pendingLater = true
-		return st, nil
-	}
-	st.pending, st.revisit, err = r.pendingRetries(ctx, st)
-	return st, err
+	st.leftBehind = ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released() && !live)
+	st.unclean = differ.Unclean(st.prev, st.last, st.leftBehind)
+	return st
 }
 
 // syncState is the registry's state as read beside the head.

@@ -1,0 +1,206 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// A run's record replaces the last one's: what a run did not get far
+// enough to learn — what waits for retry, whether the registry is clean —
+// it carries from the last run, or the next run would trust a record that
+// says less than the one it replaced.
+
+// partialWithRetry leaves 가 failed once: queue:가 retryCount 1,
+// lastRun.pending [가].
+func partialWithRetry(t *testing.T, r *rig, opt syncer.Options) {
+	t.Helper()
+	r.seed()
+	r.run(opt)
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("boom")})
+	r.run(opt)
+	r.store.FailKeys(nil)
+	if p := r.lastRun().Pending; !slices.Equal(p, []string{"가"}) || r.queueEntries()["가"].RetryCount != 1 {
+		t.Fatalf("setup: pending %v, queue:가 %+v; want [가], retryCount 1", p, r.queueEntries()["가"])
+	}
+}
+
+// wantRetried runs once more and checks that 가's failed write was retried.
+func wantRetried(t *testing.T, r *rig, opt syncer.Options) {
+	t.Helper()
+	res, err := r.run(opt)
+	if got := r.policies()["가"].Title; got != "가 개정" {
+		t.Errorf("after a %s run (%v, mode %q) 가 = %q, want %q: the failed write waiting for retry (queue:가, retryCount %d) was forgotten",
+			res.Summary.Status, err, res.Summary.Mode, got, "가 개정", r.queueEntries()["가"].RetryCount)
+	}
+}
+
+// A run that cannot read the branch head never reads what waits for retry:
+// it owes what the last run owed, not nothing.
+func TestCarry_HeadUnreadable_RetryStillOwed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	partialWithRetry(t, r, syncer.Options{})
+	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
+	if _, err := r.run(syncer.Options{}); err == nil {
+		t.Fatal("run with the head unreadable succeeded")
+	}
+	r.gh.ClearFaults()
+	if p := r.lastRun().Pending; !slices.Equal(p, []string{"가"}) {
+		t.Errorf("pending %q after a run that never read it, want the last run's [가]", p)
+	}
+	wantRetried(t, r, syncer.Options{})
+}
+
+// A run that cannot read the registry's state knows neither what waits nor
+// whether the registry is clean: its record says "unknown" (pending nil)
+// and dirty, and the next run lists the queue and plans from the tree.
+func TestCarry_StateUnreadable_RetryStillOwed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	partialWithRetry(t, r, syncer.Options{})
+	r.store.FailGet(errors.New("kv: 500"))
+	if _, err := r.run(syncer.Options{}); err == nil {
+		t.Fatal("run with the state unreadable succeeded")
+	}
+	r.store.FailGet(nil)
+	if lr := r.lastRun(); lr.Pending != nil || !lr.Dirty {
+		t.Errorf("pending %#v, dirty %v after a run that read no state; want nil (unknown), dirty", lr.Pending, lr.Dirty)
+	}
+	wantRetried(t, r, syncer.Options{})
+}
+
+// A retry the daily write budget leaves waiting is owed again, as one a
+// deadline leaves (TestDeadline_StoppedRun_RetryLeftWaiting_KeepsItsCount).
+func TestCarry_BudgetLeavesRetryWaiting_StillOwed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.billed()
+	hook := leased
+	hook.Trigger = syncer.TriggerWebhook // no reconcile to plan it anyway
+	partialWithRetry(t, r, hook)
+	// the smallest budget a run takes: its fixed writes, and not the retry
+	for b := int64(1); ; b++ {
+		if b == 200 {
+			t.Fatal("no budget under 200 let the run start")
+		}
+		r.clock.Advance(24 * time.Hour) // a day of its own
+		o := withBudget(b)
+		o.Trigger = syncer.TriggerWebhook
+		res, err := r.run(o)
+		if errors.Is(err, syncer.ErrBudget) {
+			continue
+		}
+		if res.Summary.Waiting == 0 {
+			t.Fatalf("budget %d: %v, nothing left waiting; want the retry left for another day", b, err)
+		}
+		break
+	}
+	if p := r.lastRun().Pending; !slices.Contains(p, "가") {
+		t.Errorf("pending %q after the budget left 가's retry waiting, want it named", p)
+	}
+	wantRetried(t, r, hook)
+}
+
+// stoppedRepair has a full run find drift (every policy deleted by hand),
+// repair half of it and stop for its deadline: the next run must be full.
+func stoppedRepair(t *testing.T, r *rig) {
+	t.Helper()
+	seedMany(r, 12)
+	r.mustRun()
+	var keys []string
+	for i := range 12 {
+		keys = append(keys, fmt.Sprintf("policy:%02d", i))
+	}
+	if err := r.store.Delete(context.Background(), keys); err != nil {
+		t.Fatal(err)
+	}
+	src := r.s.Source
+	r.s.Source = slowReads{src}
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	res, _ := r.s.Run(ctx, syncer.Options{Full: true, StopBefore: 50 * time.Millisecond})
+	cancel()
+	r.s.Source = src
+	r.clock.Advance(time.Hour)
+	if !res.Summary.StoppedEarly || len(r.policies()) == 12 {
+		t.Fatalf("setup: stopped early %v, %d policies; want a repair cut by the deadline", res.Summary.StoppedEarly, len(r.policies()))
+	}
+}
+
+// wantFullRepair runs once more and checks that it planned from the tree.
+func wantFullRepair(t *testing.T, r *rig) {
+	t.Helper()
+	res, err := r.run(syncer.Options{})
+	if n := len(r.policies()); n != 12 || res.Summary.Mode != differ.ModeFull {
+		t.Errorf("next run: %v, %s, mode %q; the registry holds %d of the head's 12", err, res.Summary.Status, res.Summary.Mode, n)
+	}
+}
+
+// A run that fails before it plans, after one its deadline stopped, leaves
+// the registry as unclean as it found it: the run after it is full.
+func TestCarry_StoppedRepairThenHeadUnreadable_NextRunFull(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	stoppedRepair(t, r)
+	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
+	r.run(syncer.Options{})
+	r.gh.ClearFaults()
+	if !r.lastRun().Dirty {
+		t.Error("the failed run after a stopped repair is not dirty")
+	}
+	wantFullRepair(t, r)
+}
+
+// So does a run refused before it plans (an operator's pinned head that
+// moved on).
+func TestCarry_StoppedRepairThenRefused_NextRunFull(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	stoppedRepair(t, r)
+	if _, err := r.run(syncer.Options{ExpectHead: "0123456789012345678901234567890123456789"}); !errors.Is(err, syncer.ErrHeadMoved) {
+		t.Fatalf("run pinned to another head: %v, want ErrHeadMoved", err)
+	}
+	wantFullRepair(t, r)
+}
+
+// A failed write's count survives a failed run and then a run its deadline
+// stops: neither loses it from what is owed, so its next failure counts on.
+func TestCarry_OutageThenStoppedRun_RetryKeepsItsCount(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	r.mustRun()
+	r.repo.Write("규정/10.md", "# 규정 10 개정\n")
+	r.repo.Commit("edit 10")
+	r.store.FailKeys(map[string]error{"policy:10": errors.New("boom")})
+	r.run(syncer.Options{})
+	r.store.FailKeys(nil)
+	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
+	r.run(syncer.Options{})
+	r.gh.ClearFaults()
+	for i := range 10 {
+		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d 개정\n", i))
+	}
+	r.repo.Commit("edit 0-9")
+	src := r.s.Source
+	r.s.Source = slowReads{src}
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	r.s.Run(ctx, syncer.Options{StopBefore: 50 * time.Millisecond})
+	cancel()
+	r.clock.Advance(time.Hour)
+	r.s.Source = src
+	r.store.FailKeys(map[string]error{"policy:10": errors.New("boom")})
+	r.run(syncer.Options{})
+	if got := r.queueEntries()["10"].RetryCount; got != 2 {
+		t.Errorf("queue:10 retryCount %d after its second failure, want 2", got)
+	}
+}
