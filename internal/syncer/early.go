@@ -120,7 +120,7 @@ func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, leas
 		pf.DownloadWhenListed(st.head)
 	}
 	if err != nil {
-		st, _ = ahead.takePending(st, nil) // the record says what waits, as far as it was read
+		st, _ = ahead.takePending(ctx, st, nil) // the record says what waits, as far as it was read
 	}
 	return st, l, ahead, err
 }
@@ -147,14 +147,21 @@ func (r *run) readPendingEarly(ctx context.Context, st state) *pendingRead {
 }
 
 // takePending waits for the writes waiting for retry when they are read
-// ahead, and puts them in st; the error is the read's, else err.
-func (a *readAhead) takePending(st state, err error) (state, error) {
+// ahead, and puts them in st; the error is the read's, else err. A run
+// whose ctx ends meanwhile (its lease lost) waits no longer: the error is
+// then why it ended.
+func (a *readAhead) takePending(ctx context.Context, st state, err error) (state, error) {
 	if a == nil || a.pending == nil {
 		return st, err
 	}
 	p := a.pending
 	a.pending = nil
-	<-p.done
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.drop()
+		return st, context.Cause(ctx)
+	}
 	p.cancel()
 	if p.err != nil {
 		return st, p.err

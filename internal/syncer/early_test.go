@@ -600,3 +600,42 @@ func (r *rig) wantArchiveRead() {
 		r.t.Errorf("requests %v, want one archive link and one download", c)
 	}
 }
+
+// queueHangs is a Store whose queue listing ends only with its context (a
+// listing of many pages), calling began first.
+type queueHangs struct {
+	registry.Store
+	began func()
+}
+
+func (q *queueHangs) List(ctx context.Context, prefix string) ([]registry.Item, error) {
+	if prefix == registry.QueuePrefix {
+		q.began()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return q.Store.List(ctx, prefix)
+}
+
+// A run that loses its lease while the writes waiting for retry are read
+// beside its listings stops at once, saying so: it does not wait for that
+// read to end.
+func TestLease_LostWhileThePendingAreRead_RunStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	seedMany(r, 12)
+	r.s.Registry = registry.New(&queueHangs{Store: r.store, began: func() {
+		r.store.FailKeys(map[string]error{registry.LeaseKey: errors.New("refused")}) // no renewal lands
+		r.clock.Advance(time.Hour)
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := r.s.Run(ctx, syncer.Options{LeaseTTL: 60 * time.Millisecond})
+	if took := time.Since(start); !errors.Is(err, syncer.ErrLeaseLost) || took > time.Second {
+		t.Errorf("run ended after %v with %v; want ErrLeaseLost at once", took, err)
+	}
+	if got := r.policies(); len(got) != 0 {
+		t.Errorf("policies written after the lease was lost: %v", got)
+	}
+}

@@ -41,11 +41,11 @@ var errRangeUnknown = errors.New("names touched since the synced commit unknown"
 func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ahead *readAhead) (state, readForPlan, error) {
 	if !r.Registry.EventuallyConsistent() || st.last == "" {
 		in, err := r.read(ctx, st, mode, reason, false, ahead)
-		st, err = ahead.takePending(st, err) // read beside the listings (early.go)
+		st, err = ahead.takePending(ctx, st, err) // read beside the listings (early.go)
 		return st, in, err
 	}
 	in, err := r.read(ctx, st, mode, reason, true, ahead)
-	if st, err = ahead.takePending(st, err); !errors.Is(err, errRangeUnknown) {
+	if st, err = ahead.takePending(ctx, st, err); !errors.Is(err, errRangeUnknown) {
 		return st, in, err
 	}
 	r.log.Info("waiting out the consistency window", logkey.Reason, err.Error(), logkey.Wait, r.opt.ConsistencyWindow)
