@@ -309,6 +309,7 @@ func TestUnclean_AndChooseModeAfterIt(t *testing.T) {
 		{"last commit lost", ok, "c1", false, true},
 		{"partial, last commit lost", &policy.RunSummary{Status: policy.RunPartial, CommitSHA: "c2"}, "c1", false, true},
 		{"waiting for the budget", &policy.RunSummary{Status: policy.RunPartial, CommitSHA: "c2", Waiting: 3}, "c1", false, false},
+		{"a full run waiting for the budget", &policy.RunSummary{Status: policy.RunPartial, Mode: differ.ModeFull, CommitSHA: "c2", Waiting: 3}, "c1", false, true},
 		{"stopped before its deadline", &policy.RunSummary{Status: policy.RunPartial, CommitSHA: "c2", Waiting: 3, StoppedEarly: true}, "c1", false, true},
 		{"a dry run records nothing", &policy.RunSummary{Status: policy.RunSuccess, CommitSHA: "c2", DryRun: true}, "c1", false, false},
 		{"first run", nil, "", false, false},

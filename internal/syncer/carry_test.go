@@ -204,3 +204,42 @@ func TestCarry_OutageThenStoppedRun_RetryKeepsItsCount(t *testing.T) {
 		t.Errorf("queue:10 retryCount %d after its second failure, want 2", got)
 	}
 }
+
+// A full run that found drift and left its repair for the write budget
+// (another day) leaves the next run full, as one its deadline stopped: a
+// compare from the unchanged lastCommit does not name that drift, and the
+// next run would otherwise find nothing to do and report success.
+func TestCarry_BudgetLeavesRepairWaiting_NextRunFull(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.billed()
+	seedMany(r, 12)
+	if _, err := r.run(leased); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 12 {
+		keys = append(keys, fmt.Sprintf("policy:%02d", i))
+	}
+	if err := r.store.Delete(context.Background(), keys); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(9 * time.Hour) // a new budget day
+	for b := int64(1); ; b++ {
+		if b == 400 {
+			t.Fatal("no budget under 400 let the full run start")
+		}
+		o := withBudget(b)
+		o.Full = true
+		res, err := r.s.Run(context.Background(), o)
+		if errors.Is(err, syncer.ErrBudget) {
+			continue
+		}
+		if res.Summary.Waiting == 0 || len(r.policies()) == 12 {
+			t.Fatalf("budget %d: %v, waiting %d, %d policies; want the repair left waiting", b, err, res.Summary.Waiting, len(r.policies()))
+		}
+		break
+	}
+	r.clock.Advance(time.Hour)
+	wantFullRepair(t, r)
+}

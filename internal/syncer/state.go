@@ -143,18 +143,19 @@ func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.Q
 }
 
 // pendingKnown says whether the last run's record names every write the
-// sync owes (prev.Pending): a clean run's does, and so does one its
-// deadline stopped — it recorded itself whole: its failures, and every
-// name it was to revisit, since it may have left any of them waiting
-// (owed) — unless it also left its lease or failed after writing. Then
-// the queue is not listed: after a first sync cut in many runs it holds an
-// entry per policy announced, a listing of one request per 1,000.
+// sync owes (prev.Pending): a clean run's does, and so does one that left
+// writes waiting, for its deadline or the write budget — it recorded
+// itself whole: its failures, and every name it was to revisit, since it
+// may have left any of them waiting (owed) — unless it also left its lease
+// or was dirty. Then the queue is not listed: after a first sync cut in
+// many runs it holds an entry per policy announced, a listing of one
+// request per 1,000.
 func pendingKnown(st state) bool {
 	prev := st.prev
 	if prev == nil || prev.Pending == nil {
 		return false
 	}
-	return st.unclean == "" || (prev.StoppedEarly && !prev.Dirty && !st.leftBehind)
+	return st.unclean == "" || (prev.Waiting > 0 && !prev.Dirty && !st.leftBehind)
 }
 
 // listPending finds the pending retries by listing the queue.
