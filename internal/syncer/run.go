@@ -48,7 +48,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	}
 	mode, reason := r.chooseMode(rep.state)
 	if mode == differ.ModeUnchanged {
-		rep.mode = mode
+		err = unchanged(&rep)
 		return
 	}
 	r.phases.enter("plan")
@@ -144,6 +144,20 @@ func (r *run) chooseMode(st state) (mode, reason string) {
 		r.log.Info("head unchanged", logkey.Commit, st.head)
 	}
 	return mode, reason
+}
+
+// unchanged ends a run on an unchanged head. When another run holds the
+// lease, the run is refused instead: what it read may be from before that
+// run's writes (a stale read), so it cannot say the registry is as it was,
+// and its record must not replace the one that run will leave (an unclean
+// run's, say). It records its history only, as a run the lease refuses.
+func unchanged(rep *report) error {
+	rep.mode = differ.ModeUnchanged
+	if !rep.state.live {
+		return nil
+	}
+	rep.lease.refused = true
+	return &registry.LeaseHeldError{Held: *rep.state.lease}
 }
 
 // guard is the mass-delete guard step (differ.GuardWithin): the delete

@@ -265,3 +265,64 @@ func TestStaleReads_StronglyConsistentStore_NoExtraRequests(t *testing.T) {
 		t.Errorf("waited %v on a strongly consistent store", r.waits)
 	}
 }
+
+// clockedReads is a Source whose content reads take a while on the rig's
+// clock (a long run), and then read only the first half of the files, as
+// slowReads: a run its deadline stops.
+type clockedReads struct {
+	syncer.Source
+	clock *registrytest.Clock
+	took  time.Duration
+}
+
+func (s clockedReads) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
+	s.clock.Advance(s.took)
+	return slowReads{s.Source}.Titles(ctx, commit, files, maxSize)
+}
+
+// A run seconds after a long one that stopped for its deadline may read
+// that run's lease from while it held it (a minute old) and the lastRun
+// from before it. Its head unchanged, it must not take itself for an
+// unchanged run and record over the stopped run's record: the drift that
+// run found and left would be forgotten, and every later run would report
+// success. It defers to the lease, as a run that plans does (history
+// only), and the next run, once the window has passed, repairs.
+func TestStaleReads_UnchangedHeadSecondsAfterALongStoppedRun_DefersToItsLease(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	for i := range 12 {
+		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	head := r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 12 {
+		keys = append(keys, fmt.Sprintf("policy:%02d", i))
+	}
+	if errs := r.lag.Delete(context.Background(), keys); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	r.clock.Advance(2 * time.Minute)
+	src := r.s.Source
+	r.s.Source = clockedReads{Source: src, clock: r.clock, took: 90 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	opt := r.opt
+	opt.Full, opt.StopBefore = true, 50*time.Millisecond
+	res, _ := r.s.Run(ctx, opt)
+	cancel()
+	r.s.Source = src
+	if !res.Summary.StoppedEarly {
+		t.Fatalf("setup: the repair was not stopped by its deadline: %+v", res.Summary)
+	}
+	r.clock.Advance(5 * time.Second)
+	res, err := r.run(2 * time.Minute)
+	if res.Summary.Status == policy.RunSuccess {
+		t.Errorf("the run 5 s after the stopped repair: %v, success (mode %s) with a stale view", err, res.Summary.Mode)
+	}
+	res, err = r.run(time.Hour)
+	if diff := r.headMismatch(head); diff != "" {
+		t.Errorf("the run after the window: %v, %s (mode %s); %s", err, res.Summary.Status, res.Summary.Mode, diff)
+	}
+}

@@ -22,6 +22,7 @@ type state struct {
 	// no queue entry records (differ.Unclean); "" after a clean run.
 	unclean    string
 	leftBehind bool // the last run left its lease behind (differ.Unclean)
+	live       bool // another run holds the lease now (as far as the read is fresh)
 	// pending are the failed writes of earlier runs that the sync still
 	// owes; revisit the names the plan must look at again, those among
 	// them (see pendingRetries).
@@ -97,8 +98,8 @@ func (r *run) stateOf(st state, ss registry.SyncState) state {
 	}
 	// A lease another run holds now is not left behind: that run is alive,
 	// and this one will be refused when it tries to take it.
-	live := st.lease != nil && st.lease.Holds(r.start) && st.lease.Owner != r.owner()
-	st.leftBehind = ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released() && !live)
+	st.live = st.lease != nil && st.lease.Holds(r.start) && st.lease.Owner != r.owner()
+	st.leftBehind = ss.LeaseErr != nil || (st.lease != nil && !st.lease.Released() && !st.live)
 	st.unclean = differ.Unclean(st.prev, st.last, st.leftBehind)
 	return st
 }
