@@ -35,9 +35,10 @@ var errRangeUnknown = errors.New("names touched since the synced commit unknown"
 // the lastCommit read touched. readSettled learns them (in.touched: the
 // plan writes them from the head whatever the registry said); when it
 // cannot, it waits out the consistency window, under the lease, and reads
-// the state again, when every earlier write is visible. A strongly
-// consistent registry (bolt, memory) reads once, with no extra request; so
-// does a first sync (nothing synced before).
+// the state again, when every earlier write is visible; a run that state
+// shows unclean makes this one full. A strongly consistent registry (bolt,
+// memory) reads once, with no extra request; so does a first sync (nothing
+// synced before).
 func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ahead *readAhead) (state, readForPlan, error) {
 	if !r.Registry.EventuallyConsistent() || st.last == "" {
 		in, err := r.read(ctx, st, mode, reason, false, ahead)
@@ -58,6 +59,10 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ah
 	}
 	if st, err = r.refreshState(ctx, st); err != nil {
 		return st, in, err
+	}
+	if st.unclean != "" {
+		// the stale read hid an unclean run: a compare cannot name what it left
+		mode, reason = differ.ModeFull, st.unclean
 	}
 	in, err = r.read(ctx, st, mode, reason, false, ahead)
 	return st, in, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
@@ -324,5 +325,51 @@ func TestStaleReads_UnchangedHeadSecondsAfterALongStoppedRun_DefersToItsLease(t 
 	res, err = r.run(time.Hour)
 	if diff := r.headMismatch(head); diff != "" {
 		t.Errorf("the run after the window: %v, %s (mode %s); %s", err, res.Summary.Status, res.Summary.Mode, diff)
+	}
+}
+
+// A run that waits out the consistency window reads the state again, and
+// plans as that state asks: when it shows the last run unclean (a repair
+// its deadline stopped, which the first read, a minute stale, did not
+// show), the run is full, not the incremental run its stale read chose —
+// a compare does not name the drift that repair left.
+func TestStaleReads_StateReadAgainShowsAnUncleanRun_RunIsFull(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	r.opt.ConsistencyWindow = 61 * time.Second
+	for i := range 12 {
+		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 12 {
+		keys = append(keys, fmt.Sprintf("policy:%02d", i))
+	}
+	if errs := r.lag.Delete(context.Background(), keys); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	r.clock.Advance(2 * time.Minute)
+	src := r.s.Source
+	r.s.Source = slowReads{src}
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	opt := r.opt
+	opt.Full, opt.StopBefore = true, 50*time.Millisecond
+	res, _ := r.s.Run(ctx, opt)
+	cancel()
+	r.s.Source = src
+	if !res.Summary.StoppedEarly {
+		t.Fatalf("setup: the repair was not stopped by its deadline: %+v", res.Summary)
+	}
+	r.clock.Advance(5 * time.Second)
+	head := r.repo.EmptyCommits(101, "empty") // over the cap: the run waits out the window
+	res, err := r.run(time.Hour)
+	if diff := r.headMismatch(head); diff != "" && err == nil && res.Summary.Status == policy.RunSuccess {
+		t.Errorf("the run after the window: success (mode %s) while %s", res.Summary.Mode, diff)
+	}
+	if res.Summary.Mode != differ.ModeFull || len(r.waits) != 1 {
+		t.Errorf("mode %s after waits %v, want full after one wait of the window", res.Summary.Mode, r.waits)
 	}
 }
