@@ -48,7 +48,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	}
 	mode, reason := r.chooseMode(rep.state)
 	if mode == differ.ModeUnchanged {
-		err = unchanged(&rep)
+		err = r.unchanged(&rep)
 		return
 	}
 	r.phases.enter("plan")
@@ -147,13 +147,14 @@ func (r *run) chooseMode(st state) (mode, reason string) {
 }
 
 // unchanged ends a run on an unchanged head. When another run holds the
-// lease, the run is refused instead: what it read may be from before that
-// run's writes (a stale read), so it cannot say the registry is as it was,
-// and its record must not replace the one that run will leave (an unclean
-// run's, say). It records its history only, as a run the lease refuses.
-func unchanged(rep *report) error {
+// lease, a run that would take one is refused instead: what it read may be
+// from before that run's writes (a stale read), so it cannot say the
+// registry is as it was, and its record must not replace the one that run
+// will leave (an unclean run's, say). It records its history only, as a
+// run the lease refuses. A dry run records nothing and takes no lease.
+func (r *run) unchanged(rep *report) error {
 	rep.mode = differ.ModeUnchanged
-	if !rep.state.live {
+	if !rep.state.live || r.opt.DryRun || r.opt.LeaseTTL <= 0 {
 		return nil
 	}
 	rep.lease.refused = true

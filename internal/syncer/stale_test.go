@@ -2,6 +2,7 @@ package syncer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -371,5 +372,27 @@ func TestStaleReads_StateReadAgainShowsAnUncleanRun_RunIsFull(t *testing.T) {
 	}
 	if res.Summary.Mode != differ.ModeFull || len(r.waits) != 1 {
 		t.Errorf("mode %s after waits %v, want full after one wait of the window", res.Summary.Mode, r.waits)
+	}
+}
+
+// A dry run on an unchanged head under another run's lease shows that
+// nothing is to do, as a dry run that plans does: it takes no lease and
+// records nothing, so it has no record to keep from replacing another's.
+func TestUnchangedHead_AnotherRunsLease_DryRunNotRefused(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	if _, err := r.reg.TakeLease(context.Background(), nil, "other-run", r.clock.Now(), 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	dry := leased
+	dry.DryRun = true
+	res, err := r.run(dry)
+	if err != nil || res.Summary.Mode != differ.ModeUnchanged {
+		t.Errorf("dry run: %v, mode %s; want nothing to do, no refusal", err, res.Summary.Mode)
+	}
+	if _, err := r.run(leased); !errors.Is(err, registry.ErrLeaseHeld) {
+		t.Errorf("the same run, not dry: %v, want ErrLeaseHeld", err)
 	}
 }
