@@ -124,13 +124,7 @@ func stoppedRepair(t *testing.T, r *rig) {
 	if err := r.store.Delete(context.Background(), keys); err != nil {
 		t.Fatal(err)
 	}
-	src := r.s.Source
-	r.s.Source = slowReads{src}
-	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
-	res, _ := r.s.Run(ctx, syncer.Options{Full: true, StopBefore: 50 * time.Millisecond})
-	cancel()
-	r.s.Source = src
-	r.clock.Advance(time.Hour)
+	res, _ := r.runStopped(syncer.Options{Full: true})
 	if !res.Summary.StoppedEarly || len(r.policies()) == 12 {
 		t.Fatalf("setup: stopped early %v, %d policies; want a repair cut by the deadline", res.Summary.StoppedEarly, len(r.policies()))
 	}
@@ -191,13 +185,7 @@ func TestCarry_OutageThenStoppedRun_RetryKeepsItsCount(t *testing.T) {
 		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d 개정\n", i))
 	}
 	r.repo.Commit("edit 0-9")
-	src := r.s.Source
-	r.s.Source = slowReads{src}
-	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
-	r.s.Run(ctx, syncer.Options{StopBefore: 50 * time.Millisecond})
-	cancel()
-	r.clock.Advance(time.Hour)
-	r.s.Source = src
+	r.runStopped(syncer.Options{})
 	r.store.FailKeys(map[string]error{"policy:10": errors.New("boom")})
 	r.run(syncer.Options{})
 	if got := r.queueEntries()["10"].RetryCount; got != 2 {

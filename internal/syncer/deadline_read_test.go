@@ -32,6 +32,21 @@ func (s slowReads) Titles(ctx context.Context, commit string, files []policy.Fil
 	return got, failed, ctx.Err()
 }
 
+// runStopped runs once with slowReads' reads and a deadline they outlast,
+// so that the run stops for it, and moves the clock on an hour.
+func (r *rig) runStopped(opt syncer.Options) (syncer.Result, error) {
+	r.t.Helper()
+	src := r.s.Source
+	r.s.Source = slowReads{src}
+	defer func() { r.s.Source = src }()
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	defer cancel()
+	opt.StopBefore = 50 * time.Millisecond
+	res, err := r.s.Run(ctx, opt)
+	r.clock.Advance(time.Hour)
+	return res, err
+}
+
 // A run whose reads alone would outlast its deadline stops reading at its
 // cutoff, writes what it read, and ends partial naming the rest (not
 // failures); the next run reads and writes only the rest, without listing
@@ -276,13 +291,7 @@ func TestDeadline_StoppedRun_RetryLeftWaiting_KeepsItsCount(t *testing.T) {
 	r.store.FailKeys(map[string]error{"policy:10": errors.New("boom"), "policy:11": errors.New("bang")})
 	r.run(syncer.Options{})
 	r.store.FailKeys(nil)
-	src := r.s.Source
-	r.s.Source = slowReads{src}
-	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
-	r.s.Run(ctx, syncer.Options{StopBefore: 50 * time.Millisecond})
-	cancel()
-	r.clock.Advance(time.Hour)
-	r.s.Source = src
+	r.runStopped(syncer.Options{})
 	r.store.FailKeys(map[string]error{"policy:11": errors.New("bang")})
 	r.run(syncer.Options{})
 	if got := r.queueEntries()["11"].RetryCount; got != 2 {

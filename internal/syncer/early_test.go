@@ -190,6 +190,13 @@ func TestLease_TreeFailsBesideTheLease_RunFailed_NothingWritten(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "tree") {
 		t.Fatalf("run: %v, want the tree's error", err)
 	}
+	assertFailedFirstSync(t, r)
+}
+
+// assertFailedFirstSync checks that a first sync that failed wrote nothing
+// but the lease and its record: no policy, no queue entry, no lastCommit.
+func assertFailedFirstSync(t *testing.T, r *rig) {
+	t.Helper()
 	if got := r.policies(); len(got) != 0 {
 		t.Errorf("policies written: %v", got)
 	}
@@ -326,16 +333,7 @@ func TestRead_FirstSync_QueueListingFails_RunFailed_NothingWritten(t *testing.T)
 	if err == nil || !strings.Contains(err.Error(), "queue listing down") {
 		t.Fatalf("run: %v, want the queue listing's error", err)
 	}
-	if got := r.policies(); len(got) != 0 {
-		t.Errorf("policies written: %v", got)
-	}
-	assertNoQueue(t, r)
-	if lc := r.lastCommit(); lc != "" {
-		t.Errorf("lastCommit %q, want none", lc)
-	}
-	if st := r.lastRun().Status; st != policy.RunFailed {
-		t.Errorf("status %q, want %q", st, policy.RunFailed)
-	}
+	assertFailedFirstSync(t, r)
 }
 
 // A full run lists the policies and the dead letters at once.

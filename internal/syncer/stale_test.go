@@ -282,16 +282,11 @@ func (s clockedReads) Titles(ctx context.Context, commit string, files []policy.
 	return slowReads{s.Source}.Titles(ctx, commit, files, maxSize)
 }
 
-// A run seconds after a long one that stopped for its deadline may read
-// that run's lease from while it held it (a minute old) and the lastRun
-// from before it. Its head unchanged, it must not take itself for an
-// unchanged run and record over the stopped run's record: the drift that
-// run found and left would be forgotten, and every later run would report
-// success. It defers to the lease, as a run that plans does (history
-// only), and the next run, once the window has passed, repairs.
-func TestStaleReads_UnchangedHeadSecondsAfterALongStoppedRun_DefersToItsLease(t *testing.T) {
-	t.Parallel()
-	r := newStaleRig(t)
+// stoppedStaleRepair syncs 12 policies, deletes them all by hand, and has
+// a full run repair them until its deadline stops it, its reads taking
+// took on the rig's clock; it returns the head.
+func stoppedStaleRepair(t *testing.T, r *staleRig, took time.Duration) string {
+	t.Helper()
 	for i := range 12 {
 		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
 	}
@@ -308,7 +303,7 @@ func TestStaleReads_UnchangedHeadSecondsAfterALongStoppedRun_DefersToItsLease(t 
 	}
 	r.clock.Advance(2 * time.Minute)
 	src := r.s.Source
-	r.s.Source = clockedReads{Source: src, clock: r.clock, took: 90 * time.Second}
+	r.s.Source = clockedReads{Source: src, clock: r.clock, took: took}
 	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
 	opt := r.opt
 	opt.Full, opt.StopBefore = true, 50*time.Millisecond
@@ -318,6 +313,20 @@ func TestStaleReads_UnchangedHeadSecondsAfterALongStoppedRun_DefersToItsLease(t 
 	if !res.Summary.StoppedEarly {
 		t.Fatalf("setup: the repair was not stopped by its deadline: %+v", res.Summary)
 	}
+	return head
+}
+
+// A run seconds after a long one that stopped for its deadline may read
+// that run's lease from while it held it (a minute old) and the lastRun
+// from before it. Its head unchanged, it must not take itself for an
+// unchanged run and record over the stopped run's record: the drift that
+// run found and left would be forgotten, and every later run would report
+// success. It defers to the lease, as a run that plans does (history
+// only), and the next run, once the window has passed, repairs.
+func TestStaleReads_UnchangedHeadSecondsAfterALongStoppedRun_DefersToItsLease(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	head := stoppedStaleRepair(t, r, 90*time.Second)
 	r.clock.Advance(5 * time.Second)
 	res, err := r.run(2 * time.Minute)
 	if res.Summary.Status == policy.RunSuccess {
@@ -338,32 +347,7 @@ func TestStaleReads_StateReadAgainShowsAnUncleanRun_RunIsFull(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
 	r.opt.ConsistencyWindow = 61 * time.Second
-	for i := range 12 {
-		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
-	}
-	r.repo.Commit("seed")
-	if _, err := r.run(2 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for i := range 12 {
-		keys = append(keys, fmt.Sprintf("policy:%02d", i))
-	}
-	if errs := r.lag.Delete(context.Background(), keys); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	r.clock.Advance(2 * time.Minute)
-	src := r.s.Source
-	r.s.Source = slowReads{src}
-	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
-	opt := r.opt
-	opt.Full, opt.StopBefore = true, 50*time.Millisecond
-	res, _ := r.s.Run(ctx, opt)
-	cancel()
-	r.s.Source = src
-	if !res.Summary.StoppedEarly {
-		t.Fatalf("setup: the repair was not stopped by its deadline: %+v", res.Summary)
-	}
+	stoppedStaleRepair(t, r, 0)
 	r.clock.Advance(5 * time.Second)
 	head := r.repo.EmptyCommits(101, "empty") // over the cap: the run waits out the window
 	res, err := r.run(time.Hour)
