@@ -3,6 +3,7 @@ package testmain_test
 import (
 	"cmp"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -199,5 +200,39 @@ func TestEveryTestPackage_UsesMain(t *testing.T) {
 			rel, _ := filepath.Rel(root, dir)
 			t.Errorf("%s: no `func TestMain(m *testing.M) { testmain.Run(m) }`", rel)
 		}
+	}
+}
+
+func TestHelper_SaysParallel(t *testing.T) {
+	if os.Getenv(helper) == "" {
+		t.Skip("runs as a child of the tests below")
+	}
+	fmt.Printf("parallel=%s\n", flag.Lookup("test.parallel").Value)
+}
+
+// parallelOf is the parallelism a child run said it had.
+func parallelOf(t *testing.T, out string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "parallel=")
+	n, _, _ := strings.Cut(rest, "\n")
+	if !ok || n == "" {
+		t.Fatalf("the child said no parallelism:\n%s", out)
+	}
+	return n
+}
+
+// Parallel tests run twice as many at once as there are processors, unless
+// -parallel says otherwise.
+func TestRun_ParallelTwicePerProcessor_UnlessGiven(t *testing.T) {
+	t.Parallel()
+	out, code, _ := child(t, "TestHelper_SaysParallel", "GOMAXPROCS=3")
+	if got := parallelOf(t, out); code != 0 || got != "6" {
+		t.Errorf("exit %d, parallel %s with 3 processors, want 6\n%s", code, got, out)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelper_SaysParallel$", "-test.count=1", "-test.parallel=1")
+	cmd.Env = environ([]string{helper + "=1"})
+	b, err := cmd.CombinedOutput()
+	if got := parallelOf(t, string(b)); err != nil || got != "1" {
+		t.Errorf("%v, parallel %s with -parallel 1 given, want 1\n%s", err, got, b)
 	}
 }
