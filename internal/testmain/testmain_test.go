@@ -88,12 +88,18 @@ func TestHelper_SaysTempDir(t *testing.T) {
 // tempDirOf is the temporary folder a child run said it had.
 func tempDirOf(t *testing.T, out string) string {
 	t.Helper()
-	_, rest, ok := strings.Cut(out, "tmp=")
-	dir, _, _ := strings.Cut(rest, "\n")
-	if !ok || dir == "" {
-		t.Fatalf("the child said no temporary folder:\n%s", out)
+	return said(t, out, "tmp")
+}
+
+// said is what a child run printed as key=value.
+func said(t *testing.T, out, key string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, key+"=")
+	v, _, _ := strings.Cut(rest, "\n")
+	if !ok || v == "" {
+		t.Fatalf("the child said no %s:\n%s", key, out)
 	}
-	return dir
+	return v
 }
 
 func TestRun_TempFoldersInMemory_RemovedAtTheEnd(t *testing.T) {
@@ -210,29 +216,18 @@ func TestHelper_SaysParallel(t *testing.T) {
 	fmt.Printf("parallel=%s\n", flag.Lookup("test.parallel").Value)
 }
 
-// parallelOf is the parallelism a child run said it had.
-func parallelOf(t *testing.T, out string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(out, "parallel=")
-	n, _, _ := strings.Cut(rest, "\n")
-	if !ok || n == "" {
-		t.Fatalf("the child said no parallelism:\n%s", out)
-	}
-	return n
-}
-
 // Parallel tests run twice as many at once as there are processors, unless
 // -parallel says otherwise.
 func TestRun_ParallelTwicePerProcessor_UnlessGiven(t *testing.T) {
 	t.Parallel()
 	out, code, _ := child(t, "TestHelper_SaysParallel", "GOMAXPROCS=3")
-	if got := parallelOf(t, out); code != 0 || got != "6" {
+	if got := said(t, out, "parallel"); code != 0 || got != "6" {
 		t.Errorf("exit %d, parallel %s with 3 processors, want 6\n%s", code, got, out)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelper_SaysParallel$", "-test.count=1", "-test.parallel=1")
 	cmd.Env = environ([]string{helper + "=1"})
 	b, err := cmd.CombinedOutput()
-	if got := parallelOf(t, string(b)); err != nil || got != "1" {
+	if got := said(t, string(b), "parallel"); err != nil || got != "1" {
 		t.Errorf("%v, parallel %s with -parallel 1 given, want 1\n%s", err, got, b)
 	}
 }
