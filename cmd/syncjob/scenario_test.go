@@ -410,6 +410,7 @@ func TestSync_RateLimits_FailWithoutDeleting(t *testing.T) {
 					args := st.prep(w)
 					head := w.repo.Head("main")
 					before := w.state()
+					w.gh.Settle(50 * time.Millisecond) // the first sync's archive link, asked ahead, may still be answered
 					w.gh.ResetRequests()
 					w.sleeps = nil
 					w.gh.FailNext(st.kind, -1, tc.fault)

@@ -467,3 +467,31 @@ func TestServer_TreeOverTheByteLimit_Truncated(t *testing.T) {
 		t.Errorf("one level: %d entries, truncated %v, %v", len(level.Entries), level.GetTruncated(), err)
 	}
 }
+
+// Settle waits for a request still being answered (here one that hangs
+// until its client gives up) and then for quiet.
+func TestServer_Settle_WaitsForTheRequestInFlight(t *testing.T) {
+	t.Parallel()
+	repo := githubtest.NewRepo(t)
+	repo.Write("a.md", "# a\n")
+	repo.Commit("a")
+	s := githubtest.NewServer(t, "o", "r", repo)
+	s.FailNext(githubtest.KindBranch, 1, githubtest.Hang())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := (&http.Client{Timeout: 300 * time.Millisecond}).Get(s.URL() + "repos/o/r/branches/main")
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	for len(s.Log()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	s.Settle(20 * time.Millisecond)
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("Settle returned after %v with a request in flight until its client gives up (300 ms)", took)
+	}
+	<-done
+}

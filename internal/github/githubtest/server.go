@@ -72,6 +72,10 @@ type Server struct {
 	sent   Counts // body bytes written, by endpoint kind
 	log    []Request
 	faults []*faultRule
+	// inFlight counts the requests being answered; last is when the
+	// latest began or ended (Settle)
+	inFlight int
+	last     time.Time
 }
 
 // Request is one request the server received.
@@ -136,6 +140,22 @@ func (s *Server) Log() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.log...)
+}
+
+// Settle waits until no request has been in flight for quiet, or 5 s:
+// a client that gave up on a request (a run's read ahead, dropped when the
+// run ended) may have sent it already, and the server answers it after.
+// Call it before ResetRequests when the next requests must be a later
+// run's alone.
+func (s *Server) Settle(quiet time.Duration) {
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(quiet / 10) {
+		s.mu.Lock()
+		idle := s.inFlight == 0 && time.Since(s.last) >= quiet
+		s.mu.Unlock()
+		if idle {
+			return
+		}
+	}
 }
 
 // ResetRequests forgets the counts and the log (fault rules stay).
@@ -262,11 +282,15 @@ func (s *Server) record(r *http.Request, rt route) (total int, fault *Fault, ans
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[rt.kind]++
+	s.inFlight++
+	s.last = time.Now()
 	idx := len(s.log)
 	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Kind: rt.kind, Header: r.Header.Clone()})
 	answered = func(status, bytes int) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.inFlight--
+		s.last = time.Now()
 		s.sent[rt.kind] += bytes
 		if idx < len(s.log) && s.log[idx].Kind == rt.kind {
 			s.log[idx].Status = status
