@@ -54,7 +54,7 @@ func Unclean(prev *policy.RunSummary, last string, leaseLeftBehind bool) string 
 	case prev == nil:
 		return ""
 	case prev.Dirty:
-		return "the previous run failed after it began writing, or failed or was refused after one that left the registry unclean"
+		return "the previous run failed after it began writing, or failed or was refused after one that left the registry unclean (or without reading whether one did)"
 	case prev.StoppedEarly:
 		// what waits may be drift a full run found, which no compare names
 		return "the previous run stopped before its deadline"

@@ -106,9 +106,9 @@ func (r *run) readBeforeCutoff(ctx context.Context, head string, files []policy.
 }
 
 // isContextErr says whether err is a context's end, not an error of the
-// read itself.
+// read itself: a reader may return its context's cause (errCutoff).
 func isContextErr(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, errCutoff)
 }
 
 // withoutCut is readErrs less the reads the cutoff ended (not failures:

@@ -20,8 +20,8 @@ import (
 //     its deadline, both list every key written so far, a page at a time
 //     (docs/bench.md, "A first sync across deadlines, with the walk").
 //
-// A refused or failed lease waits for both and drops them: the run writes
-// nothing and records itself as before.
+// A refused or failed lease waits for both: the run writes nothing, drops
+// the tree, and records what waits for retry as far as it was read.
 
 // Once the tree says the titles step will read more files than the
 // archive threshold, the read step asks for the archive (its link, and the
