@@ -134,7 +134,7 @@ func (s lateReads) TitlesEach(ctx context.Context, commit string, files []policy
 	}
 	if s.half && err == nil {
 		<-ctx.Done()
-		err = ctx.Err()
+		err = context.Cause(ctx) // as the GitHub source's archive read ahead does
 	}
 	return failed, err
 }
