@@ -38,9 +38,9 @@ import (
 // readAhead are the reads a run started before the step that takes them;
 // the run drops what no step took when it ends (finish).
 type readAhead struct {
-	tree    *treeRead    // a full run's head tree; nil: none
-	pending *pendingRead // the writes waiting for retry; nil: read by the state step
-	archive []func()     // stop the archive's prefetch
+	tree    *treeRead              // a full run's head tree; nil: none
+	pending *aheadRead[pendingSet] // the writes waiting for retry; nil: read by the state step
+	archive []func()               // stop the archive's prefetch
 }
 
 // drop ends the reads no step took.
@@ -125,25 +125,20 @@ func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, leas
 	return st, l, ahead, err
 }
 
-// pendingRead is the read of the writes waiting for retry, made beside
-// the lease and the registry's listings (state.pendingLater).
-type pendingRead struct {
-	done    chan struct{}
-	cancel  context.CancelFunc
+// pendingSet is what the read of the writes waiting for retry returns
+// (pendingRetries), read ahead beside the lease and the registry's
+// listings (state.pendingLater).
+type pendingSet struct {
 	pending map[string]policy.QueueEntry
 	revisit []string
-	err     error
 }
 
 // readPendingEarly starts reading the writes waiting for retry.
-func (r *run) readPendingEarly(ctx context.Context, st state) *pendingRead {
-	ctx, cancel := context.WithCancel(ctx)
-	p := &pendingRead{done: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(p.done)
-		p.pending, p.revisit, p.err = r.pendingRetries(ctx, st)
-	}()
-	return p
+func (r *run) readPendingEarly(ctx context.Context, st state) *aheadRead[pendingSet] {
+	return startRead(ctx, func(ctx context.Context) (pendingSet, error) {
+		pending, revisit, err := r.pendingRetries(ctx, st)
+		return pendingSet{pending, revisit}, err
+	})
 }
 
 // takePending waits for the writes waiting for retry when they are read
@@ -151,95 +146,91 @@ func (r *run) readPendingEarly(ctx context.Context, st state) *pendingRead {
 // whose ctx ends meanwhile (its lease lost) waits no longer: the error is
 // then why it ended.
 func (a *readAhead) takePending(ctx context.Context, st state, err error) (state, error) {
-	if a == nil || a.pending == nil {
+	if a == nil {
 		return st, err
 	}
-	p := a.pending
-	a.pending = nil
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		p.drop()
-		return st, context.Cause(ctx)
+	w, ok, perr := a.pending.take(ctx)
+	switch {
+	case !ok:
+		return st, err
+	case perr != nil:
+		return st, perr
 	}
-	p.cancel()
-	if p.err != nil {
-		return st, p.err
-	}
-	st.pending, st.revisit, st.pendingLater, st.pendingRead = p.pending, p.revisit, false, true
+	st.pending, st.revisit, st.pendingLater, st.pendingRead = w.pending, w.revisit, false, true
 	return st, err
 }
 
-// drop ends the read if it is still going.
-func (p *pendingRead) drop() {
-	if p == nil {
-		return
-	}
-	p.cancel()
-	<-p.done
-}
-
 // treeRead is a head tree being read beside the lease write.
-type treeRead struct {
-	done   chan struct{}
-	cancel context.CancelFunc
-	tree   []policy.File
-	err    error
-}
+type treeRead = aheadRead[[]policy.File]
 
 // readTreeEarly starts reading the head tree.
 func (r *run) readTreeEarly(ctx context.Context, head string) *treeRead {
+	return startRead(ctx, func(ctx context.Context) ([]policy.File, error) { return r.Source.Tree(ctx, head) })
+}
+
+// aheadRead is a read started before the step that takes it.
+type aheadRead[T any] struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	val    T
+	err    error
+}
+
+// startRead starts read, under a context of its own.
+func startRead[T any](ctx context.Context, read func(context.Context) (T, error)) *aheadRead[T] {
 	ctx, cancel := context.WithCancel(ctx)
-	t := &treeRead{done: make(chan struct{}), cancel: cancel}
+	a := &aheadRead[T]{done: make(chan struct{}), cancel: cancel}
 	go func() {
-		defer close(t.done)
-		t.tree, t.err = r.Source.Tree(ctx, head)
+		defer close(a.done)
+		a.val, a.err = read(ctx)
 	}()
-	return t
+	return a
 }
 
-// take waits for the tree and hands it over (the treeRead keeps no
-// reference: the run lets it go once planned); ok is false when t is nil
-// or was taken already.
-func (t *treeRead) take(ctx context.Context) (tree []policy.File, ok bool, err error) {
-	if t == nil || t.taken() {
-		return nil, false, nil
+// take waits for the read and hands over what it read (a keeps no
+// reference: the run lets a tree go once planned); ok is false when a is
+// nil or was taken already. When ctx ends first, its cause is the error
+// and the read is left for drop.
+func (a *aheadRead[T]) take(ctx context.Context) (v T, ok bool, err error) {
+	if a == nil || a.taken() {
+		return v, false, nil
 	}
 	select {
-	case <-t.done:
+	case <-a.done:
 	case <-ctx.Done():
-		return nil, true, context.Cause(ctx)
+		return v, true, context.Cause(ctx)
 	}
-	tree, err = t.tree, t.err
-	t.cancel()
-	t.tree, t.err, t.done = nil, nil, nil
-	return tree, true, err
+	v, err = a.val, a.err
+	a.cancel()
+	a.val, a.err, a.done = *new(T), nil, nil
+	return v, true, err
 }
 
-func (t *treeRead) taken() bool { return t.done == nil }
+func (a *aheadRead[T]) taken() bool { return a.done == nil }
 
-// ended is the tree read ahead, left to take, when its read has ended
-// without an error; nil while it goes on, and when there is none.
-func (t *treeRead) ended() []policy.File {
-	if t == nil || t.taken() {
-		return nil
+// ended is what the read ahead read, left to take, when it has ended
+// without an error; the zero value while it goes on, and when there is
+// none.
+func (a *aheadRead[T]) ended() (v T) {
+	if a == nil || a.taken() {
+		return v
 	}
 	select {
-	case <-t.done:
-		if t.err == nil {
-			return t.tree
+	case <-a.done:
+		if a.err == nil {
+			return a.val
 		}
 	default:
 	}
-	return nil
+	return v
 }
 
-// drop ends the read if it is still going and lets the tree go.
-func (t *treeRead) drop() {
-	if t == nil || t.taken() {
+// drop ends the read if it is still going and lets what it read go.
+func (a *aheadRead[T]) drop() {
+	if a == nil || a.taken() {
 		return
 	}
-	t.cancel()
-	<-t.done
-	t.tree, t.done = nil, nil
+	a.cancel()
+	<-a.done
+	a.val, a.done = *new(T), nil
 }
