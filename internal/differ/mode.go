@@ -41,8 +41,8 @@ const reconcileSlack = time.Hour
 // cleanly: it left its lease behind (killed, or its record did not land);
 // it failed after it began writing, or failed or was refused without
 // knowing or mending an unclean registry it started from (prev.Dirty); it
-// stopped before its deadline with writes left (prev.StoppedEarly), or, a
-// full run, left writes for the write budget; or it recorded a success or
+// stopped before its deadline with writes left (prev.StoppedEarly), or
+// left writes for the write budget; or it recorded a success or
 // a partial run of a commit that lastCommit does not hold (its lastCommit
 // write was lost; a run that left changes waiting for the write budget
 // keeps lastCommit on purpose). A compare from last would then miss what
@@ -58,9 +58,11 @@ func Unclean(prev *policy.RunSummary, last string, leaseLeftBehind bool) string 
 	case prev.StoppedEarly:
 		// what waits may be drift a full run found, which no compare names
 		return "the previous run stopped before its deadline"
-	case prev.Waiting > 0 && prev.Mode == ModeFull && !prev.DryRun:
-		// the same, left for another day
-		return "the previous full run left changes waiting for the write budget"
+	case prev.Waiting > 0 && !prev.DryRun:
+		// the same, left for another day; and an incremental run keeps
+		// lastCommit, so a head that moves back (a force push, a revert)
+		// leaves no compare naming what it published of its own head
+		return "the previous run left changes waiting for the write budget"
 	case (prev.Status == policy.RunSuccess || prev.Status == policy.RunPartial) && !prev.DryRun && prev.Waiting == 0 &&
 		prev.CommitSHA != "" && prev.CommitSHA != last:
 		return "the previous run's last commit was not recorded"

@@ -308,7 +308,8 @@ func TestUnclean_AndChooseModeAfterIt(t *testing.T) {
 		{"failed before writing", &policy.RunSummary{Status: policy.RunFailed, CommitSHA: "c3"}, "c2", false, false},
 		{"last commit lost", ok, "c1", false, true},
 		{"partial, last commit lost", &policy.RunSummary{Status: policy.RunPartial, CommitSHA: "c2"}, "c1", false, true},
-		{"waiting for the budget", &policy.RunSummary{Status: policy.RunPartial, CommitSHA: "c2", Waiting: 3}, "c1", false, false},
+		// it keeps lastCommit c1: a head moved back to c1 leaves no compare naming what it published of c2
+		{"an incremental run waiting for the budget", &policy.RunSummary{Status: policy.RunPartial, Mode: differ.ModeIncremental, CommitSHA: "c2", Waiting: 3}, "c1", false, true},
 		{"a full run waiting for the budget", &policy.RunSummary{Status: policy.RunPartial, Mode: differ.ModeFull, CommitSHA: "c2", Waiting: 3}, "c1", false, true},
 		{"stopped before its deadline", &policy.RunSummary{Status: policy.RunPartial, CommitSHA: "c2", Waiting: 3, StoppedEarly: true}, "c1", false, true},
 		{"a dry run records nothing", &policy.RunSummary{Status: policy.RunSuccess, CommitSHA: "c2", DryRun: true}, "c1", false, false},

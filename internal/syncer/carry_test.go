@@ -10,6 +10,7 @@ import (
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -230,4 +231,101 @@ func TestCarry_BudgetLeavesRepairWaiting_NextRunFull(t *testing.T) {
 	}
 	r.clock.Advance(time.Hour)
 	wantFullRepair(t, r)
+}
+
+// budgetCutOne runs (webhook trigger) with the smallest daily budget that
+// writes some but not all of the plan, a day apart each try.
+func budgetCutOne(t *testing.T, run func(syncer.Options) (syncer.Result, error), clockAdvance func(), base syncer.Options) {
+	t.Helper()
+	for b := int64(1); b < 200; b++ {
+		clockAdvance()
+		o := base
+		o.DailyWriteBudget = b
+		res, err := run(o)
+		if errors.Is(err, syncer.ErrBudget) || res.Summary.Updated == 0 {
+			continue
+		}
+		if res.Summary.Waiting == 0 {
+			t.Fatalf("budget %d: nothing waits", b)
+		}
+		return
+	}
+	t.Fatal("no budget under 200 wrote one update and left one waiting")
+}
+
+// An incremental run cut by the write budget publishes some of its head and
+// keeps lastCommit; the push is then undone by a force-push back to
+// lastCommit. The next run must be full: head == lastCommit and nothing
+// pending said unchanged, success, with the budget's half-push in the
+// registry (review).
+func TestCarry_BudgetLeavesAnIncrementalWaiting_ForcePushBack_NextRunFull(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.billed()
+	hook := leased
+	hook.Trigger = syncer.TriggerWebhook
+	base := r.seed()
+	if _, err := r.run(hook); err != nil {
+		t.Fatal(err)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Commit("edit both")
+	budgetCutOne(t, r.run, func() { r.clock.Advance(24 * time.Hour) }, hook)
+	if lc := r.lastCommit(); lc != base {
+		t.Fatalf("setup: lastCommit %s, want %s", lc, base)
+	}
+	r.repo.Reset(base) // force-push back
+	for i := range 2 {
+		r.clock.Advance(24 * time.Hour)
+		res, err := r.run(hook)
+		if p := r.policies(); err == nil && (p["가"].Title != "가" || p["나"].Title != "나") {
+			t.Errorf("run %d: %s (mode %q), registry 가 %q 나 %q; head has 가, 나", i+1, res.Summary.Status, res.Summary.Mode, p["가"].Title, p["나"].Title)
+		}
+	}
+}
+
+// billedLag is a registry as Cloudflare's: reads lag, writes are billed.
+type billedLag struct{ *billingStore }
+
+func (billedLag) EventuallyConsistent() bool { return true }
+
+// The same without a force-push, on a Cloudflare-like registry: a later
+// commit reverts 가 and the range passes the 100 commits read one by one,
+// so no name is distrusted and the aggregate compare does not name 가;
+// only a full run sees it.
+func TestCarry_BudgetLeavesAnIncrementalWaiting_RevertPastTheCommitCap_NextRunFull(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	r.s.Registry = registry.New(billedLag{&billingStore{Store: r.lag}})
+	r.opt.Trigger = syncer.TriggerWebhook
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	r.repo.Write("b/다.md", "# 다\n")
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Commit("edit both")
+	run := func(o syncer.Options) (syncer.Result, error) {
+		res, err := r.s.Run(context.Background(), o)
+		r.clock.Advance(2 * time.Hour)
+		return res, err
+	}
+	budgetCutOne(t, run, func() { r.clock.Advance(24 * time.Hour) }, r.opt)
+	if all, _, _ := r.truth.Policies(context.Background()); all["가"].Title != "가 개정" {
+		t.Fatalf("setup: the budget did not write 가 first (items go in name order)")
+	}
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("revert 가")
+	head := r.repo.EmptyCommits(100, "empty")
+	r.clock.Advance(24 * time.Hour)
+	for i := range 2 {
+		res, err := r.run(time.Hour)
+		if diff := r.headMismatch(head); diff != "" && err == nil {
+			t.Errorf("run %d: %s (mode %q) while %s", i+1, res.Summary.Status, res.Summary.Mode, diff)
+		}
+	}
 }
