@@ -604,6 +604,9 @@ func (r *rig) wantArchiveRead() {
 type queueHangs struct {
 	registry.Store
 	began func()
+	// leased, when set, is closed once a put of the lease has landed
+	leased     chan struct{}
+	leasedOnce sync.Once
 }
 
 func (q *queueHangs) List(ctx context.Context, prefix string) ([]registry.Item, error) {
@@ -615,6 +618,16 @@ func (q *queueHangs) List(ctx context.Context, prefix string) ([]registry.Item, 
 	return q.Store.List(ctx, prefix)
 }
 
+func (q *queueHangs) Put(ctx context.Context, pairs []registry.Pair) map[string]error {
+	failed := q.Store.Put(ctx, pairs)
+	for _, p := range pairs {
+		if _, bad := failed[p.Key]; p.Key == registry.LeaseKey && !bad && q.leased != nil {
+			q.leasedOnce.Do(func() { close(q.leased) })
+		}
+	}
+	return failed
+}
+
 // A run that loses its lease while the writes waiting for retry are read
 // beside its listings stops at once, saying so: it does not wait for that
 // read to end.
@@ -622,9 +635,15 @@ func TestLease_LostWhileThePendingAreRead_RunStopsAtOnce(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	seedMany(r, 12)
-	r.s.Registry = registry.New(&queueHangs{Store: r.store, began: func() {
-		r.store.FailKeys(map[string]error{registry.LeaseKey: errors.New("refused")}) // no renewal lands
-		r.clock.Advance(time.Hour)
+	leased := make(chan struct{})
+	r.s.Registry = registry.New(&queueHangs{Store: r.store, leased: leased, began: func() {
+		// the listing may begin before the lease is taken, beside it:
+		// only a taken lease can be lost
+		go func() {
+			<-leased
+			r.store.FailKeys(map[string]error{registry.LeaseKey: errors.New("refused")}) // no renewal lands
+			r.clock.Advance(time.Hour)
+		}()
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
