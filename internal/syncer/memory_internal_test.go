@@ -69,30 +69,19 @@ func TestWithoutFailed_NothingFailed_ThePlanItself(t *testing.T) {
 	}
 }
 
-// TestPlannedForTitles_DesiredKeptOnlyForTheMirrorsPlan: the titles step
-// needs no desired policies (the items carry their files' sizes); the run
-// keeps them, and hands them on, only when a full run's mirror plan will
-// use them, so that they are let go before the files to read are listed.
-func TestPlannedForTitles_DesiredKeptOnlyForTheMirrorsPlan(t *testing.T) {
+// TestPlannedForTitles_DesiredLetGo: the titles step needs no desired
+// policies (the items carry their files' sizes), and the mirror's plan
+// step, the only other one that uses them, comes before it: the run lets
+// them go before the files to read are listed, and hands none on.
+func TestPlannedForTitles_DesiredLetGo(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name string
-		m    *mirrorRun
-		mode string
-		keep bool
-	}{
-		{"no mirror, full", nil, differ.ModeFull, false},
-		{"mirror, full", &mirrorRun{}, differ.ModeFull, true},
-		{"mirror, incremental", &mirrorRun{}, differ.ModeIncremental, false},
-	} {
-		p := planned{desired: differ.Desired{{PolicyName: "a"}}}
-		q := p.forTitles(c.m, c.mode)
-		if kept := p.desired != nil; kept != c.keep {
-			t.Errorf("%s: run kept the desired policies %t, want %t", c.name, kept, c.keep)
-		}
-		if handed := q.desired != nil; handed != c.keep {
-			t.Errorf("%s: the titles step got the desired policies %t, want %t", c.name, handed, c.keep)
-		}
+	p := planned{desired: differ.Desired{{PolicyName: "a"}}}
+	q := p.forTitles()
+	if p.desired != nil {
+		t.Error("the run kept the desired policies")
+	}
+	if q.desired != nil {
+		t.Error("the titles step got the desired policies")
 	}
 }
 

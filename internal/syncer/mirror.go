@@ -202,11 +202,13 @@ func (r *run) readContents(ctx context.Context, head string, files []policy.File
 	return failed, err
 }
 
-// mirrorPlan is the mirror's plan step, after the guard: a full run lists
-// the prefix and compares it with what the head wants (mirror.Drift, using
-// the ETags the registry records; nothing is downloaded). The foreign
-// objects it would delete pass the mass-delete guard's limit, as the
-// registry's deletes do.
+// mirrorPlan is the mirror's plan step, before the titles step uploads
+// anything (a refused plan must not change the mirror; a failed listing
+// must not leave it half-written): a full run lists the prefix and
+// compares it with what the head wants (mirror.Drift, using the ETags the
+// registry records; nothing is downloaded). The foreign objects it would
+// delete pass the mass-delete guard's limit, as the registry's deletes do.
+// The repairs are narrowed once the titles are read (keepRepairs).
 func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan policy.Plan, reg registryState, desired differ.Desired) error {
 	if m == nil || mode != differ.ModeFull {
 		return nil
@@ -221,7 +223,6 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan po
 		m.keys[l.Key] = true
 	}
 	m.drift = mirror.Drift(m.prefix, mirrorWants(plan, reg, desired), listed)
-	m.drift.Upload = changedElsewhere(m.drift.Upload, plan, reg)
 	for _, key := range m.drift.Unsafe {
 		r.log.Warn("content mirror key left for an operator", logkey.Key, key)
 	}
@@ -257,6 +258,16 @@ func mirrorWants(plan policy.Plan, reg registryState, desired differ.Desired) ma
 		}
 	}
 	return want
+}
+
+// keepRepairs narrows a full run's repairs to the plan its titles step
+// left (changedElsewhere): a put the titles step dropped (its file empty,
+// unreadable or not reached) leaves the registry's version, which the
+// mirror must then hold.
+func (m *mirrorRun) keepRepairs(plan policy.Plan, reg registryState) {
+	if m != nil {
+		m.drift.Upload = changedElsewhere(m.drift.Upload, plan, reg)
+	}
 }
 
 // changedElsewhere drops the repairs of policies the plan writes (it
@@ -446,7 +457,7 @@ func (r *run) mirrorSummary(m *mirrorRun, rep report, prev *policy.RunSummary) *
 		s.LastRepair = at
 	}
 	switch {
-	case m.unrepaired:
+	case m.unrepaired, m.strayUploads(rep.applied):
 		s.Converged = ""
 	case m.listed >= 0 && rep.applied != nil:
 		s.Converged = at
@@ -459,6 +470,36 @@ func (r *run) mirrorSummary(m *mirrorRun, rep report, prev *policy.RunSummary) *
 		s.Uploaded, s.Deleted = m.wouldDo(rep)
 	}
 	return s
+}
+
+// strayUploads reports whether the run left in the mirror a version the
+// registry does not publish: it uploaded an object (the titles step
+// uploads before the guard, the budget and the writes) for a policy whose
+// registry write did not land — it failed, waits, or the run ended first.
+// No queue entry names such an object once the head moves back: only a
+// full run's listing finds it. A repair uploads the registry's own
+// version.
+func (m *mirrorRun) strayUploads(applied *policy.Plan) bool {
+	if len(m.up.etags) == 0 {
+		return false
+	}
+	published := map[string]bool{}
+	for _, rp := range m.drift.Upload {
+		published[rp.PolicyName] = true
+	}
+	if applied != nil {
+		for _, it := range applied.Items {
+			if it.Action != policy.ActDelete {
+				published[it.PolicyName] = true
+			}
+		}
+	}
+	for name := range m.up.etags {
+		if !published[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // wouldDo is what a dry run's mirror would get: an upload for every put of

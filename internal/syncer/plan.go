@@ -46,14 +46,12 @@ func (r *run) plan(st state, in *readForPlan) planned {
 }
 
 // forTitles is the plan for the titles step, which does not need the
-// desired policies (the items carry their files' sizes, differ.Size): the
-// run keeps them for the mirror's plan step only when a full run with a
-// mirror will use it, so that they are let go before the files to read are
-// listed (200,000 policies: 11 MB, held beside those files and the items
-// where a first sync's heap peaked; docs/bench.md, "Memory, ninth pass").
-func (p *planned) forTitles(m *mirrorRun, mode string) planned {
-	if m == nil || mode != differ.ModeFull {
-		p.desired = nil
-	}
+// desired policies (the items carry their files' sizes, differ.Size; the
+// mirror's plan step, which uses them, came before): they are let go
+// before the files to read are listed (200,000 policies: 11 MB, held beside
+// those files and the items where a first sync's heap peaked; docs/bench.md,
+// "Memory, ninth pass").
+func (p *planned) forTitles() planned {
+	p.desired = nil
 	return *p
 }

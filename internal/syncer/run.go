@@ -64,8 +64,10 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
 	p := r.plan(rep.state, &in)
 	rep.plan = p.plan
-	r.phases.enter("fetch")
-	t, err := r.titles(ctx, rep.state, in, p.forTitles(rep.mirror, rep.mode), rep.mirror)
+	if err = r.mirrorPlan(ctx, rep.mirror, rep.mode, p.plan, in.reg, p.desired); err != nil { // before the titles step uploads
+		return
+	}
+	t, err := r.titles(ctx, rep.state, in, p.forTitles(), rep.mirror)
 	if rep.plan, p.plan = t.plan, t.unread; err != nil { // the titles are in the planned items' own array: all that is kept as planned is what could not be read (docs/bench.md)
 		return
 	}
@@ -73,9 +75,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	if err = r.guard(t.plan, in.reg, p.renames); err != nil {
 		return
 	}
-	if err = r.mirrorPlan(ctx, rep.mirror, rep.mode, t.plan, in.reg, p.desired); err != nil {
-		return
-	}
+	rep.mirror.keepRepairs(t.plan, in.reg)
 	if r.opt.DryRun {
 		rep.failures = t.failures
 		return
@@ -87,7 +87,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	if rep.waiting = waiting; err != nil {
 		return
 	}
-	rep.wrote, p.desired = true, nil // the desired policies are not held while applying (docs/bench.md)
+	rep.wrote = true
 	failed, waits, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
 	if err != nil {
 		return

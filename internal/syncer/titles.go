@@ -35,6 +35,7 @@ type titled struct {
 // match when the run read only what it touches, and carries their fields
 // (differ.Migrate). On an error, plan is the plan as far as it got.
 func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m *mirrorRun) (titled, error) {
+	r.phases.enter("fetch")
 	reg := in.reg
 	up := r.titlesUploader(ctx, m, p.plan, reg, p.renames)
 	t, err := r.readTitles(ctx, st.head, p.plan, reg.entries, up)

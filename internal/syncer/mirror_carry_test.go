@@ -1,0 +1,131 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knue/syncjob/internal/mirror"
+	"github.com/knue/syncjob/internal/mirror/mirrortest"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// What a run leaves in the content mirror that its record must tell the
+// next run: a version the registry does not publish is drift only a full
+// run's listing finds.
+
+// seededFiles are the files rig.seed commits.
+var seededFiles = map[string]string{"a/가.md": "# 가\n", "a/나.md": "# 나\n", "b/다.md": "# 다\n"}
+
+// mirrorIsHead checks that m holds the objects of files, the head.
+func (r *rig) mirrorIsHead(m *mirrortest.Memory, files map[string]string, res syncer.Result) {
+	r.t.Helper()
+	read := func(k string) []byte { b, _, _ := m.ReadRaw(r.t, k); return b }
+	if diff := cmp.Diff(r.mirrorWant(files), mustMirrored(r.t, m, read)); diff != "" {
+		r.t.Errorf("%s run (%s) recorded %s; mirror differs from the head (-want +got):\n%s",
+			res.Summary.Mode, res.Summary.ModeReason, res.Summary.Status, diff)
+	}
+}
+
+// An object uploaded for a policy whose registry write then failed holds
+// a version the registry does not publish. When the head moves back to the
+// registry's version, no item puts the policy again: the run must not
+// record the mirror converged, so that the next run is full and its
+// listing repairs the object (review).
+func TestMirrorCarry_UploadedButItsRegistryWriteFailed_HeadReverts_NextRunRepairs(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
+	r.repo.Commit("edit 가")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("503 write refused")})
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("run 2: %v, want partial", err)
+	}
+	r.store.FailKeys(nil)
+	r.repo.Write("a/가.md", "# 가\n") // back to the version the registry holds
+	r.repo.Commit("revert 가")
+	res, err := r.run(syncer.Options{})
+	if err != nil {
+		t.Fatalf("run 3: %v", err)
+	}
+	r.mirrorIsHead(m, seededFiles, res)
+}
+
+// A full run the mirror's guard refuses (too many foreign objects to
+// delete) uploads nothing: the listing and the guard come before the
+// titles step, which uploads as the files stream by. The run after the
+// operator's cleanup, on a head moved back, then finds the mirror as the
+// registry has it (review: the refused run had uploaded the new version).
+func TestMirrorCarry_MirrorGuardRefuses_NothingUploaded_NextRunRepairs(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	for i := range 15 {
+		m.PutRaw(t, fmt.Sprintf("%sstray%02d/policy.md", prefix, i), []byte("foreign"))
+	}
+	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
+	r.repo.Commit("edit 가")
+	if _, err := r.run(syncer.Options{Full: true}); !errors.Is(err, syncer.ErrMirrorGuard) {
+		t.Fatalf("run: %v, want the mirror guard", err)
+	}
+	b, _, _ := m.ReadRaw(t, mirror.Key(prefix, "가"))
+	if doc, _, _ := mirror.ParseFrontMatter(b); doc.SHA != r.policies()["가"].SHA {
+		t.Errorf("the refused run changed the mirror: 가's object at %s, registry at %s", doc.SHA, r.policies()["가"].SHA)
+	}
+	for i := range 15 { // the operator clears the strays; the author reverts
+		m.Delete(context.Background(), []string{fmt.Sprintf("%sstray%02d/policy.md", prefix, i)})
+	}
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("revert 가")
+	res, err := r.run(syncer.Options{})
+	if err != nil {
+		t.Fatalf("next run: %v", err)
+	}
+	r.mirrorIsHead(m, seededFiles, res)
+}
+
+// listFails is a mirror whose listing fails while fail is set.
+type listFails struct {
+	*mirrortest.Memory
+	fail bool
+}
+
+func (f *listFails) List(ctx context.Context) ([]mirror.Listed, error) {
+	if f.fail {
+		return nil, fmt.Errorf("s3: list policies/: %w: 503", mirror.ErrUnavailable)
+	}
+	return f.Memory.List(ctx)
+}
+
+// The same when the mirror's listing fails: the run fails before it
+// uploads anything.
+func TestMirrorCarry_ListingFails_NothingUploaded_NextRunRepairs(t *testing.T) {
+	t.Parallel()
+	mem := mirrortest.NewMemory(prefix)
+	m := &listFails{Memory: mem}
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
+	r.repo.Commit("edit 가")
+	m.fail = true
+	if _, err := r.run(syncer.Options{Full: true}); err == nil {
+		t.Fatal("run with a failed listing succeeded")
+	}
+	m.fail = false
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("revert 가")
+	res, err := r.run(syncer.Options{})
+	if err != nil {
+		t.Fatalf("next run: %v", err)
+	}
+	r.mirrorIsHead(mem, seededFiles, res)
+}
