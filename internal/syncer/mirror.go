@@ -2,7 +2,6 @@ package syncer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -364,6 +363,9 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	for _, it := range plan.Items {
 		if it.Action == policy.ActDelete && !registryFailed(it.PolicyName) {
 			k := mirror.Key(m.prefix, it.PolicyName)
+			if mirror.ValidateKey(m.prefix, k) != nil {
+				continue // never mirrored (Render refuses it), and one such key would refuse the whole call
+			}
 			owner[k] = it.PolicyName
 			keys = append(keys, k)
 		}
@@ -381,7 +383,7 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	failed := map[string]string{}
 	for _, k := range keys {
 		kerr := perKey[k]
-		if kerr == nil && err != nil && !errors.Is(err, mirror.ErrOutsidePrefix) {
+		if kerr == nil && err != nil {
 			kerr = err
 		}
 		if kerr != nil {

@@ -129,3 +129,31 @@ func TestMirrorCarry_ListingFails_NothingUploaded_NextRunRepairs(t *testing.T) {
 	}
 	r.mirrorIsHead(mem, seededFiles, res)
 }
+
+// A policy whose name makes no valid mirror key (a backslash) was never
+// mirrored; deleting it in the same commit as another policy must still
+// delete the other's object (review: the one bad key refused the whole
+// delete call, and the run counted every key of it deleted).
+func TestMirrorCarry_DeleteOfANameNeverMirrored_OthersStillDeleted(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t)
+	r.seed()
+	r.repo.Write(`w/a\b.md`, "# backslash\n")
+	r.repo.Commit("seed")
+	r.mustRun() // no mirror yet
+	r.withMirror(m)
+	_, _ = r.run(syncer.Options{}) // the fill: partial, a\b cannot be mirrored
+	r.repo.Remove(`w/a\b.md`)
+	r.repo.Remove("b/다.md")
+	r.repo.Commit("delete both")
+	for i := 0; i < 2; i++ {
+		res, err := r.run(syncer.Options{})
+		if _, _, ok := m.ReadRaw(t, mirror.Key(prefix, "다")); ok && err == nil {
+			t.Errorf("run %d (%s) recorded %s with deleted 다's object in the mirror (summary %+v)", i, res.Summary.Mode, res.Summary.Status, res.Summary.Mirror)
+		}
+	}
+	if _, _, ok := m.ReadRaw(t, mirror.Key(prefix, "다")); ok {
+		t.Error("deleted 다's object is still in the mirror")
+	}
+}
