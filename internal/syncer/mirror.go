@@ -402,8 +402,9 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 }
 
 // withContentETag records in e the ETag of the object the run uploaded for
-// it; an add or update the run did not upload (no mirror) records none, so
-// a mirror turned on later does not take an old object for this version.
+// it; an add, update or move the run did not upload (no mirror) records
+// none, so a mirror turned on later does not take an old object for this
+// version (a move's object names its path).
 func withContentETag(e policy.Entry, it policy.Item, m *mirrorRun) policy.Entry {
 	if m != nil {
 		if etag, ok := m.up.etag(it.PolicyName); ok {
@@ -411,7 +412,7 @@ func withContentETag(e policy.Entry, it policy.Item, m *mirrorRun) policy.Entry 
 			return e
 		}
 	}
-	if it.Action == policy.ActAdd || it.Action == policy.ActUpdate {
+	if it.Action == policy.ActAdd || it.Action == policy.ActUpdate || it.Action == policy.ActMove {
 		e.ContentETag = ""
 	}
 	return e

@@ -157,3 +157,24 @@ func TestMirrorCarry_DeleteOfANameNeverMirrored_OthersStillDeleted(t *testing.T)
 		t.Error("deleted 다's object is still in the mirror")
 	}
 }
+
+// A move made while no mirror was configured records no object: when the
+// mirror comes back, its fill must upload the moved policy's object, whose
+// front matter names the new path (review: the move kept the old ETag,
+// which the old object still matched, and every full run said converged).
+func TestMirrorCarry_MovedWhileTheMirrorWasOff_FillUploadsTheNewPath(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.s.Mirror = nil
+	r.repo.Move("b/다.md", "z/다.md")
+	r.repo.Commit("move 다")
+	r.mustRun()
+	r.withMirror(m)
+	head := map[string]string{"a/가.md": "# 가\n", "a/나.md": "# 나\n", "z/다.md": "# 다\n"}
+	r.mirrorIsHead(m, head, r.mustRun()) // the fill (full: the mirror is new)
+	full, _ := r.run(syncer.Options{Full: true})
+	r.mirrorIsHead(m, head, full) // no full run ever repairs it
+}
