@@ -263,16 +263,22 @@ func (s *S3) deleteBatch(ctx context.Context, batch []string, perKey map[string]
 	return nil
 }
 
-// List implements Target: ListObjectsV2 under the prefix, page by page.
+// List implements Target: ListObjectsV2 under the prefix, page by page. A
+// page that says it is truncated but gives no continuation token (a store
+// that pages otherwise) is followed by the page after its last key
+// (start-after); one that gives neither a token nor a key is an error, never
+// taken for the end of the listing: a full run would take the objects it
+// did not see for missing.
 func (s *S3) List(ctx context.Context) ([]Listed, error) {
 	var out []Listed
-	var token *string
+	var token, after *string
 	for {
 		page, err := do(ctx, s, &s.count.lists, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
 			return s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 				Bucket:            aws.String(s.bucket),
 				Prefix:            aws.String(s.prefix),
 				ContinuationToken: token,
+				StartAfter:        after,
 				MaxKeys:           aws.Int32(s.pageSize),
 			})
 		})
@@ -284,10 +290,18 @@ func (s *S3) List(ctx context.Context) ([]Listed, error) {
 				out = append(out, Listed{Key: k, ETag: NormalizeETag(aws.ToString(o.ETag)), Size: aws.ToInt64(o.Size)})
 			}
 		}
-		if !aws.ToBool(page.IsTruncated) || aws.ToString(page.NextContinuationToken) == "" {
+		if !aws.ToBool(page.IsTruncated) {
 			break
 		}
-		token = page.NextContinuationToken
+		if aws.ToString(page.NextContinuationToken) != "" {
+			token, after = page.NextContinuationToken, nil
+			continue
+		}
+		n := len(page.Contents)
+		if n == 0 || aws.ToString(page.Contents[n-1].Key) <= aws.ToString(after) {
+			return nil, fmt.Errorf("s3: list %s: %w: a page says the listing goes on but gives no continuation token nor a key past the last", s.prefix, ErrRejected)
+		}
+		token, after = nil, page.Contents[n-1].Key
 	}
 	slices.SortFunc(out, func(a, b Listed) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
