@@ -144,6 +144,46 @@ func TestFolder_Symlink_ListedAsForeign_TargetUntouched(t *testing.T) {
 	assertExists(t, outside, true)
 }
 
+// A folder under the prefix that is a symlink leads nowhere: a put or a
+// delete of a key below it is refused (ErrOutsidePrefix) and what the link
+// points to is untouched; the link itself is deleted as a link (review:
+// the put wrote through it, outside the prefix).
+func TestFolder_SymlinkedFolder_PutAndDeleteBelowItRefused(t *testing.T) {
+	t.Parallel()
+	f, dir := mustFolder(t)
+	outside := t.TempDir()
+	kept := filepath.Join(outside, "policy.md")
+	mustWriteFile(t, kept, []byte("not ours"))
+	link := filepath.Join(dir, filepath.FromSlash(mirror.DefaultPrefix), "가")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	o, err := mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: "가", Content: []byte("# 가\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Put(context.Background(), o); !errors.Is(err, mirror.ErrOutsidePrefix) {
+		t.Errorf("put below a symlinked folder: %v, want ErrOutsidePrefix", err)
+	}
+	perKey, err := f.Delete(context.Background(), []string{o.Key})
+	if err != nil || !errors.Is(perKey[o.Key], mirror.ErrOutsidePrefix) {
+		t.Errorf("delete below a symlinked folder: %v, %v; want ErrOutsidePrefix for the key", perKey, err)
+	}
+	if b, _ := os.ReadFile(kept); string(b) != "not ours" {
+		t.Errorf("the file the link points to was changed: %q", b)
+	}
+	if perKey, err := f.Delete(context.Background(), []string{mirror.DefaultPrefix + "가"}); err != nil || perKey[mirror.DefaultPrefix+"가"] != nil {
+		t.Fatalf("delete the link: %v, %v", perKey, err)
+	}
+	assertExists(t, kept, true)
+	if _, err := f.Put(context.Background(), o); err != nil {
+		t.Errorf("put once the link is gone: %v", err)
+	}
+}
+
 func TestFolder_PermissionDenied_IsAccessDenied(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() == 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -177,4 +179,46 @@ func TestMirrorCarry_MovedWhileTheMirrorWasOff_FillUploadsTheNewPath(t *testing.
 	r.mirrorIsHead(m, head, r.mustRun()) // the fill (full: the mirror is new)
 	full, _ := r.run(syncer.Options{Full: true})
 	r.mirrorIsHead(m, head, full) // no full run ever repairs it
+}
+
+// A folder mirror whose prefix holds a symlink named like a policy's
+// folder: the run must not write through it (review: it overwrote a file
+// outside the prefix, then deleted the link as foreign and recorded
+// success without the object). The upload fails, the link goes as a
+// foreign object, and the next run uploads the object into a real folder.
+func TestMirrorCarry_FolderPrefixHoldsASymlink_NothingWrittenThrough_NextRunUploads(t *testing.T) {
+	t.Parallel()
+	dir, outside := t.TempDir(), t.TempDir()
+	f, err := mirror.NewFolder(dir, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(outside, "policy.md")
+	if err := os.WriteFile(keep, []byte("not ours"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "policies"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "policies", "가")); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t).withMirror(f)
+	r.seed()
+	res, err := r.run(syncer.Options{})
+	if b, _ := os.ReadFile(keep); string(b) != "not ours" {
+		t.Errorf("a file outside the prefix was overwritten: %.40q", b)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "policies", "가", "policy.md")); serr != nil && err == nil {
+		t.Errorf("run recorded %s without 가's object: %v", res.Summary.Status, serr)
+	}
+	if _, err := r.run(syncer.Options{}); err != nil {
+		t.Fatalf("the run after: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "policies", "가")); err != nil || !fi.IsDir() {
+		t.Errorf("가's folder after the next run: %v, %v; want a real folder", fi, err)
+	}
+	if b, _ := os.ReadFile(keep); string(b) != "not ours" {
+		t.Errorf("the next run overwrote the file outside the prefix: %.40q", b)
+	}
 }
