@@ -23,9 +23,18 @@ const DefaultConsistencyWindow = 60 * time.Second
 // consistency window instead.
 const maxTouchedCommits = 100
 
+// maxDistrusted is how many touched names a run writes again whatever the
+// registry says; past it, it waits out the consistency window instead. A
+// run its deadline or the write budget stopped keeps lastCommit, so the
+// next run's range touches every name it wrote: writing them all again
+// costs more than the wait and, when they do not fit one run, the run
+// after stops at the same place (review).
+const maxDistrusted = 100
+
 // errRangeUnknown: the names the commits since the synced one touched
 // cannot be known (too many commits, the synced one unknown to GitHub or
-// not an ancestor of the head, a commit too large to list).
+// not an ancestor of the head, a commit too large to list), or are more
+// than maxDistrusted.
 var errRangeUnknown = errors.New("names touched since the synced commit unknown")
 
 // readSettled is the read step (read.go) on a registry whose reads may lag
@@ -106,7 +115,11 @@ func (r *run) touchedSince(ctx context.Context, st state, cs *policy.Changeset) 
 	if err != nil {
 		return nil, err
 	}
-	return differ.TouchedNames(paths), nil
+	touched := differ.TouchedNames(paths)
+	if len(touched) > maxDistrusted {
+		return nil, fmt.Errorf("%w: %d names touched since %s (at most %d are written again whatever the registry says)", errRangeUnknown, len(touched), cs.Base, maxDistrusted)
+	}
+	return touched, nil
 }
 
 // interim returns the paths the commits of the range but the head's own

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -378,5 +380,70 @@ func TestUnchangedHead_AnotherRunsLease_DryRunNotRefused(t *testing.T) {
 	}
 	if _, err := r.run(leased); !errors.Is(err, registry.ErrLeaseHeld) {
 		t.Errorf("the same run, not dry: %v, want ErrLeaseHeld", err)
+	}
+}
+
+// A run its deadline stopped keeps lastCommit, so on an eventually
+// consistent registry the next run's range touches every name it wrote.
+// Past maxDistrusted names the next run waits out the consistency window
+// and trusts what it then reads, instead of writing every one of them
+// again: what landed is not written twice (review: it wrote again all it
+// had landed, and a range too large for one run never converged, each run
+// stopping at the same place).
+func TestStaleReads_AfterADeadlineStop_ManyNamesTouched_WaitsInsteadOfWritingAgain(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	const many = 120 // more than maxDistrusted
+	for i := range many {
+		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for i := range many {
+		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d 개정\n", i))
+	}
+	r.repo.Commit("edit all")
+	r.repo.Write("b/기타.md", "# 기타\n")
+	head := r.repo.Commit("add one")
+	src := r.s.Source
+	r.s.Source = clockedReads{Source: src, clock: r.clock}
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	opt := r.opt
+	opt.StopBefore = 50 * time.Millisecond
+	res, _ := r.s.Run(ctx, opt)
+	cancel()
+	r.s.Source = src
+	if !res.Summary.StoppedEarly || res.Summary.Updated+res.Summary.Added == 0 {
+		t.Fatalf("setup: %+v; want a run its deadline stopped after writing some", res.Summary)
+	}
+	r.clock.Advance(3 * time.Hour)
+	r.waits = nil
+	before, _, _ := r.truth.Policies(context.Background())
+	landed := map[string]string{}
+	for name, e := range before {
+		if strings.Contains(e.Title, "개정") {
+			landed[name] = e.LastUpdated
+		}
+	}
+	res, err := r.run(time.Hour)
+	if !slices.Contains(r.waits, syncer.DefaultConsistencyWindow) {
+		t.Errorf("the next run waited %v, want the consistency window", r.waits)
+	}
+	if err != nil || r.headMismatch(head) != "" {
+		t.Fatalf("next run: %v, %s", err, r.headMismatch(head))
+	}
+	after, _, _ := r.truth.Policies(context.Background())
+	var again []string
+	for name, lu := range landed {
+		if after[name].LastUpdated != lu {
+			again = append(again, name)
+		}
+	}
+	slices.Sort(again)
+	if len(again) > 0 {
+		t.Errorf("the run 3 h later (updated %d, added %d) wrote again %d of the %d policies already landed: %v",
+			res.Summary.Updated, res.Summary.Added, len(again), len(landed), again)
 	}
 }
