@@ -37,16 +37,26 @@ func RecordFailures(plan policy.Plan, failures []policy.Failure, pending map[str
 		items[it.PolicyName] = it
 	}
 	out := Failures{Owed: []string{}}
+	owed := map[string]bool{}
+	owe := func(name string) { // once: a carrier may fail too
+		if !owed[name] {
+			owed[name] = true
+			out.Owed = append(out.Owed, name)
+		}
+	}
 	for _, f := range failures {
 		it, ok := items[f.PolicyName]
 		if !ok || it.Action == policy.ActMove || it.Action == policy.ActMigrate {
-			out.Owed = append(out.Owed, f.PolicyName)
+			owe(f.PolicyName)
+			if carrier, ok := CarrierOf(it); ok {
+				owe(carrier) // its title matches the v1 key again (Migrate)
+			}
 			continue
 		}
 		r := retryOf(it, f, pending, attempt, now)
 		out.Retries = append(out.Retries, r)
 		if r.Dead == nil {
-			out.Owed = append(out.Owed, it.PolicyName)
+			owe(it.PolicyName)
 			continue
 		}
 		path := it.Path

@@ -3,6 +3,7 @@ package differ
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -32,6 +33,29 @@ func SplitV1(all map[string]policy.Entry) (current, v1 map[string]policy.Entry) 
 	return all, v1
 }
 
+// WithV1 is the v1 entries of a and b together (b's when both hold a key).
+func WithV1(a, b map[string]policy.Entry) map[string]policy.Entry {
+	if len(a) == 0 {
+		return b
+	}
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
+
+// movedTo is how a v1 key's removal names the policy that took its
+// fields (its Old.Path); CarrierOf reads it back.
+const movedTo = "v1 entry, fields moved to policy:"
+
+// CarrierOf is the policy that took the fields of the v1 key an item
+// removes, if it is such a removal.
+func CarrierOf(it policy.Item) (string, bool) {
+	if it.Action != policy.ActMigrate || it.Path != "" {
+		return "", false
+	}
+	return strings.CutPrefix(it.OldPath(), movedTo)
+}
+
 // Migration is what Migrate decided besides the plan's items.
 type Migration struct {
 	// Carry maps a policyName to the v1 entry whose legacy fields it takes.
@@ -45,7 +69,10 @@ type Migration struct {
 // title and removes the v1 key (unless it is that entry's own key). Entries
 // the plan writes match on the title just read; on a full run the unchanged
 // entries match too, and entries whose legacy fields expired (or never had
-// an expiry) are rewritten (ActMigrate). Call it once titles are read.
+// an expiry) are rewritten (ActMigrate). A run that read only what it
+// touches matches the unchanged entries it read to the v1 keys it read:
+// a removal that failed is retried with the policy that took the fields
+// (RecordFailures owes both). Call it once titles are read.
 func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, now time.Time) (policy.Plan, Migration) {
 	if len(v1) == 0 && !full {
 		return plan, Migration{}
@@ -61,10 +88,16 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 	plan.Items = slices.Clip(plan.Items) // appends copy; nothing else changes
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[name]
-		if !full || planned[name] {
+		if planned[name] {
 			continue
 		}
-		if m.take(name, e.Title) || LegacyExpired(e, now) || (e.HasLegacy() && e.V1().LegacyUntil == "") {
+		rewrite := false
+		if full {
+			rewrite = m.take(name, e.Title) || LegacyExpired(e, now) || (e.HasLegacy() && e.V1().LegacyUntil == "")
+		} else {
+			rewrite = m.take(name, e.Title) && !e.HasLegacy() // one that carries them already only needs the v1 key gone
+		}
+		if rewrite {
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: name, Path: e.Path, SHA: e.SHA, Title: e.Title})
 		}
 	}
@@ -77,7 +110,7 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 		case name == key, planned[key]:
 			// the v1 key is a policy name this run writes: the put replaces it
 		default:
-			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: key, Old: &policy.Old{Path: "v1 entry, fields moved to policy:" + name}})
+			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: key, Old: &policy.Old{Path: movedTo + name}})
 		}
 	}
 	return plan, out

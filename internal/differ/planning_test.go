@@ -148,6 +148,40 @@ func TestMigrate_CarriesV1FieldsByTitle_RemovesTheV1Key_ReportsUnmatched(t *test
 	}
 }
 
+// The retry of a failed v1 key removal reads the key and the policy that
+// took its fields, both owed by name (RecordFailures): an incremental
+// Migrate matches them again and removes the key, rewriting nothing when
+// the policy carries the fields already, and carrying them when it does not.
+func TestMigrate_Incremental_RetriedV1Removal_MatchesThePolicyRead(t *testing.T) {
+	t.Parallel()
+	v1 := map[string]policy.Entry{"학칙 전문": {Title: "학칙 전문", Legacy: &policy.Legacy{FileNo: "868"}}}
+	carrier := entry("학칙", 1)
+	carrier.Title = "학칙 전문"
+	carrier.SetV1(policy.Legacy{FileNo: "868"})
+	removal := policy.Item{Action: policy.ActMigrate, PolicyName: "학칙 전문", Old: &policy.Old{Path: "v1 entry, fields moved to policy:학칙"}}
+	got, _ := differ.Migrate(policy.Plan{}, entries(carrier), v1, false, now)
+	if !cmp.Equal(got.Items, []policy.Item{removal}) {
+		t.Errorf("carrier with the fields: items = %+v, want the v1 key's removal only", got.Items)
+	}
+	bare := entry("학칙", 1)
+	bare.Title = "학칙 전문"
+	got, mig := differ.Migrate(policy.Plan{}, entries(bare), v1, false, now)
+	if len(got.Items) != 2 || got.Items[0].Action != policy.ActMigrate || got.Items[0].PolicyName != "학칙" || !cmp.Equal(got.Items[1], removal) {
+		t.Errorf("carrier without them: items = %+v, want 학칙 rewritten and the v1 key removed", got.Items)
+	}
+	if mig.Carry["학칙"].V1().FileNo != "868" {
+		t.Errorf("carry = %+v", mig.Carry)
+	}
+	if name, ok := differ.CarrierOf(removal); !ok || name != "학칙" {
+		t.Errorf("CarrierOf = %q, %t", name, ok)
+	}
+	fs := differ.RecordFailures(policy.Plan{Items: []policy.Item{removal, {Action: policy.ActMove, PolicyName: "학칙", Path: "b/학칙.md", SHA: sha(1)}}},
+		[]policy.Failure{{PolicyName: "학칙 전문", Error: "boom"}, {PolicyName: "학칙", Error: "boom"}}, nil, "", now)
+	if !cmp.Equal(fs.Owed, []string{"학칙 전문", "학칙"}) {
+		t.Errorf("owed = %v, want the v1 key and the policy that took its fields, once each", fs.Owed)
+	}
+}
+
 func TestMigrate_FullRun_RewritesExpiredLegacy(t *testing.T) {
 	t.Parallel()
 	e := entry("규정", 1)

@@ -2,6 +2,7 @@ package syncer_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -79,5 +80,36 @@ func TestLegacy_V1EntriesMigratedByTitle_DroppedAfter90Days(t *testing.T) {
 	}
 	if res.Summary.Migrated != 1 || res.Summary.Updated != 0 {
 		t.Errorf("expiry run summary: %+v", res.Summary)
+	}
+}
+
+// A v1 key whose fields an incremental run carried into a new policy but
+// whose removal failed is retried by the next run, an incremental one: it
+// owes both the v1 key and the policy that took its fields, and matches
+// them again (review: the retry read the key but planned nothing, said
+// success, and the v1 key stayed until a full run).
+func TestLegacy_V1KeyRemovalFails_IncrementalRetryRemovesIt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	hook := syncer.Options{Trigger: syncer.TriggerWebhook}
+	r.repo.Write("규정/학칙.md", "# 한국교원대학교 학칙\n")
+	r.repo.Commit("v2 layout")
+	r.putRaw(map[string]string{"policy:한국교원대학교 설치령": `{"title":"한국교원대학교 설치령","fileNo":"867","status":"active"}`})
+	if _, err := r.run(hook); err != nil {
+		t.Fatal(err)
+	}
+	r.repo.Write("규정/설치령.md", "# 한국교원대학교 설치령\n")
+	r.repo.Commit("add 설치령")
+	r.store.FailKeys(map[string]error{"policy:한국교원대학교 설치령": errors.New("boom")})
+	_, err := r.run(hook)
+	r.store.FailKeys(nil)
+	if !errors.Is(err, syncer.ErrPartial) || r.policies()["설치령"].V1().FileNo != "867" {
+		t.Fatalf("setup: %v; want partial, 설치령 carrying fileNo 867", err)
+	}
+	for i := range 2 {
+		res, err := r.run(hook)
+		if _, still := r.policies()["한국교원대학교 설치령"]; still && err == nil {
+			t.Errorf("run %d: %s (mode %q %q), the migrated v1 key is still there", i+1, res.Summary.Status, res.Summary.Mode, res.Summary.ModeReason)
+		}
 	}
 }

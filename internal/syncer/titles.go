@@ -43,11 +43,13 @@ func (r *run) titles(ctx context.Context, st state, in readForPlan, p planned, m
 		return t, err
 	}
 	plan := t.plan
-	v1 := reg.v1
+	v1 := reg.v1 // a run that read only what it touches: the v1 keys among those names (a removal to retry)
 	if reg.partial {
-		if v1, err = r.readV1(ctx, plan, st.prev.LegacyV1); err != nil {
+		more, err := r.readV1(ctx, plan, st.prev.LegacyV1)
+		if err != nil {
 			return titled{plan: plan}, err
 		}
+		v1 = differ.WithV1(v1, more)
 	}
 	t.plan, t.mig = differ.Migrate(plan, reg.entries, v1, in.mode == differ.ModeFull, r.start)
 	var last []string
