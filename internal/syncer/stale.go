@@ -23,12 +23,14 @@ const DefaultConsistencyWindow = 60 * time.Second
 // consistency window instead.
 const maxTouchedCommits = 100
 
-// maxDistrusted is how many touched names a run writes again whatever the
-// registry says; past it, it waits out the consistency window instead. A
-// run its deadline or the write budget stopped keeps lastCommit, so the
-// next run's range touches every name it wrote: writing them all again
-// costs more than the wait and, when they do not fit one run, the run
-// after stops at the same place (review).
+// maxDistrusted is how many touched names a run after one that left
+// writes waiting writes again whatever the registry says; past it, it
+// waits out the consistency window instead. Such a run (its deadline or
+// the write budget stopped it) keeps lastCommit, so the next run's range
+// touches every name it wrote: writing them all again costs more than the
+// wait and, when they do not fit one run, the run after stops at the same
+// place (review). After a clean run the names a range touches are mostly
+// the plan's own writes, which cost nothing more: no wait then.
 const maxDistrusted = 100
 
 // errRangeUnknown: the names the commits since the synced one touched
@@ -116,8 +118,8 @@ func (r *run) touchedSince(ctx context.Context, st state, cs *policy.Changeset) 
 		return nil, err
 	}
 	touched := differ.TouchedNames(paths)
-	if len(touched) > maxDistrusted {
-		return nil, fmt.Errorf("%w: %d names touched since %s (at most %d are written again whatever the registry says)", errRangeUnknown, len(touched), cs.Base, maxDistrusted)
+	if prev := st.prev; prev != nil && (prev.StoppedEarly || prev.Waiting > 0) && len(touched) > maxDistrusted {
+		return nil, fmt.Errorf("%w: %d names touched since %s after a run that left writes waiting (at most %d are written again whatever the registry says)", errRangeUnknown, len(touched), cs.Base, maxDistrusted)
 	}
 	return touched, nil
 }

@@ -383,16 +383,17 @@ func TestUnchangedHead_AnotherRunsLease_DryRunNotRefused(t *testing.T) {
 	}
 }
 
-// A run its deadline stopped keeps lastCommit, so on an eventually
-// consistent registry the next run's range touches every name it wrote.
-// Past maxDistrusted names the next run waits out the consistency window
-// and trusts what it then reads, instead of writing every one of them
-// again: what landed is not written twice (review: it wrote again all it
-// had landed, and a range too large for one run never converged, each run
-// stopping at the same place).
-func TestStaleReads_AfterADeadlineStop_ManyNamesTouched_WaitsInsteadOfWritingAgain(t *testing.T) {
+// A run the write budget (or its deadline) left writes waiting keeps
+// lastCommit, so on an eventually consistent registry the next run's range
+// touches every name it wrote. Past maxDistrusted names that run waits out
+// the consistency window and trusts what it then reads, instead of writing
+// every one of them again: what landed is not written twice (review: it
+// wrote again all it had landed, and a range too large for one run would
+// stop at the same place run after run).
+func TestStaleReads_AfterARunLeftWritesWaiting_ManyNamesTouched_WaitsInsteadOfWritingAgain(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
+	r.s.Registry = registry.New(billedLag{&billingStore{Store: r.lag}})
 	const many = 120 // more than maxDistrusted
 	for i := range many {
 		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d\n", i))
@@ -407,18 +408,13 @@ func TestStaleReads_AfterADeadlineStop_ManyNamesTouched_WaitsInsteadOfWritingAga
 	r.repo.Commit("edit all")
 	r.repo.Write("b/기타.md", "# 기타\n")
 	head := r.repo.Commit("add one")
-	src := r.s.Source
-	r.s.Source = clockedReads{Source: src, clock: r.clock}
-	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
-	opt := r.opt
-	opt.StopBefore = 50 * time.Millisecond
-	res, _ := r.s.Run(ctx, opt)
-	cancel()
-	r.s.Source = src
-	if !res.Summary.StoppedEarly || res.Summary.Updated+res.Summary.Added == 0 {
-		t.Fatalf("setup: %+v; want a run its deadline stopped after writing some", res.Summary)
+	run := func(o syncer.Options) (syncer.Result, error) {
+		res, err := r.s.Run(context.Background(), o)
+		r.clock.Advance(2 * time.Hour)
+		return res, err
 	}
-	r.clock.Advance(3 * time.Hour)
+	budgetCutOne(t, run, func() { r.clock.Advance(24 * time.Hour) }, r.opt)
+	r.clock.Advance(24 * time.Hour)
 	r.waits = nil
 	before, _, _ := r.truth.Policies(context.Background())
 	landed := map[string]string{}
@@ -426,6 +422,9 @@ func TestStaleReads_AfterADeadlineStop_ManyNamesTouched_WaitsInsteadOfWritingAga
 		if strings.Contains(e.Title, "개정") {
 			landed[name] = e.LastUpdated
 		}
+	}
+	if len(landed) == 0 || len(landed) == many {
+		t.Fatalf("setup: %d of %d edits landed; want some", len(landed), many)
 	}
 	res, err := r.run(time.Hour)
 	if !slices.Contains(r.waits, syncer.DefaultConsistencyWindow) {
@@ -443,7 +442,37 @@ func TestStaleReads_AfterADeadlineStop_ManyNamesTouched_WaitsInsteadOfWritingAga
 	}
 	slices.Sort(again)
 	if len(again) > 0 {
-		t.Errorf("the run 3 h later (updated %d, added %d) wrote again %d of the %d policies already landed: %v",
+		t.Errorf("the next run (updated %d, added %d) wrote again %d of the %d policies already landed: %v",
 			res.Summary.Updated, res.Summary.Added, len(again), len(landed), again)
+	}
+}
+
+// After a clean run, a push of two commits whose first touches more than
+// maxDistrusted names does not wait: the plan writes those names anyway
+// (review: a bound on every range made such pushes wait a minute).
+func TestStaleReads_CleanRunThenAPushTouchingManyNames_NoWait(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	const many = 120
+	for i := range many {
+		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for i := range many {
+		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d 개정\n", i))
+	}
+	r.repo.Commit("edit all")
+	r.repo.Write("b/기타.md", "# 기타\n")
+	head := r.repo.Commit("add one")
+	r.waits = nil
+	res, err := r.run(time.Hour)
+	if err != nil || r.headMismatch(head) != "" {
+		t.Fatalf("run: %v %s", err, r.headMismatch(head))
+	}
+	if len(r.waits) != 0 {
+		t.Errorf("a push after a clean run (updated %d, added %d) waited %v", res.Summary.Updated, res.Summary.Added, r.waits)
 	}
 }
