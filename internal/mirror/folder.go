@@ -150,14 +150,15 @@ func (f *Folder) Delete(ctx context.Context, keys []string) (map[string]error, e
 }
 
 // noLinkOnTheWay fails (ErrOutsidePrefix) when a folder on the way from
-// the target's dir to key's file is a symbolic link, which would lead the
-// write or the delete outside the prefix; the key itself may be one (List
-// reports a link as a foreign key, which Delete then removes, not what it
-// points to). Folders not made yet are fine. Someone who makes a link
-// between this check and the write is not guarded against.
+// the prefix's folder to key's file is a symbolic link, which would lead
+// the write or the delete outside the prefix; the key itself may be one
+// (List reports a link as a foreign key, which Delete then removes, not
+// what it points to). The dir and the prefix's folders are the operator's
+// to place, links or not. Folders not made yet are fine. Someone who makes
+// a link between this check and the write is not guarded against.
 func (f *Folder) noLinkOnTheWay(key string) error {
-	dir := f.dir
-	parts := strings.Split(key, "/")
+	dir := f.root()
+	parts := strings.Split(strings.TrimPrefix(key, f.prefix), "/")
 	for _, part := range parts[:len(parts)-1] {
 		dir = filepath.Join(dir, part)
 		fi, err := os.Lstat(dir)

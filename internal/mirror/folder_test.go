@@ -184,6 +184,29 @@ func TestFolder_SymlinkedFolder_PutAndDeleteBelowItRefused(t *testing.T) {
 	}
 }
 
+// The prefix's folder itself may be a symlink (the operator's choice, as
+// the dir may be): puts go through it (review: a check from the dir
+// refused every put).
+func TestFolder_PrefixFolderIsASymlink_PutsGoThrough(t *testing.T) {
+	t.Parallel()
+	dir, volume := t.TempDir(), t.TempDir()
+	if err := os.Symlink(volume, filepath.Join(dir, strings.TrimSuffix(mirror.DefaultPrefix, "/"))); err != nil {
+		t.Fatal(err)
+	}
+	f, err := mirror.NewFolder(dir, mirror.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: "가", Content: []byte("# 가\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Put(context.Background(), o); err != nil {
+		t.Fatalf("put under a symlinked prefix folder: %v", err)
+	}
+	assertExists(t, filepath.Join(volume, "가", "policy.md"), true)
+}
+
 func TestFolder_PermissionDenied_IsAccessDenied(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() == 0 {
