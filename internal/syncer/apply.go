@@ -36,7 +36,7 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 	// queue: entry never lands after its policy: value); one left out is
 	// counted done, not to be waited for.
 	sent := r.writePuts(ctx, w, &fails, count) // announce, then publish, group by group (puts.go)
-	sent += r.writeAll(ctx, logkey.Deletes, w.remove(), func(string) bool { return false }, &fails, count)
+	sent += r.writeAll(ctx, logkey.Deletes, w.remove(), v1KeptFor(plan, &fails), &fails, count)
 	if sent > 0 && fails.keys == sent && !fails.limit {
 		return nil, nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, sent, fails.first)
 	}
@@ -245,6 +245,40 @@ func (f *failures) addNamed(byName map[string]string) {
 		}
 		f.byName[name] = msg
 	}
+}
+
+// v1KeptFor is the remove phase's skip: a v1 key's removal follows the
+// policy that takes its fields (differ.CarrierOf). When that one failed or
+// waits, the key is kept, with its fields, and fails or waits with it: the
+// next run carries them again (review: the key was removed, and the retry
+// wrote the policy without them).
+func v1KeptFor(plan policy.Plan, fails *failures) func(string) bool {
+	carriers := map[string]string{}
+	for _, it := range plan.Items {
+		if c, ok := differ.CarrierOf(it); ok {
+			carriers[it.PolicyName] = c
+		}
+	}
+	return func(name string) bool {
+		c, ok := carriers[name]
+		return ok && fails.follow(name, c)
+	}
+}
+
+// follow makes name fail or wait as leader does, if it did: it reports
+// whether it did.
+func (f *failures) follow(name, leader string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, failed := f.byName[leader]; failed {
+		f.byName[name] = "kept: policy:" + leader + ", which takes its fields, did not land"
+		return true
+	}
+	if f.later[leader] {
+		f.later[name] = true
+		return true
+	}
+	return false
 }
 
 // skip says whether the name's next writes are not to be sent: one of

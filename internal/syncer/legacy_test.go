@@ -113,3 +113,38 @@ func TestLegacy_V1KeyRemovalFails_IncrementalRetryRemovesIt(t *testing.T) {
 		}
 	}
 }
+
+// A v1 key is removed only once the policy that takes its fields has
+// landed: when that policy's announcement or value fails, the key stays,
+// fields and all, and the retry carries them (review: the key was removed
+// in the same run, and the retry wrote the policy without fileNo and
+// previewUrl, reporting success).
+func TestLegacy_TakerWriteFails_V1KeyKept_RetryCarriesTheFields(t *testing.T) {
+	t.Parallel()
+	for _, failKey := range []string{"policy:학칙", "queue:학칙"} {
+		t.Run(failKey, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			r.repo.Write("규정/학칙.md", "# 한국교원대학교 학칙\n")
+			r.repo.Write("규정/기타.md", "# 기타\n")
+			r.repo.Commit("v2 layout")
+			r.putRaw(map[string]string{"policy:한국교원대학교 학칙": `{"title":"한국교원대학교 학칙","fileNo":"868","previewUrl":"https://www.knue.ac.kr/p?fileNo=868","status":"active"}`})
+			r.store.FailKeys(map[string]error{failKey: errors.New("unsuccessful key")})
+			if _, err := r.run(syncer.Options{}); err == nil { // partial; failed when its queue key cannot record the failure either
+				t.Fatal("run 1 succeeded, want the taker's write failed")
+			}
+			if _, kept := r.policies()["한국교원대학교 학칙"]; !kept {
+				t.Error("v1 key removed although the policy that takes its fields was not written")
+			}
+			r.store.FailKeys(nil)
+			r.mustRun()
+			all := r.policies()
+			if got := all["학칙"]; got.V1().FileNo != "868" || got.V1().PreviewURL == "" {
+				t.Errorf("legacy fields after the retry: 학칙 legacy = %+v", got.V1())
+			}
+			if _, kept := all["한국교원대학교 학칙"]; kept {
+				t.Error("the v1 key is still there after the retry")
+			}
+		})
+	}
+}
