@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 
 	"github.com/knue/syncjob/internal/differ"
@@ -36,22 +37,46 @@ func (r *run) recordFailures(ctx context.Context, titled, unread policy.Plan, fa
 	// an unread item wins over a migration of its name the titles step added
 	planned := policy.Plan{Items: append(slices.Clip(titled.Items), unread.Items...)}
 	rec := differ.RecordFailures(planned, failures, pending, r.attempt(), r.start)
-	var writes []registry.Write
+	var puts []registry.Write
+	var dead []differ.Retry
 	for _, rt := range rec.Retries {
 		name := rt.Entry.PolicyName
 		if rt.Dead != nil {
 			r.log.Error("dead letter", logkey.Policy, name, logkey.Error, rt.Cause, logkey.RetryCount, rt.Entry.RetryCount)
-			writes = append(writes, registry.PutDeadLetter(*rt.Dead), registry.DeleteQueue(name))
+			puts, dead = append(puts, registry.PutDeadLetter(*rt.Dead)), append(dead, rt)
 			continue
 		}
 		r.log.Warn("failure queued for retry", logkey.Policy, name, logkey.RetryCount, rt.Entry.RetryCount)
-		writes = append(writes, registry.PutQueue(rt.Entry))
+		puts = append(puts, registry.PutQueue(rt.Entry))
 	}
-	var errs []error
+	failed, errs := r.writeRecords(ctx, puts, nil)
+	// A queue entry goes once its dead letter landed; else it records the
+	// count (the announcement wrote it afresh), so that the next failure
+	// makes the dead letter (review: the entry went with the dead letter
+	// lost, and the count restarted at one).
+	var then []registry.Write
+	for _, rt := range dead {
+		name := rt.Entry.PolicyName
+		if _, bad := failed[registry.DeadLetterKey(name)]; bad {
+			then = append(then, registry.PutQueue(rt.Entry))
+		} else {
+			then = append(then, registry.DeleteQueue(name))
+		}
+	}
+	_, errs = r.writeRecords(ctx, then, errs)
+	return &retried{owed: rec.Owed, newlyDead: rec.HeldBack, err: errors.Join(errs...)}
+}
+
+// writeRecords writes the record-failures step's writes in batches, and
+// returns the keys that failed, with errs grown by an error per failed
+// batch.
+func (r *run) writeRecords(ctx context.Context, writes []registry.Write, errs []error) (map[string]error, []error) {
+	all := map[string]error{}
 	for batch := range slices.Chunk(writes, r.opt.BatchSize) {
 		if failed := r.Registry.Write(ctx, batch...); len(failed) > 0 {
+			maps.Copy(all, failed)
 			errs = append(errs, &registry.BatchError{Op: "record failures", Failed: failed})
 		}
 	}
-	return &retried{owed: rec.Owed, newlyDead: rec.HeldBack, err: errors.Join(errs...)}
+	return all, errs
 }

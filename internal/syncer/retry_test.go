@@ -427,3 +427,37 @@ func (b *billingStore) Usage() registry.Usage {
 	u.Billing, u.Writes, u.Deletes = true, b.writes.Load(), b.deletes.Load()
 	return u
 }
+
+// When the dead letter of a third failure cannot be written, the queue
+// entry records the count: the next failure makes the dead letter (review:
+// the entry was deleted in the same write, the count restarted at one,
+// and a policy could fail forever without becoming a dead letter).
+func TestRetry_DeadLetterWriteFails_QueueEntryKeepsItsCount(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	for i := 1; i <= 2; i++ {
+		if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if q := r.queueEntries()["가"]; q.RetryCount != 2 {
+		t.Fatalf("queue:가 after two failures = %+v", q)
+	}
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down"), "dead-letter:가": errors.New("dead letter refused")})
+	if _, err := r.run(syncer.Options{}); err == nil {
+		t.Fatal("run 3 succeeded; want it failed recording the dead letter")
+	}
+	if q, queued := r.queueEntries()["가"]; !queued || q.RetryCount != 3 {
+		t.Errorf("after the dead letter failed: queue:가 = %+v (present %t), want the third failure counted", q, queued)
+	}
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	_, _ = r.run(syncer.Options{})
+	if _, dead := r.deadLetters()["가"]; !dead {
+		t.Errorf("after four failures still no dead letter: queue:가 = %+v", r.queueEntries()["가"])
+	}
+}
