@@ -51,9 +51,20 @@ type uploads struct {
 	mu     sync.Mutex
 	etags  map[string]string
 	failed map[string]string
+	// sent are the names whose object was sent to the target, landed or
+	// not: a put whose answer was lost may have stored it
+	sent map[string]bool
 }
 
-func newUploads() *uploads { return &uploads{etags: map[string]string{}, failed: map[string]string{}} }
+func newUploads() *uploads {
+	return &uploads{etags: map[string]string{}, failed: map[string]string{}, sent: map[string]bool{}}
+}
+
+func (u *uploads) sending(name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.sent[name] = true
+}
 
 func (u *uploads) done(name, etag string, err error) {
 	u.mu.Lock()
@@ -134,6 +145,7 @@ func (u *uploader) each(path string, data []byte) {
 		return
 	}
 	u.g.Go(func() error {
+		u.m.up.sending(d.PolicyName)
 		etag, err := u.m.target.Put(u.ctx, o)
 		u.m.up.done(d.PolicyName, etag, err)
 		return nil
@@ -383,7 +395,7 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	failed := map[string]string{}
 	for _, k := range keys {
 		kerr := perKey[k]
-		if kerr == nil && err != nil {
+		if perKey == nil && err != nil { // refused as a whole; else perKey names every key not deleted (mirror.Target)
 			kerr = err
 		}
 		if kerr != nil {
@@ -475,15 +487,15 @@ func (r *run) mirrorSummary(m *mirrorRun, rep report, prev *policy.RunSummary) *
 	return s
 }
 
-// strayUploads reports whether the run left in the mirror a version the
-// registry does not publish: it uploaded an object (the titles step
-// uploads before the guard, the budget and the writes) for a policy whose
-// registry write did not land — it failed, waits, or the run ended first.
-// No queue entry names such an object once the head moves back: only a
-// full run's listing finds it. A repair uploads the registry's own
-// version.
+// strayUploads reports whether the run may have left in the mirror a
+// version the registry does not publish: it sent an object (the titles
+// step uploads before the guard, the budget and the writes; a put whose
+// answer was lost may have landed) for a policy whose registry write did
+// not land — it failed, waits, or the run ended first. No queue entry
+// names such an object once the head moves back: only a full run's
+// listing finds it. A repair uploads the registry's own version.
 func (m *mirrorRun) strayUploads(applied *policy.Plan) bool {
-	if len(m.up.etags) == 0 {
+	if len(m.up.sent) == 0 {
 		return false
 	}
 	published := map[string]bool{}
@@ -497,7 +509,7 @@ func (m *mirrorRun) strayUploads(applied *policy.Plan) bool {
 			}
 		}
 	}
-	for name := range m.up.etags {
+	for name := range m.up.sent {
 		if !published[name] {
 			return true
 		}

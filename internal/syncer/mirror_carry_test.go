@@ -222,3 +222,91 @@ func TestMirrorCarry_FolderPrefixHoldsASymlink_NothingWrittenThrough_NextRunUplo
 		t.Errorf("the next run overwrote the file outside the prefix: %.40q", b)
 	}
 }
+
+// lostAnswer is a mirror whose put of key stores the object but answers
+// with an error, as a put whose answer times out.
+type lostAnswer struct {
+	*mirrortest.Memory
+	key string
+}
+
+func (l *lostAnswer) Put(ctx context.Context, o mirror.Object) (string, error) {
+	etag, err := l.Memory.Put(ctx, o)
+	if err == nil && o.Key == l.key {
+		return "", fmt.Errorf("s3: put %s: %w: timeout awaiting response", o.Key, mirror.ErrUnavailable)
+	}
+	return etag, err
+}
+
+// A put that failed may have stored its object: the run does not record
+// the mirror converged, and once the head moves back the next run's
+// listing repairs it (review: only puts that answered were counted).
+func TestMirrorCarry_PutFailedButLanded_HeadReverts_NextRunRepairs(t *testing.T) {
+	t.Parallel()
+	mem := mirrortest.NewMemory(prefix)
+	m := &lostAnswer{Memory: mem}
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
+	r.repo.Commit("edit 가")
+	m.key = mirror.Key(prefix, "가")
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("run 2: %v, want partial", err)
+	}
+	m.key = ""
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("revert 가")
+	res, err := r.run(syncer.Options{})
+	if err != nil {
+		t.Fatalf("run 3: %v", err)
+	}
+	r.mirrorIsHead(mem, seededFiles, res)
+}
+
+// batchFails is a mirror whose delete of bad fails as its own batch would,
+// the other keys deleted.
+type batchFails struct {
+	*mirrortest.Memory
+	bad string
+}
+
+func (b *batchFails) Delete(ctx context.Context, keys []string) (map[string]error, error) {
+	var rest []string
+	for _, k := range keys {
+		if k != b.bad {
+			rest = append(rest, k)
+		}
+	}
+	if _, err := b.Memory.Delete(ctx, rest); err != nil {
+		return nil, err
+	}
+	err := fmt.Errorf("s3: delete 1 keys: %w: 503", mirror.ErrUnavailable)
+	return map[string]error{b.bad: err}, err
+}
+
+// When one batch of a mirror delete fails, only its keys fail: the target
+// names every key not deleted (review: every key of the call failed, and
+// the run retried policies whose objects were gone).
+func TestMirrorCarry_DeleteOneBatchFails_OnlyItsKeysFail(t *testing.T) {
+	t.Parallel()
+	mem := mirrortest.NewMemory(prefix)
+	m := &batchFails{Memory: mem, bad: mirror.Key(prefix, "나")}
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Remove("a/나.md")
+	r.repo.Remove("b/다.md")
+	r.repo.Commit("delete both")
+	res, _ := r.run(syncer.Options{})
+	if _, _, ok := mem.ReadRaw(t, mirror.Key(prefix, "다")); ok {
+		t.Fatal("setup: 다's object was not deleted")
+	}
+	var names []string
+	for _, f := range res.Summary.Failures {
+		names = append(names, f.PolicyName)
+	}
+	if len(names) != 1 || names[0] != "나" {
+		t.Errorf("failures %v; only 나's delete failed (mirror %+v)", names, res.Summary.Mirror)
+	}
+}
