@@ -57,7 +57,7 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 	case *asJSON:
 		report.PrintJSON(c.p.stdout, rep)
 	case *check:
-		fmt.Fprintln(c.p.stdout, rep.Health)
+		fmt.Fprintln(c.p.stdout, report.Printable(rep.Health.String())) // names and errors come from files and services
 	default:
 		report.PrintStatus(c.p.stdout, rep)
 	}

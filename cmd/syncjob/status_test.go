@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
 )
 
 func TestOps_StatusAfterDeadLetter(t *testing.T) {
@@ -130,6 +134,31 @@ func TestStatus_Check_UnhealthyExit1WithTheReason(t *testing.T) {
 			t.Errorf("status --check within STATUS_MAX_AGE: exit %d\n%s", r.code, r.stdout)
 		}
 	})
+}
+
+// status --check prints names and errors that come from files and
+// services made printable, as every other status line is: a dead letter
+// named with an escape sequence does not steer the terminal (review).
+func TestStatus_Check_SteeringCharactersInANameEscaped(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	name := "학칙\x1b[2J\x1b[1;1Hhealthy: all good\n"
+	msg := "cloudflare: 502"
+	now := w.clock().Format(policy.TimeLayout)
+	d := policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: name, SHA: fmt.Sprintf("%040x", 7), Operation: "update", RetryCount: 3, CreatedAt: now, ErrorMessage: &msg}, DeadAt: now, Reason: "3 failed attempts"}
+	st := w.store()
+	if failed := st.Put(context.Background(), []registry.Pair{registry.DeadLetterPair(d)}); failed != nil {
+		t.Fatal(failed)
+	}
+	if c, ok := st.(io.Closer); ok {
+		c.Close()
+	}
+	r := w.run("status", "--check")
+	if r.code != exitFailed || strings.ContainsAny(strings.TrimSuffix(r.stdout, "\n"), "\x1b\n") || !strings.Contains(r.stdout, `\u001b[2J`) {
+		t.Errorf("status --check: exit %d, %q; want the name's escape shown as \\u001b, not sent", r.code, r.stdout)
+	}
 }
 
 func TestStatus_WithoutGitHubSettings_NamesTheRepositoryTheLastRunRecorded(t *testing.T) {

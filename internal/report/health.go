@@ -48,7 +48,11 @@ func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 			names = append(names, d.PolicyName)
 		}
 		names = append(names, rep.UnreadableDeadLetters...)
-		problems = append(problems, fmt.Sprintf("%s hold back versions: %s (syncjob deadletter list)", Count(n, "dead letter", "dead letters"), strings.Join(names, ", ")))
+		verb := "hold"
+		if n == 1 {
+			verb = "holds"
+		}
+		problems = append(problems, fmt.Sprintf("%s %s back versions: %s (syncjob deadletter list)", Count(n, "dead letter", "dead letters"), verb, strings.Join(names, ", ")))
 	}
 	if len(problems) > 0 {
 		return Health{Problems: problems, Summary: "unhealthy: " + strings.Join(problems, "; ")}
