@@ -54,6 +54,9 @@ func RecordFailures(plan policy.Plan, failures []policy.Failure, pending map[str
 			continue
 		}
 		r := retryOf(it, f, pending, attempt, now)
+		if r.Dead != nil && !policy.KeyFits(it.PolicyName) {
+			r.Dead = nil // its dead-letter: key would pass the key limit (a name another writer left): it stays owed
+		}
 		out.Retries = append(out.Retries, r)
 		if r.Dead == nil {
 			owe(it.PolicyName)

@@ -461,3 +461,27 @@ func TestRetry_DeadLetterWriteFails_QueueEntryKeepsItsCount(t *testing.T) {
 		t.Errorf("after four failures still no dead letter: queue:가 = %+v", r.queueEntries()["가"])
 	}
 }
+
+// A name whose dead-letter: key would pass the 512-byte key limit (a
+// registry entry another writer left: the head's names are held to fit)
+// is never given up on: its failures stay owed, and no run fails as a
+// whole over it (review: the third failure's dead letter broke the key
+// limit and failed the run).
+func TestRetry_NameTooLongForADeadLetter_StaysOwed_NoRunFails(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	name := strings.Repeat("가", 168) + "a" // 505 bytes: fits policy: and queue:, not dead-letter:
+	r.putRaw(map[string]string{"policy:" + name: `{"policyName":"` + name + `","title":"긴 이름","status":"active","lastUpdated":"2026-11-01T00:00:00Z","sha":"0123456789abcdef0123456789abcdef01234567","path":"규정/` + name + `.md"}`})
+	r.store.FailKeys(map[string]error{"policy:" + name: errors.New("kv down")})
+	for i := 1; i <= 4; i++ {
+		res, err := r.run(syncer.Options{Full: true})
+		if !errors.Is(err, syncer.ErrPartial) {
+			t.Errorf("run %d: %s, %v; want partial, the delete owed", i, res.Summary.Status, err)
+		}
+	}
+	if q := r.queueEntries()[name]; q.RetryCount != 4 {
+		t.Errorf("queue entry of the long name = %+v, want 4 failures counted", q)
+	}
+}
