@@ -18,14 +18,28 @@ func FixedWrites(work QueueWork, lease bool) int64 {
 
 // FitBudget keeps the items of the plan whose writes fit in left billable
 // writes, in the plan's stable order (a later, cheaper item may fit where
-// an earlier one did not), and says how many must wait for another day.
+// an earlier one did not), and says how many must wait for another day. A
+// v1 key's removal waits with the put of the policy that takes its fields
+// (CarrierOf): removed first, the fields would be lost (review).
 func FitBudget(plan policy.Plan, left int64) (policy.Plan, int) {
 	fits := plan.Items[:0:0]
+	cut := map[string]bool{}
 	for _, it := range plan.Items {
 		if c := ItemWrites(it); c <= left {
 			left -= c
 			fits = append(fits, it)
+		} else {
+			cut[it.PolicyName] = true
 		}
+	}
+	if len(cut) > 0 {
+		kept := fits[:0]
+		for _, it := range fits {
+			if c, ok := CarrierOf(it); !ok || !cut[c] {
+				kept = append(kept, it)
+			}
+		}
+		fits = kept
 	}
 	waiting := len(plan.Items) - len(fits)
 	plan.Items = fits

@@ -148,3 +148,40 @@ func TestLegacy_TakerWriteFails_V1KeyKept_RetryCarriesTheFields(t *testing.T) {
 		})
 	}
 }
+
+// The same when the write budget leaves the policy that takes the fields
+// waiting: the v1 key's removal waits with it (review: a removal bills no
+// write, so it always fitted, and went before the fields had moved).
+func TestLegacy_BudgetCutsTheTaker_V1KeyKept(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.billed()
+	r.repo.Write("규정/학칙.md", "# 한국교원대학교 학칙\n")
+	r.repo.Write("규정/기타.md", "# 기타\n")
+	r.repo.Commit("v2 layout")
+	r.putRaw(map[string]string{"policy:한국교원대학교 학칙": `{"title":"한국교원대학교 학칙","fileNo":"868","previewUrl":"https://www.knue.ac.kr/p?fileNo=868","status":"active"}`})
+	cut := false
+	for b := int64(1); b < 200 && !cut; b++ {
+		r.clock.Advance(24 * time.Hour)
+		res, err := r.run(withBudget(b))
+		if errors.Is(err, syncer.ErrBudget) || res.Summary.Added == 0 {
+			continue
+		}
+		cut = true
+		_, taken := r.policies()["학칙"]
+		_, kept := r.policies()["한국교원대학교 학칙"]
+		if !taken && !kept {
+			t.Error("v1 key removed although the policy that takes its fields waits for the budget")
+		}
+	}
+	if !cut {
+		t.Fatal("no budget cut the plan")
+	}
+	r.clock.Advance(24 * time.Hour)
+	if _, err := r.run(leased); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.policies()["학칙"]; got.V1().FileNo != "868" {
+		t.Errorf("legacy fields lost: 학칙 legacy = %+v", got.V1())
+	}
+}
