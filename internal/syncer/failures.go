@@ -64,7 +64,11 @@ func (r *run) recordFailures(ctx context.Context, titled, unread policy.Plan, fa
 		}
 	}
 	_, errs = r.writeRecords(ctx, then, errs)
-	return &retried{owed: rec.Owed, newlyDead: rec.HeldBack, err: errors.Join(errs...)}
+	held := slices.DeleteFunc(rec.HeldBack, func(s policy.Skip) bool { // only a dead letter that landed holds back
+		_, bad := failed[registry.DeadLetterKey(s.PolicyName)]
+		return bad
+	})
+	return &retried{owed: rec.Owed, newlyDead: held, err: errors.Join(errs...)}
 }
 
 // writeRecords writes the record-failures step's writes in batches, and

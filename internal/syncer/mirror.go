@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -145,14 +146,23 @@ func (u *uploader) each(path string, data []byte) {
 		return
 	}
 	u.g.Go(func() error {
-		u.m.up.sending(d.PolicyName)
 		etag, err := u.m.target.Put(u.ctx, o)
+		if err == nil || mayHaveStored(err) {
+			u.m.up.sending(d.PolicyName)
+		}
 		u.m.up.done(d.PolicyName, etag, err)
 		return nil
 	})
 }
 
 func (u *uploader) wait() { _ = u.g.Wait() }
+
+// mayHaveStored says whether a failed put may have stored its object: its
+// answer was lost (the store unavailable after retries, the context
+// ended), not a refusal.
+func mayHaveStored(err error) bool {
+	return errors.Is(err, mirror.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
 
 // titlesUploader is the uploader of the titles step: the adds and updates
 // of the plan, uploaded as their files stream by. nil (read titles only)

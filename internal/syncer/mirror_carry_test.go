@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/mirror/mirrortest"
 	"github.com/knue/syncjob/internal/syncer"
@@ -308,5 +309,34 @@ func TestMirrorCarry_DeleteOneBatchFails_OnlyItsKeysFail(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != "나" {
 		t.Errorf("failures %v; only 나's delete failed (mirror %+v)", names, res.Summary.Mirror)
+	}
+}
+
+// A put the target refused stored nothing: the failure is the policy's,
+// retried by the next run as any failure is, and the mirror stays
+// converged (review: counting every failed put as possibly stored made
+// each upload failure cost the next run a full listing).
+func TestMirrorCarry_PutRefused_NextRunStaysIncremental(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
+	r.repo.Commit("edit")
+	m.FailPut(mirror.Key(prefix, "가"), mirror.ErrAccessDenied)
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("run: %v, want partial", err)
+	}
+	if res.Summary.Mirror.Converged == "" {
+		t.Errorf("a refused put (nothing stored) left the mirror unconverged")
+	}
+	m.FailPut(mirror.Key(prefix, "가"), nil)
+	if res, err = r.run(syncer.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Mode != differ.ModeIncremental {
+		t.Errorf("retry run: mode %s (%s), want incremental", res.Summary.Mode, res.Summary.ModeReason)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -454,6 +455,9 @@ func TestRetry_DeadLetterWriteFails_QueueEntryKeepsItsCount(t *testing.T) {
 	}
 	if q, queued := r.queueEntries()["가"]; !queued || q.RetryCount != 3 {
 		t.Errorf("after the dead letter failed: queue:가 = %+v (present %t), want the third failure counted", q, queued)
+	}
+	if runs, _ := r.reg.Runs(context.Background(), 1); len(runs) != 1 || slices.ContainsFunc(runs[0].HeldBack, func(s policy.Skip) bool { return s.PolicyName == "가" }) {
+		t.Errorf("run 3's record says 가 is held back although its dead letter was not written: %+v", runs)
 	}
 	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
 	_, _ = r.run(syncer.Options{})
