@@ -192,7 +192,11 @@ func (f *Folder) removeEmptyParents(dir string) {
 func (f *Folder) List(ctx context.Context) ([]Listed, error) {
 	f.count.lists.Add(1)
 	var out []Listed
-	err := filepath.WalkDir(f.root(), func(path string, d fs.DirEntry, err error) error {
+	root := f.root()
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real // a prefix folder the operator made a link: walk where it leads (WalkDir does not)
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -202,11 +206,11 @@ func (f *Folder) List(ctx context.Context) ([]Listed, error) {
 		if d.IsDir() {
 			return nil
 		}
-		rel, err := filepath.Rel(f.dir, path)
+		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
 		}
-		l := Listed{Key: filepath.ToSlash(rel)}
+		l := Listed{Key: f.prefix + filepath.ToSlash(rel)}
 		if d.Type().IsRegular() {
 			l.ETag, l.Size, err = hashFile(path)
 			if err != nil {

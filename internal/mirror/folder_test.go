@@ -205,6 +205,15 @@ func TestFolder_PrefixFolderIsASymlink_PutsGoThrough(t *testing.T) {
 		t.Fatalf("put under a symlinked prefix folder: %v", err)
 	}
 	assertExists(t, filepath.Join(volume, "가", "policy.md"), true)
+	// and List walks where the link leads (review: it listed the link
+	// itself, so every full run took every object for missing)
+	got, err := f.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Key != o.Key || got[0].ETag != mirror.ETagOf(o.Body) {
+		t.Errorf("List = %+v; want the one object put, %s", got, o.Key)
+	}
 }
 
 func TestFolder_PermissionDenied_IsAccessDenied(t *testing.T) {
