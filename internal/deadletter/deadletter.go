@@ -54,14 +54,10 @@ func RetryAll(ctx context.Context, reg *registry.Registry, lease *Lease) ([]stri
 	if err != nil && letters == nil {
 		return nil, errors.Join(fmt.Errorf("deadletter retry --all: %w", err), lease.End(ctx, false))
 	}
-	retried := []string{}
+	retried, rerr := reg.RetryDeadLetters(ctx, slices.Sorted(maps.Keys(letters)), lease.now())
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(letters)) {
-		if rerr := reg.RetryDeadLetter(ctx, name, lease.now()); rerr != nil {
-			errs = append(errs, rerr)
-			continue
-		}
-		retried = append(retried, name)
+	if rerr != nil {
+		errs = append(errs, rerr)
 	}
 	if err := lease.End(ctx, true, retried...); err != nil {
 		return nil, err

@@ -14,6 +14,42 @@ import (
 // the dead letter, and tells the next run to retry it (Registry.RequestRetry).
 // An error wrapping policy.ErrNotFound when there is none.
 func (r *Registry) RetryDeadLetter(ctx context.Context, name string, now time.Time) error {
+	if err := r.requeueDeadLetter(ctx, name, now); err != nil {
+		return err
+	}
+	if err := r.RequestRetry(ctx, name); err != nil {
+		return fmt.Errorf("retry dead letter %s: queued, but the next run on an unchanged head may not see it: %w", name, err)
+	}
+	return nil
+}
+
+// RetryDeadLetters is RetryDeadLetter for each of names, telling the next
+// run about all of them in one write of lastRun: one write each would read
+// lastRun again each time, and on Workers KV a read may not see the write
+// made just before, losing every request but the last (review). It
+// returns the names retried, and the errors of the others.
+func (r *Registry) RetryDeadLetters(ctx context.Context, names []string, now time.Time) ([]string, error) {
+	retried := []string{}
+	var errs []error
+	for _, name := range names {
+		if err := r.requeueDeadLetter(ctx, name, now); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		retried = append(retried, name)
+	}
+	if len(retried) == 0 {
+		return retried, errors.Join(errs...)
+	}
+	if err := r.RequestRetry(ctx, retried...); err != nil {
+		errs = append(errs, fmt.Errorf("retry dead letters %v: queued, but the next run on an unchanged head may not see them: %w", retried, err))
+	}
+	return retried, errors.Join(errs...)
+}
+
+// requeueDeadLetter puts the dead letter of name back in the queue and
+// removes it.
+func (r *Registry) requeueDeadLetter(ctx context.Context, name string, now time.Time) error {
 	d, err := r.DeadLetter(ctx, name)
 	if err != nil {
 		return fmt.Errorf("retry dead letter %s: %w", name, err)
@@ -25,9 +61,6 @@ func (r *Registry) RetryDeadLetter(ctx context.Context, name string, now time.Ti
 	del := DeleteDeadLetter(name)
 	if errs := r.Write(ctx, del); errs != nil {
 		return fmt.Errorf("registry: retry dead letter %s: queued, but the dead letter stays: %w", name, errs[del.Key()])
-	}
-	if err := r.RequestRetry(ctx, name); err != nil {
-		return fmt.Errorf("retry dead letter %s: queued, but the next run on an unchanged head may not see it: %w", name, err)
 	}
 	return nil
 }

@@ -111,3 +111,37 @@ func TestOwedAndRequestRetry(t *testing.T) {
 		}
 	})
 }
+
+// Retrying several dead letters tells the next run about all of them in
+// one write of lastRun: on a store whose reads lag its writes (Workers
+// KV), a read-modify-write of lastRun per dead letter read the lastRun
+// from before the previous one's write and kept only the last request
+// (review: a run after "deadletter retry --all" retried one of them and
+// said success).
+func TestRetryDeadLetters_ReadsThatLag_EveryRequestKept(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := registrytest.NewClock(time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC))
+	mem := registry.NewMemory(clock.Now)
+	truth := registry.New(mem)
+	msg := "boom"
+	var writes []registry.Write
+	for _, n := range []string{"가", "나", "다"} {
+		writes = append(writes, registry.PutDeadLetter(policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: n, SHA: "s", Operation: "add", RetryCount: 3, ErrorMessage: &msg}, DeadAt: clock.Now().Format(policy.TimeLayout), Reason: "3 failed attempts"}))
+	}
+	if errs := truth.Write(ctx, writes...); errs != nil {
+		t.Fatal(errs)
+	}
+	if err := truth.RecordRun(ctx, policy.RunSummary{RunID: "r1", Pending: []string{}}, clock.Now(), ""); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	lagged := registry.New(registrytest.NewLagging(mem, clock.Now, time.Minute))
+	retried, err := lagged.RetryDeadLetters(ctx, []string{"가", "나", "다"}, clock.Now())
+	if err != nil || len(retried) != 3 {
+		t.Fatalf("RetryDeadLetters = %v, %v", retried, err)
+	}
+	if last, _ := truth.LastRun(ctx); last == nil || !slices.Equal(last.Pending, []string{"가", "나", "다"}) {
+		t.Errorf("lastRun.pending = %+v, want all three retried", last)
+	}
+}

@@ -497,10 +497,8 @@ func (r *soakRig) run(f runFaults, opt syncer.Options, faultSeed uint64) (res sy
 func (r *soakRig) releaseDeadLetters() int {
 	r.t.Helper()
 	snap := r.snapshot()
-	for _, name := range slices.Sorted(maps.Keys(snap.dead)) {
-		if err := r.reg.RetryDeadLetter(context.Background(), name, r.clock.Now()); err != nil {
-			r.t.Fatalf("retry dead letter %s: %v", name, err)
-		}
+	if _, err := r.reg.RetryDeadLetters(context.Background(), slices.Sorted(maps.Keys(snap.dead)), r.clock.Now()); err != nil {
+		r.t.Fatalf("retry dead letters: %v", err)
 	}
 	return len(snap.dead)
 }
