@@ -51,16 +51,35 @@ var errRangeUnknown = errors.New("names touched since the synced commit unknown"
 // memory) reads once, with no extra request; so does a first sync (nothing
 // synced before).
 func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ahead *readAhead) (state, readForPlan, error) {
-	if !r.Registry.EventuallyConsistent() || st.last == "" {
+	lagging := r.Registry.EventuallyConsistent()
+	if !lagging || st.last == "" {
 		in, err := r.read(ctx, st, mode, reason, false, ahead)
 		st, err = ahead.takePending(ctx, st, err) // read beside the listings (early.go)
-		return st, in, err
+		if err != nil || !lagging || st.prev != nil || len(in.reg.entries) == 0 {
+			return st, in, err
+		}
+		// A first sync that finds policies this job wrote, and no record of
+		// the run that wrote them (a first sync its deadline stopped records
+		// one), read the state from before that run, whose other writes it
+		// may not see either (a soak found one recording success over a
+		// policy the head had deleted): wait out the window, read it all again.
+		err = fmt.Errorf("%w: no lastCommit nor lastRun, but %d policies", errRangeUnknown, len(in.reg.entries))
+		return r.settle(ctx, st, mode, reason, ahead, err)
 	}
 	in, err := r.read(ctx, st, mode, reason, true, ahead)
 	if st, err = ahead.takePending(ctx, st, err); !errors.Is(err, errRangeUnknown) {
 		return st, in, err
 	}
-	r.log.Info("waiting out the consistency window", logkey.Reason, err.Error(), logkey.Wait, r.opt.ConsistencyWindow)
+	return r.settle(ctx, st, mode, reason, ahead, err)
+}
+
+// settle waits out the consistency window, under the lease, reads the
+// state again, when every earlier write is visible, and reads what the plan
+// needs with no distrust; a run that state shows unclean makes this one
+// full. why says why it waits.
+func (r *run) settle(ctx context.Context, st state, mode, reason string, ahead *readAhead, why error) (state, readForPlan, error) {
+	var in readForPlan
+	r.log.Info("waiting out the consistency window", logkey.Reason, why.Error(), logkey.Wait, r.opt.ConsistencyWindow)
 	sleep := r.Sleep
 	if sleep == nil {
 		sleep = retry.Sleep
@@ -68,7 +87,8 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ah
 	if err := sleep(ctx, r.opt.ConsistencyWindow); err != nil {
 		return st, in, err
 	}
-	if st, err = r.refreshState(ctx, st); err != nil {
+	st, err := r.refreshState(ctx, st)
+	if err != nil {
 		return st, in, err
 	}
 	if st.unclean != "" {

@@ -25,6 +25,7 @@ type staleRig struct {
 	repo  *githubtest.Repo
 	clock *registrytest.Clock
 	lag   *registrytest.Lagging
+	mem   *registry.Memory   // the inner store
 	truth *registry.Registry // the inner store, read without lag
 	gh    *githubtest.Server
 	s     *syncer.Syncer
@@ -47,7 +48,7 @@ func newStaleRig(t *testing.T) *staleRig {
 		t.Fatal(err)
 	}
 	n := 0
-	r := &staleRig{t: t, repo: repo, clock: clock, lag: lag, truth: registry.New(mem), gh: gh, opt: syncer.Options{LeaseTTL: 3 * time.Minute}}
+	r := &staleRig{t: t, repo: repo, clock: clock, lag: lag, mem: mem, truth: registry.New(mem), gh: gh, opt: syncer.Options{LeaseTTL: 3 * time.Minute}}
 	r.s = &syncer.Syncer{
 		Source: src, Registry: registry.New(lag), Repo: "knue/policies", Branch: "main", Now: clock.Now,
 		NewRunID: func() string { n++; return fmt.Sprintf("run%03d", n) },
@@ -474,5 +475,52 @@ func TestStaleReads_CleanRunThenAPushTouchingManyNames_NoWait(t *testing.T) {
 	}
 	if len(r.waits) != 0 {
 		t.Errorf("a push after a clean run (updated %d, added %d) waited %v", res.Summary.Updated, res.Summary.Added, r.waits)
+	}
+}
+
+// A first sync that finds policies but neither lastCommit nor lastRun read
+// the state from before the run that wrote them, and may miss that run's
+// last writes too: it waits out the window and reads again (a soak found
+// such a run recording success over a policy the head had deleted, which
+// the run before had written moments earlier).
+func TestStaleReads_FirstSyncFindsPoliciesButNoRecord_WaitsAndReadsAgain(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	for i := range 13 {
+		r.repo.Write(fmt.Sprintf("규정/%02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("seed")
+	// the run before, made to look as KV may show it: its policies all
+	// written a while ago but the last, its record just now
+	r.s.Registry = r.truth
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	late := []string{"policy:12", registry.LastCommitKey, registry.LastRunKey}
+	var pairs []registry.Pair
+	for _, k := range late {
+		v, err := r.mem.Get(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, registry.Pair{Key: k, Value: v})
+	}
+	if failed := r.mem.Delete(context.Background(), late); failed != nil {
+		t.Fatal(failed)
+	}
+	r.s.Registry = registry.New(r.lag)
+	if failed := r.lag.Put(context.Background(), pairs); failed != nil {
+		t.Fatal(failed)
+	}
+	r.repo.Remove("규정/12.md")
+	head := r.repo.Commit("delete 12")
+	r.clock.Advance(30 * time.Second)
+	r.waits = nil
+	res, err := r.run(time.Hour)
+	if err == nil && r.headMismatch(head) != "" {
+		t.Errorf("run: %s (mode %s) while %s", res.Summary.Status, res.Summary.Mode, r.headMismatch(head))
+	}
+	if !slices.Contains(r.waits, syncer.DefaultConsistencyWindow) {
+		t.Errorf("the run waited %v, want the consistency window", r.waits)
 	}
 }
