@@ -384,6 +384,26 @@ func TestUnchangedHead_AnotherRunsLease_DryRunNotRefused(t *testing.T) {
 	}
 }
 
+// syncedThenTwoCommits syncs n policies, then commits an edit of each and,
+// on top, an add: a range of two commits whose first touches n names. It
+// returns the head.
+func (r *staleRig) syncedThenTwoCommits(n int) string {
+	r.t.Helper()
+	for i := range n {
+		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		r.t.Fatal(err)
+	}
+	for i := range n {
+		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d 개정\n", i))
+	}
+	r.repo.Commit("edit all")
+	r.repo.Write("b/기타.md", "# 기타\n")
+	return r.repo.Commit("add one")
+}
+
 // A run the write budget (or its deadline) left writes waiting keeps
 // lastCommit, so on an eventually consistent registry the next run's range
 // touches every name it wrote. Past maxDistrusted names that run waits out
@@ -396,19 +416,7 @@ func TestStaleReads_AfterARunLeftWritesWaiting_ManyNamesTouched_WaitsInsteadOfWr
 	r := newStaleRig(t)
 	r.s.Registry = registry.New(billedLag{&billingStore{Store: r.lag}})
 	const many = 120 // more than maxDistrusted
-	for i := range many {
-		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d\n", i))
-	}
-	r.repo.Commit("seed")
-	if _, err := r.run(2 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	for i := range many {
-		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d 개정\n", i))
-	}
-	r.repo.Commit("edit all")
-	r.repo.Write("b/기타.md", "# 기타\n")
-	head := r.repo.Commit("add one")
+	head := r.syncedThenTwoCommits(many)
 	run := func(o syncer.Options) (syncer.Result, error) {
 		res, err := r.s.Run(context.Background(), o)
 		r.clock.Advance(2 * time.Hour)
@@ -455,19 +463,7 @@ func TestStaleReads_CleanRunThenAPushTouchingManyNames_NoWait(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
 	const many = 120
-	for i := range many {
-		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d\n", i))
-	}
-	r.repo.Commit("seed")
-	if _, err := r.run(2 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	for i := range many {
-		r.repo.Write(fmt.Sprintf("규정/%03d.md", i), fmt.Sprintf("# 규정 %d 개정\n", i))
-	}
-	r.repo.Commit("edit all")
-	r.repo.Write("b/기타.md", "# 기타\n")
-	head := r.repo.Commit("add one")
+	head := r.syncedThenTwoCommits(many)
 	r.waits = nil
 	res, err := r.run(time.Hour)
 	if err != nil || r.headMismatch(head) != "" {
