@@ -217,11 +217,6 @@ func (r *soakRig) converge(rep *reporter, last histStep) {
 	}
 	n := r.releaseDeadLetters()
 	rep.stats.add(func(s *soakStats) { s.deadRelease += n })
-	// A run within the consistency window of the operator's retry may read
-	// the dead letters and lastRun.pending from before it (KV's reads lag
-	// its writes): it holds the versions back again and says so (partial,
-	// naming them). The operator's next sync is a minute later.
-	r.clock.Advance(syncer.DefaultConsistencyWindow)
 	res, after, err = cleanRun("clean run after dead letters retried")
 	if diff := cmp.Diff(expected(hv, after), views(after.policies)); diff != "" || err != nil || len(after.dead) > 0 || after.lastCommit != hv.commit {
 		rep.verdict(last, "clean run after dead letters retried", res, err, violation{vConverge,
