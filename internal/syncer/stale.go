@@ -49,7 +49,10 @@ var errRangeUnknown = errors.New("names touched since the synced commit unknown"
 // the state again, when every earlier write is visible; a run that state
 // shows unclean makes this one full. A strongly consistent registry (bolt,
 // memory) reads once, with no extra request; so does a first sync (nothing
-// synced before).
+// synced before), unless it finds policies but no lastRun: then it waits
+// too. A first sync within the window of another one's end that sees an
+// older lastRun (of a run its deadline stopped) may still miss that run's
+// last writes (docs/design.md, "Stale reads").
 func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ahead *readAhead) (state, readForPlan, error) {
 	lagging := r.Registry.EventuallyConsistent()
 	if !lagging || st.last == "" {
