@@ -14,6 +14,7 @@ import (
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/queue"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/registrytest"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -487,5 +488,43 @@ func TestRetry_NameTooLongForADeadLetter_StaysOwed_NoRunFails(t *testing.T) {
 	}
 	if q := r.queueEntries()[name]; q.RetryCount != 4 {
 		t.Errorf("queue entry of the long name = %+v, want 4 failures counted", q)
+	}
+}
+
+// A sync within the consistency window of a person's "deadletter retry"
+// reads the dead letter and lastRun.pending from before it, holds the
+// version back again and records over the request. The runs after it find
+// the dead letter gone and retry the version (review: they said "held
+// back" of a dead letter that no longer existed until the daily reconcile).
+func TestRetry_SyncWithinTheWindowOfARetryByHand_VersionLandsNext(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	for i := 1; i <= 3; i++ {
+		if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if _, ok := r.deadLetters()["가"]; !ok {
+		t.Fatal("setup: no dead letter")
+	}
+	r.store.FailKeys(nil)
+	lagged := registry.New(registrytest.NewLagging(r.store, r.clock.Now, time.Minute))
+	r.s.Registry = lagged
+	if _, err := lagged.RetryDeadLetters(context.Background(), []string{"가"}, r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(10 * time.Second)
+	if _, err := r.s.Run(context.Background(), syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("the run within the window: %v, want partial (it still sees the dead letter)", err)
+	}
+	r.clock.Advance(5 * time.Minute)
+	res, err := r.s.Run(context.Background(), syncer.Options{})
+	if err != nil || r.policies()["가"].Title != "가 개정" {
+		t.Errorf("the run after: %v (mode %s %s), 가 = %q; want the retried version landed", err, res.Summary.Mode, res.Summary.ModeReason, r.policies()["가"].Title)
 	}
 }

@@ -124,10 +124,11 @@ func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.Q
 		return pending, slices.Sorted(maps.Keys(pending)), err
 	}
 	pending := map[string]policy.QueueEntry{}
-	if len(prev.Pending) == 0 {
+	revisit := appendNew(slices.Clone(prev.Pending), r.releasedSince(ctx, prev)...)
+	if len(revisit) == 0 {
 		return pending, nil, nil
 	}
-	queued, entries, err := r.Registry.Owed(ctx, prev.Pending)
+	queued, entries, err := r.Registry.Owed(ctx, revisit)
 	var bad *registry.DecodeError
 	if errors.As(err, &bad) {
 		r.log.Warn("queue or registry entries unreadable", logkey.Error, err)
@@ -140,7 +141,33 @@ func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.Q
 			pending[name] = q
 		}
 	}
-	return pending, slices.Clone(prev.Pending), nil
+	return pending, revisit, nil
+}
+
+// releasedSince are the names the last run held back by a dead letter
+// that is gone now: a person retried or dropped it. Their request to
+// retry is in lastRun.pending, but a run within the consistency window of
+// it may have read the state from before and recorded over it (review:
+// every later run then said "held back" of a dead letter that no longer
+// existed, and the version waited for the daily reconcile). One listing
+// of the dead letters, only when the last run held some back; on an error
+// none are taken for gone.
+func (r *run) releasedSince(ctx context.Context, prev *policy.RunSummary) []string {
+	if len(prev.HeldBack) == 0 {
+		return nil
+	}
+	dead, err := r.Registry.DeadLetters(ctx)
+	if err != nil {
+		r.log.Warn("dead letters unreadable", logkey.Error, err)
+		return nil
+	}
+	var gone []string
+	for _, h := range prev.HeldBack {
+		if _, ok := dead[h.PolicyName]; !ok {
+			gone = append(gone, h.PolicyName)
+		}
+	}
+	return gone
 }
 
 // pendingKnown says whether the last run's record names every write the
