@@ -430,23 +430,31 @@ func (b *billingStore) Usage() registry.Usage {
 	return u
 }
 
-// When the dead letter of a third failure cannot be written, the queue
-// entry records the count: the next failure makes the dead letter (review:
-// the entry was deleted in the same write, the count restarted at one,
-// and a policy could fail forever without becoming a dead letter).
-func TestRetry_DeadLetterWriteFails_QueueEntryKeepsItsCount(t *testing.T) {
-	t.Parallel()
+// editFailing syncs the seed, edits 가 and runs n times with policy:가's
+// writes failing (each run partial); the failure stays armed.
+func editFailing(t *testing.T, n int) *rig {
+	t.Helper()
 	r := newRig(t)
 	r.seed()
 	r.mustRun()
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
 	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
-	for i := 1; i <= 2; i++ {
+	for i := 1; i <= n; i++ {
 		if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
 			t.Fatalf("run %d: %v", i, err)
 		}
 	}
+	return r
+}
+
+// When the dead letter of a third failure cannot be written, the queue
+// entry records the count: the next failure makes the dead letter (review:
+// the entry was deleted in the same write, the count restarted at one,
+// and a policy could fail forever without becoming a dead letter).
+func TestRetry_DeadLetterWriteFails_QueueEntryKeepsItsCount(t *testing.T) {
+	t.Parallel()
+	r := editFailing(t, 2)
 	if q := r.queueEntries()["가"]; q.RetryCount != 2 {
 		t.Fatalf("queue:가 after two failures = %+v", q)
 	}
@@ -498,17 +506,7 @@ func TestRetry_NameTooLongForADeadLetter_StaysOwed_NoRunFails(t *testing.T) {
 // back" of a dead letter that no longer existed until the daily reconcile).
 func TestRetry_SyncWithinTheWindowOfARetryByHand_VersionLandsNext(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
-	r.repo.Write("a/가.md", "# 가 개정\n")
-	r.repo.Commit("edit")
-	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
-	for i := 1; i <= 3; i++ {
-		if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
-			t.Fatalf("run %d: %v", i, err)
-		}
-	}
+	r := editFailing(t, 3)
 	if _, ok := r.deadLetters()["가"]; !ok {
 		t.Fatal("setup: no dead letter")
 	}
