@@ -23,6 +23,26 @@ import (
 // seededFiles are the files rig.seed commits.
 var seededFiles = map[string]string{"a/가.md": "# 가\n", "a/나.md": "# 나\n", "b/다.md": "# 다\n"}
 
+// edit가 commits a second edition of 가.
+func (r *rig) edit가() {
+	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
+	r.repo.Commit("edit 가")
+}
+
+// revert가ThenMirrorIsHead commits 가 back to its seeded version (the one
+// the registry holds) and runs once: the run must succeed and leave m
+// holding the seeded files.
+func (r *rig) revert가ThenMirrorIsHead(m *mirrortest.Memory) {
+	r.t.Helper()
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("revert 가")
+	res, err := r.run(syncer.Options{})
+	if err != nil {
+		r.t.Fatalf("the run after the revert: %v", err)
+	}
+	r.mirrorIsHead(m, seededFiles, res)
+}
+
 // mirrorIsHead checks that m holds the objects of files, the head.
 func (r *rig) mirrorIsHead(m *mirrortest.Memory, files map[string]string, res syncer.Result) {
 	r.t.Helper()
@@ -44,20 +64,13 @@ func TestMirrorCarry_UploadedButItsRegistryWriteFailed_HeadReverts_NextRunRepair
 	r := newRig(t).withMirror(m)
 	r.seed()
 	r.mustRun()
-	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
-	r.repo.Commit("edit 가")
+	r.edit가()
 	r.store.FailKeys(map[string]error{"policy:가": errors.New("503 write refused")})
 	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("run 2: %v, want partial", err)
 	}
 	r.store.FailKeys(nil)
-	r.repo.Write("a/가.md", "# 가\n") // back to the version the registry holds
-	r.repo.Commit("revert 가")
-	res, err := r.run(syncer.Options{})
-	if err != nil {
-		t.Fatalf("run 3: %v", err)
-	}
-	r.mirrorIsHead(m, seededFiles, res)
+	r.revert가ThenMirrorIsHead(m)
 }
 
 // A full run the mirror's guard refuses (too many foreign objects to
@@ -74,8 +87,7 @@ func TestMirrorCarry_MirrorGuardRefuses_NothingUploaded_NextRunRepairs(t *testin
 	for i := range 15 {
 		m.PutRaw(t, fmt.Sprintf("%sstray%02d/policy.md", prefix, i), []byte("foreign"))
 	}
-	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
-	r.repo.Commit("edit 가")
+	r.edit가()
 	if _, err := r.run(syncer.Options{Full: true}); !errors.Is(err, syncer.ErrMirrorGuard) {
 		t.Fatalf("run: %v, want the mirror guard", err)
 	}
@@ -86,13 +98,7 @@ func TestMirrorCarry_MirrorGuardRefuses_NothingUploaded_NextRunRepairs(t *testin
 	for i := range 15 { // the operator clears the strays; the author reverts
 		m.Delete(context.Background(), []string{fmt.Sprintf("%sstray%02d/policy.md", prefix, i)})
 	}
-	r.repo.Write("a/가.md", "# 가\n")
-	r.repo.Commit("revert 가")
-	res, err := r.run(syncer.Options{})
-	if err != nil {
-		t.Fatalf("next run: %v", err)
-	}
-	r.mirrorIsHead(m, seededFiles, res)
+	r.revert가ThenMirrorIsHead(m)
 }
 
 // listFails is a mirror whose listing fails while fail is set.
@@ -117,20 +123,13 @@ func TestMirrorCarry_ListingFails_NothingUploaded_NextRunRepairs(t *testing.T) {
 	r := newRig(t).withMirror(m)
 	r.seed()
 	r.mustRun()
-	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
-	r.repo.Commit("edit 가")
+	r.edit가()
 	m.fail = true
 	if _, err := r.run(syncer.Options{Full: true}); err == nil {
 		t.Fatal("run with a failed listing succeeded")
 	}
 	m.fail = false
-	r.repo.Write("a/가.md", "# 가\n")
-	r.repo.Commit("revert 가")
-	res, err := r.run(syncer.Options{})
-	if err != nil {
-		t.Fatalf("next run: %v", err)
-	}
-	r.mirrorIsHead(mem, seededFiles, res)
+	r.revert가ThenMirrorIsHead(mem)
 }
 
 // A policy whose name makes no valid mirror key (a backslash) was never
@@ -249,20 +248,13 @@ func TestMirrorCarry_PutFailedButLanded_HeadReverts_NextRunRepairs(t *testing.T)
 	r := newRig(t).withMirror(m)
 	r.seed()
 	r.mustRun()
-	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
-	r.repo.Commit("edit 가")
+	r.edit가()
 	m.key = mirror.Key(prefix, "가")
 	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("run 2: %v, want partial", err)
 	}
 	m.key = ""
-	r.repo.Write("a/가.md", "# 가\n")
-	r.repo.Commit("revert 가")
-	res, err := r.run(syncer.Options{})
-	if err != nil {
-		t.Fatalf("run 3: %v", err)
-	}
-	r.mirrorIsHead(mem, seededFiles, res)
+	r.revert가ThenMirrorIsHead(mem)
 }
 
 // batchFails is a mirror whose delete of bad fails as its own batch would,
