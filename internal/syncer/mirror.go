@@ -161,7 +161,7 @@ func (u *uploader) wait() { _ = u.g.Wait() }
 // answer was lost (the store unavailable after retries, the context
 // ended), not a refusal.
 func mayHaveStored(err error) bool {
-	return errors.Is(err, mirror.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, mirror.ErrUnavailable) || isContextErr(err)
 }
 
 // titlesUploader is the uploader of the titles step: the adds and updates
