@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
@@ -48,12 +49,14 @@ func (r *run) record(ctx context.Context, rep report, err error) policy.RunSumma
 			r.releaseAgain(rctx, rep.lease)
 			rerr = nil
 		}
-		cancel()
 		if rerr != nil {
 			r.log.Error("run not recorded", logkey.Error, rerr)
-			sum.Status = policy.RunFailed
-			sum.Error = errors.Join(errorOrNil(sum.Error), rerr).Error()
+			notRecorded(&sum, rep, rerr)
+			if lastRun, released := landedOf(rerr); lastRun && !rep.lease.refused {
+				r.recordAgain(rctx, &sum, rep.lease, released)
+			}
 		}
+		cancel()
 		sum.Requests = r.usage(&sum)
 	}
 	r.phases.enter("")
@@ -61,6 +64,43 @@ func (r *run) record(ctx context.Context, rep report, err error) policy.RunSumma
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	r.logSummary(ctx, sum)
 	return sum
+}
+
+// landedOf says what a failed record (err, from RecordRun) wrote all the
+// same: lastRun, when only the history key, lastCommit or the lease failed;
+// the lease's release, unless its key failed or the history failed first
+// (then nothing after it was written).
+func landedOf(err error) (lastRun, released bool) {
+	var be *registry.BatchError
+	if !errors.As(err, &be) {
+		return false, false
+	}
+	_, runFailed := be.Failed[registry.LastRunKey]
+	_, leaseFailed := be.Failed[registry.LeaseKey]
+	historyFailed := false
+	for k := range be.Failed {
+		historyFailed = historyFailed || strings.HasPrefix(k, registry.RunPrefix)
+	}
+	return !runFailed, !leaseFailed && !historyFailed
+}
+
+// recordAgain writes the history and lastRun of a run whose record failed
+// after lastRun landed, now that its status is failed: lastRun must not say
+// success while the run exits 1 (lastCommit stays). It waits a second first
+// (KV takes one write of a key a second). It releases the lease when the
+// failed record did not: never when it did, as another run may hold it now
+// (KV has no compare-and-swap).
+func (r *run) recordAgain(ctx context.Context, sum *policy.RunSummary, l lease, released bool) {
+	if r.sleep(ctx, 1100*time.Millisecond) != nil {
+		return
+	}
+	sum.BillableWrites += r.Registry.RecordCost("")
+	if err := r.Registry.RecordRun(ctx, *sum, r.start, ""); err != nil {
+		r.log.Error("run not recorded again; lastRun may say it went otherwise", logkey.Error, err)
+	}
+	if l.held && !released {
+		r.releaseAgain(ctx, l)
+	}
 }
 
 // summarize builds the run's summary from what the steps returned, with its
@@ -84,10 +124,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	if prev := rep.state.prev; prev != nil {
 		// Until a run plans, what is known to be skipped or in conflict is
 		// what the last run knew: an aborted or unchanged run reports it too.
-		sum.LastFullRun, sum.LastSuccess = prev.LastFullRun, prev.LastSuccess
-		if sum.LastSuccess == "" && prev.Status == policy.RunSuccess {
-			sum.LastSuccess = prev.Timestamp
-		}
+		sum.LastFullRun, sum.LastSuccess = prev.LastFullRun, lastSuccess(prev)
 		sum.Skipped = append(sum.Skipped, prev.Skipped...)
 		sum.Conflicts = append(sum.Conflicts, prev.Conflicts...)
 	}
@@ -110,6 +147,29 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum.Mirror = r.mirrorSummary(rep.mirror, rep, rep.state.prev)
 	sum.DurationMs = r.now().Sub(r.start).Milliseconds()
 	return sum
+}
+
+// lastSuccess is when the last successful run before the one prev
+// records started.
+func lastSuccess(prev *policy.RunSummary) string {
+	if prev.LastSuccess == "" && prev.Status == policy.RunSuccess {
+		return prev.Timestamp
+	}
+	return prev.LastSuccess
+}
+
+// notRecorded makes sum the summary of a run whose record failed (rerr):
+// failed, and so not a success and unclean if it wrote.
+func notRecorded(sum *policy.RunSummary, rep report, rerr error) {
+	sum.Status = policy.RunFailed
+	sum.Error = errors.Join(errorOrNil(sum.Error), rerr).Error()
+	sum.Dirty = dirty(sum.Status, rep)
+	if sum.LastSuccess == sum.Timestamp {
+		sum.LastSuccess = ""
+		if prev := rep.state.prev; prev != nil {
+			sum.LastSuccess = lastSuccess(prev)
+		}
+	}
 }
 
 // dirty says whether the run leaves the next one to plan from the head
