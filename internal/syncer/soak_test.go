@@ -28,6 +28,7 @@ package syncer_test
 //
 //	go test -race -run Soak ./internal/syncer -soak.seeds=100 -soak.steps=40 -timeout=30m
 //	go test -run Soak_Random ./internal/syncer -soak.duration=10m -timeout=15m
+//	go test -run Soak_Random ./internal/syncer -soak.duration=10m -soak.from=2000 -timeout=15m
 //	go test -run Soak_Replay ./internal/syncer -soak.replay=300
 //
 // Reproduce a failure (the message names seed, backend, step and run):
@@ -62,6 +63,7 @@ var (
 	soakLong        = flag.Bool("soak.long", false, "soak: the long soak (20 seeds of 25 steps, over 1,000 runs; a 150-commit replay); the default run has a short one (1 seed of 2 steps, a 2-commit replay)")
 	soakSeeds       = flag.Int("soak.seeds", 0, "soak: how many seeded histories, each synced into every backend (0: 1, or 20 with -soak.long)")
 	soakSeed        = flag.Uint64("soak.seed", 0, "soak: run only this seed")
+	soakFrom        = flag.Uint64("soak.from", 1, "soak: the first seed (seeds count up from it)")
 	soakSteps       = flag.Int("soak.steps", 0, "soak: history steps per seed (0: 2, or 25 with -soak.long)")
 	soakDuration    = flag.Duration("soak.duration", 0, "soak: keep starting new seeds until this much time has passed")
 	soakBackend     = flag.String("soak.backend", "", "soak: memory or cloudflare (default: both)")
@@ -78,7 +80,7 @@ func TestSoak_RandomHistoriesUnderFaults_InvariantsHoldAndCleanRunConverges(t *t
 	stats := newSoakStats()
 	start := time.Now()
 	for i := 0; ; i++ {
-		seed := uint64(i + 1)
+		seed := *soakFrom + uint64(i)
 		if *soakSeed != 0 {
 			seed = *soakSeed
 		}
