@@ -69,11 +69,24 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ah
 		err = fmt.Errorf("%w: no lastCommit nor lastRun, but %d policies", errRangeUnknown, len(in.reg.entries))
 		return r.settle(ctx, st, mode, reason, ahead, err)
 	}
+	if failedWriting(st) {
+		return r.settle(ctx, st, mode, reason, ahead, fmt.Errorf("%w: %s", errRangeUnknown, st.unclean))
+	}
 	in, err := r.read(ctx, st, mode, reason, true, ahead)
 	if st, err = ahead.takePending(ctx, st, err); !errors.Is(err, errRangeUnknown) {
 		return st, in, err
 	}
 	return r.settle(ctx, st, mode, reason, ahead, err)
+}
+
+// failedWriting says the state shows a run that died (its lease left) or
+// failed after it began writing. The run that repairs it, soon after (Lambda
+// retries a failed run), may be in the window and hidden by this read; it
+// planned from its head tree, and once a force push has dropped that head no
+// commit of last..head names what it wrote (a soak found a full run trusting
+// entries from before such a repair). Such states are rare: the run waits.
+func failedWriting(st state) bool {
+	return st.leftBehind || (st.prev != nil && st.prev.Dirty)
 }
 
 // settle waits out the consistency window, under the lease, reads the
