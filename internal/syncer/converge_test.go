@@ -294,6 +294,51 @@ func TestConverge_LeaseLost_RunStopsWriting(t *testing.T) {
 	}
 }
 
+// takenOverSource is a Source whose title read outlasts the run's lease:
+// renewals are refused until the lease has expired, the run is cancelled
+// (ErrLeaseLost), and another run takes the lease before this one records.
+type takenOverSource struct {
+	syncer.Source
+	r *rig
+}
+
+func (s takenOverSource) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
+	s.r.store.FailKeys(map[string]error{registry.LeaseKey: errors.New("refused")})
+	s.r.clock.Advance(time.Hour)
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		return nil, nil, errors.New("the lease was never lost")
+	}
+	s.r.store.FailKeys(nil)
+	if _, err := s.r.reg.TakeLease(context.Background(), nil, "the next run", s.r.clock.Now(), 15*time.Minute); err != nil {
+		return nil, nil, err
+	}
+	return nil, nil, ctx.Err()
+}
+
+// A run that lost its lease records its end without releasing the lease:
+// another run may hold it by then, and a release (KV has no compare-and-
+// swap) would mark that run's live lease released, letting a third run
+// start beside it (review). Its dirty lastRun makes the next run full.
+func TestConverge_LeaseLost_RecordLeavesTheNextHoldersLease(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.s.Source = takenOverSource{Source: r.s.Source, r: r}
+	res, err := r.s.Run(context.Background(), syncer.Options{LeaseTTL: 60 * time.Millisecond})
+	if !errors.Is(err, syncer.ErrLeaseLost) || res.Summary.Status != policy.RunFailed {
+		t.Fatalf("err = %v (%s), want ErrLeaseLost", err, res.Summary.Status)
+	}
+	l, err := r.reg.Lease(context.Background())
+	if err != nil || l == nil {
+		t.Fatalf("lease %v, %v", l, err)
+	}
+	if l.Owner != "the next run" || l.Released() {
+		t.Errorf("the lease is %+v after the run that lost it recorded; want the next run's, held", *l)
+	}
+}
+
 func TestGuard_RenameEveryPolicyAndEditEach_Passes(t *testing.T) {
 	t.Parallel()
 	for _, full := range []bool{false, true} {

@@ -33,6 +33,11 @@ func (r *run) record(ctx context.Context, rep report, err error) policy.RunSumma
 		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.Waiting == 0 && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
+		if errors.Is(err, ErrLeaseLost) {
+			// another run may hold it now (KV has no compare-and-swap):
+			// not ours to release; the dirty lastRun makes the next run full
+			rep.lease.held = false
+		}
 		release := r.release(rep.lease)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		var rerr error
