@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -237,5 +239,82 @@ func TestStatus_ShowsAFirstSyncSpreadOverDaysByTheWriteBudget(t *testing.T) {
 	}
 	if st := w.run("status"); strings.Contains(st.stdout, "\nwaiting ") {
 		t.Errorf("status still shows waiting work after the last policy was written:\n%s", st.stdout)
+	}
+}
+
+// A run whose record could not be written (here its lastRun key is
+// refused) exits 1 and leaves a policy behind the head (its write refused
+// too); lastRun is still the previous run's success. "status" says a run
+// did not finish (its lease is left behind): "status --check" must not
+// answer healthy, reading lastRun alone (review).
+func TestStatus_Check_RunNotRecorded_Unhealthy(t *testing.T) {
+	t.Parallel()
+	w := newCloudflareWorld(t)
+	seed(w)
+	w.sync(exitOK)
+	w.repo.Write("규정/제1편/학칙.md", "# 한국교원대학교 학칙\n\n제1조 목적 (개정)\n")
+	w.repo.Commit("edit 학칙")
+	w.cf.FailKeys(registry.PolicyKey("학칙"), registry.LastRunKey)
+	r := w.sync(exitFailed)
+	w.cf.FailKeys()
+	if !strings.HasPrefix(r.stdout, "failed:") {
+		t.Fatalf("the run: %s", r.stdout)
+	}
+	st := w.run("status")
+	c := w.run("status", "--check")
+	if c.code == exitOK {
+		t.Errorf("status --check: exit 0, %q\nafter a run that failed and left 학칙 behind the head; status says:\n%s", c.stdout, st.stdout)
+	}
+}
+
+// A run killed mid-apply leaves its lease (and a half-written
+// registry) behind; "status" says "that run did not finish", and
+// "status --check" must not answer healthy (review).
+func TestStatus_Check_LeaseLeftByAKilledRun_Unhealthy(t *testing.T) {
+	t.Parallel()
+	w := newCloudflareWorld(t)
+	seed(w)
+	w.sync(exitOK)
+	reg := w.open()
+	if _, err := reg.TakeLease(t.Context(), nil, "lambda killed-request", w.clock(), registry.LeaseKeep/30/24/60); err != nil {
+		t.Fatal(err)
+	}
+	w.run("status") // an hour passes: the lease has expired, unreleased
+	st := w.run("status")
+	if !strings.Contains(st.stdout, "did not finish") {
+		t.Fatalf("status does not show the lease left behind:\n%s", st.stdout)
+	}
+	c := w.run("status", "--check")
+	if c.code == exitOK {
+		t.Errorf("status --check: exit 0, %q\nwhile status says:\n%s", c.stdout, st.stdout)
+	}
+}
+
+// A run that succeeded but whose lease release did not land (the
+// release is retried, then given up: "the next run plans from the head
+// tree") exits 0, synced; "status" must not say of it "that run did not
+// finish" (review).
+func TestStatus_ReleaseLost_NotCalledARunThatDidNotFinish(t *testing.T) {
+	t.Parallel()
+	w := newCloudflareWorld(t)
+	seed(w)
+	w.watchCloudflare(func(r *http.Request) {
+		if r.Body == nil || r.Method != http.MethodPut {
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte(registry.LastRunKey)) {
+			w.cf.FailKeys(registry.LeaseKey) // from the record on, no lease write lands
+		}
+	})
+	r := w.sync(exitOK)
+	w.cf.FailKeys()
+	if !strings.HasPrefix(r.stdout, "synced") {
+		t.Fatalf("the run: %s", r.stdout)
+	}
+	st := w.run("status")
+	if strings.Contains(st.stdout, "did not finish") {
+		t.Errorf("status after a run that finished, synced, exit 0:\n%s", st.stdout)
 	}
 }

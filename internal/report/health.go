@@ -19,8 +19,9 @@ type Health struct {
 func (h Health) String() string { return h.Summary }
 
 // CheckHealth is healthy when the last run succeeded, the last success is
-// younger than maxAge (a daily schedule plus slack; STATUS_MAX_AGE), and no
-// dead letter holds a version back (it waits for a person).
+// younger than maxAge (a daily schedule plus slack; STATUS_MAX_AGE), no run
+// after it left its lease unfinished, and no dead letter holds a version
+// back (it waits for a person).
 func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 	var problems []string
 	switch lr := rep.LastRun; {
@@ -38,6 +39,9 @@ func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 		problems = append(problems, "no successful run in the run history")
 	case now.Sub(rep.LastSuccessAt) > maxAge:
 		problems = append(problems, fmt.Sprintf("the last success (%s) is %s old, more than %s (STATUS_MAX_AGE)", rep.LastSuccess, rep.SinceLastSuccess, maxAge))
+	}
+	if l := rep.Lease; Unfinished(l, rep.LeaseExpired, rep.LastRun) {
+		problems = append(problems, fmt.Sprintf("the run that took the lease at %s (%s) did not finish: the registry may be half-written until the next run, which plans from the head tree", l.AcquiredAt, l.Owner))
 	}
 	if lr := rep.LastRun; lr != nil && lr.QueueOrphans > 0 {
 		problems = append(problems, fmt.Sprintf("%s announce policies that do not exist (the next full run removes them: syncjob sync --full)", Count(lr.QueueOrphans, "queue entry", "queue entries")))

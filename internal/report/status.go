@@ -54,7 +54,7 @@ func PrintStatus(w io.Writer, rep Status) {
 	if rep.LastRun != nil && rep.LastRun.Mirror != nil {
 		line("content mirror", "%s", mirrorStatus(rep.LastRun.Mirror))
 	}
-	line("lease", "%s", LeaseText(rep.Lease, rep.LeaseExpired))
+	line("lease", "%s", leaseText(rep.Lease, rep.LeaseExpired, rep.LastRun))
 	printLastRun(line, rep.LastRun)
 	line("last commit", "%s", OrDash(rep.LastCommit))
 	if rep.LastSuccess == "" {
@@ -86,6 +86,38 @@ func LeaseText(l *registry.Lease, expired bool) string {
 	default:
 		return fmt.Sprintf("held by %s since %s, until %s", l.Owner, l.AcquiredAt, l.ExpiresAt)
 	}
+}
+
+// Unfinished says whether the lease l was left by a run that never
+// recorded its end (killed, or its record failed): not released, expired,
+// and taken after the run lastRun records had ended, or with no run
+// recorded. (Timestamps are whole seconds: a second of slack.)
+func Unfinished(l *registry.Lease, expired bool, lr *policy.RunSummary) bool {
+	if l == nil || l.Released() || !expired {
+		return false
+	}
+	if lr == nil {
+		return true
+	}
+	if l.Owner == lr.RunID {
+		return false
+	}
+	taken, err1 := time.Parse(policy.TimeLayout, l.AcquiredAt)
+	started, err2 := time.Parse(policy.TimeLayout, lr.Timestamp)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return taken.After(started.Add(time.Duration(lr.DurationMs)*time.Millisecond + time.Second))
+}
+
+// leaseText is LeaseText for status, which knows the last run: an expired
+// lease that run took is one whose release was lost, not a run that did
+// not finish.
+func leaseText(l *registry.Lease, expired bool, lr *policy.RunSummary) string {
+	if l != nil && !l.Released() && expired && !Unfinished(l, expired, lr) {
+		return fmt.Sprintf("expired, not released by %s (taken %s), whose end the last run records; the next run takes the lease over and plans from the head tree", l.Owner, l.AcquiredAt)
+	}
+	return LeaseText(l, expired)
 }
 
 func printLastRun(line func(label, format string, args ...any), lr *policy.RunSummary) {
