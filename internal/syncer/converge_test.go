@@ -68,22 +68,19 @@ func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
 	}
 }
 
-// A record whose lastRun landed but whose next write failed (lastCommit
-// refused, or the history key) ends the run failed: lastRun must say so,
-// not keep the success it was written with, and the lease is not left.
-func TestConverge_RecordFailsAfterLastRunLanded_LastRunSaysFailed(t *testing.T) {
+// A record that failed in part (lastCommit refused after lastRun landed,
+// the history key, or lastRun) ends the run failed: what landed must say
+// so, not keep the success it was written with.
+func TestConverge_RecordFails_WhatLandedSaysFailed(t *testing.T) {
 	t.Parallel()
-	for _, failed := range []string{"lastCommit", "history"} {
+	for _, failed := range []string{"lastCommit", "history", "lastRun"} {
 		t.Run(failed, func(t *testing.T) {
 			r := newRig(t)
 			r.seed()
 			first := r.mustRun()
 			r.repo.Write("b/라.md", "# 라\n")
 			r.repo.Commit("add 라")
-			key := registry.LastCommitKey
-			if failed == "history" {
-				key = registry.RunKey(r.clock.Now(), "run002")
-			}
+			key := map[string]string{"lastCommit": registry.LastCommitKey, "history": registry.RunKey(r.clock.Now(), "run002"), "lastRun": registry.LastRunKey}[failed]
 			r.store.FailKeys(map[string]error{key: errors.New("refused")})
 			calls := len(r.store.Log())
 			res, err := r.run(leased)
@@ -91,24 +88,30 @@ func TestConverge_RecordFailsAfterLastRunLanded_LastRunSaysFailed(t *testing.T) 
 			if !errors.Is(err, syncer.ErrNotRecorded) || res.Summary.Status != policy.RunFailed {
 				t.Fatalf("run: %s, %v; want failed, ErrNotRecorded", res.Summary.Status, err)
 			}
-			if last := r.lastRun(); last.RunID != "run002" || last.Status != policy.RunFailed || !strings.Contains(last.Error, "refused") {
+			if failed == "lastRun" { // refused again: the history says what lastRun cannot
+				if h, err := r.reg.RunByID(context.Background(), "run002"); err != nil || h.Status != policy.RunFailed {
+					t.Errorf("run002's history: %s, %v; want failed", h.Status, err)
+				}
+			} else if last := r.lastRun(); last.RunID != "run002" || last.Status != policy.RunFailed || !strings.Contains(last.Error, "refused") {
 				t.Errorf("lastRun: %s %s (%q), want run002 failed, naming the refused write", last.RunID, last.Status, last.Error)
 			} else if !last.Dirty || last.LastSuccess != first.Summary.Timestamp {
 				t.Errorf("lastRun: dirty %v, last success %s; want dirty (it wrote), the last success run001's (%s)", last.Dirty, last.LastSuccess, first.Summary.Timestamp)
 			}
-			if l, err := r.reg.Lease(context.Background()); err != nil || l != nil && !l.Released() {
-				t.Errorf("lease after the run: %+v, %v; want released", l, err)
+			// released once lastRun says how the run ended, never twice (another
+			// run may hold the lease by then); while lastRun cannot say it, the
+			// lease left behind tells the next run
+			wantReleased, wantWrites := failed != "lastRun", map[bool]int{true: 2, false: 1}[failed != "lastRun"]
+			if l, err := r.reg.Lease(context.Background()); err != nil || (l == nil || l.Released()) != wantReleased {
+				t.Errorf("lease after the run: %+v, %v; want released %v", l, err, wantReleased) // a released lease lives a minute
 			}
-			// taken, then released once: a release that landed is not sent
-			// again, as another run may hold the lease by then
 			leaseWrites := 0
 			for _, c := range r.store.Log()[calls:] {
 				if c.Method == registrytest.Put && slices.Contains(c.Keys, registry.LeaseKey) {
 					leaseWrites++
 				}
 			}
-			if leaseWrites != 2 {
-				t.Errorf("the lease was written %d times, want 2 (taken, released)", leaseWrites)
+			if leaseWrites != wantWrites {
+				t.Errorf("the lease was written %d times, want %d", leaseWrites, wantWrites)
 			}
 		})
 	}

@@ -57,8 +57,8 @@ func (r *run) record(ctx context.Context, rep report, err error) policy.RunSumma
 		if rerr != nil {
 			r.log.Error("run not recorded", logkey.Error, rerr)
 			notRecorded(&sum, rep, rerr)
-			if lastRun, released := landedOf(rerr); lastRun && !rep.lease.refused {
-				r.recordAgain(rctx, &sum, rep.lease, released)
+			if !rep.lease.refused {
+				r.recordAgain(rctx, &sum, rep.lease, releasedBy(rerr))
 			}
 		}
 		cancel()
@@ -71,41 +71,54 @@ func (r *run) record(ctx context.Context, rep report, err error) policy.RunSumma
 	return sum
 }
 
-// landedOf says what a failed record (err, from RecordRun) wrote all the
-// same: lastRun, when only the history key, lastCommit or the lease failed;
-// the lease's release, unless its key failed or the history failed first
-// (then nothing after it was written).
-func landedOf(err error) (lastRun, released bool) {
+// releasedBy says whether a failed record (err, from RecordRun) released
+// the lease all the same: its first write (history, lastRun) landed, and
+// the lease's key did not fail.
+func releasedBy(err error) bool {
 	var be *registry.BatchError
 	if !errors.As(err, &be) {
-		return false, false
+		return false
 	}
-	_, runFailed := be.Failed[registry.LastRunKey]
-	_, leaseFailed := be.Failed[registry.LeaseKey]
-	historyFailed := false
 	for k := range be.Failed {
-		historyFailed = historyFailed || strings.HasPrefix(k, registry.RunPrefix)
+		if k == registry.LastRunKey || k == registry.LeaseKey || strings.HasPrefix(k, registry.RunPrefix) {
+			return false
+		}
 	}
-	return !runFailed, !leaseFailed && !historyFailed
+	return true
 }
 
-// recordAgain writes the history and lastRun of a run whose record failed
-// after lastRun landed, now that its status is failed: lastRun must not say
-// success while the run exits 1 (lastCommit stays). It waits a second first
-// (KV takes one write of a key a second). It releases the lease when the
-// failed record did not: never when it did, as another run may hold it now
-// (KV has no compare-and-swap).
+// recordAgain writes the history and lastRun of a run whose record failed,
+// now that its status is failed: what of the record landed (the history, or
+// lastRun before lastCommit failed) must not say success or partial while
+// the run exits 1 and lastCommit stays. It waits a second first (KV takes
+// one write of a key a second). It releases the lease when the failed
+// record did not and lastRun now says how the run ended: never when the
+// record released it, as another run may hold it now (KV has no
+// compare-and-swap).
 func (r *run) recordAgain(ctx context.Context, sum *policy.RunSummary, l lease, released bool) {
 	if r.sleep(ctx, 1100*time.Millisecond) != nil {
 		return
 	}
 	sum.BillableWrites += r.Registry.RecordCost("")
-	if err := r.Registry.RecordRun(ctx, *sum, r.start, ""); err != nil {
+	err := r.Registry.RecordRun(ctx, *sum, r.start, "")
+	if err != nil {
 		r.log.Error("run not recorded again; lastRun may say it went otherwise", logkey.Error, err)
 	}
-	if l.held && !released {
+	if l.held && !released && lastRunLanded(err) {
 		r.releaseAgain(ctx, l)
 	}
+}
+
+// lastRunLanded says whether a record (err, from RecordRun) wrote lastRun.
+// Until it has, the lease left behind is what tells the next run that
+// this one did not finish cleanly: it must not be released.
+func lastRunLanded(err error) bool {
+	var be *registry.BatchError
+	if err == nil || !errors.As(err, &be) {
+		return err == nil
+	}
+	_, failed := be.Failed[registry.LastRunKey]
+	return !failed
 }
 
 // summarize builds the run's summary from what the steps returned, with its
