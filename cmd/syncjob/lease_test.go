@@ -96,6 +96,11 @@ func TestSync_LeaseHeld_NamesHolderAndTheCommandThatClearsIt(t *testing.T) {
 	if got := firstLine(r.stdout); !strings.Contains(got, "lambda req-running") || !strings.Contains(got, "syncjob lease release --id 'lambda req-running'") {
 		t.Errorf("exit %d, first line %q: want the holder and the command that clears the lease", r.code, got)
 	}
+	// recorded refused, so printed refused (review); exit 1, so that Lambda
+	// retries a run another one kept out (docs/design.md, the run-error table)
+	if got := firstLine(r.stdout); r.code != exitFailed || !strings.HasPrefix(got, "refused:") {
+		t.Errorf("exit %d, first line %q: want exit 1 and the first word refused:, as the run is recorded", r.code, got)
+	}
 }
 
 func TestLease_Show_NamesTheWriterOfTheFile(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
+	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -43,7 +44,7 @@ func NewRun(res syncer.Result, runErr error, dry bool, secrets []string) Run {
 		applied: applying && !dry,
 	}
 	switch {
-	case errors.Is(runErr, differ.ErrRefused):
+	case errors.Is(runErr, differ.ErrRefused), errors.Is(runErr, registry.ErrLeaseHeld): // as recorded
 		r.outcome = outcomeRefused
 	case runErr != nil && !errors.Is(runErr, syncer.ErrPartial):
 		r.outcome = outcomeFailed
