@@ -148,3 +148,17 @@ func TestDeleteLimit_DetailedExitCode_DryRunPending(t *testing.T) {
 		t.Errorf("--help lacks exit code 5:\n%s", r.stderr)
 	}
 }
+
+// A dry run records nothing, so dead letters holding versions back make it
+// no partial run (exit 3: failures recorded): it exits 5 when its plan has
+// changes, 0 when it has none or without --detailed-exitcode (review).
+func TestDryRun_DetailedExitCode_DeadLettersHeldBack_StillFiveOrZero(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	deadLetterWorld(t, w)
+	w.sync(exitOK, "--dry-run")
+	w.repo.Write("규정/새 규정.md", "# 새 규정\n")
+	w.repo.Commit("add")
+	w.sync(exitPending, "--dry-run", "--detailed-exitcode")
+	w.sync(exitOK, "--dry-run")
+}

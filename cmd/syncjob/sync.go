@@ -130,6 +130,9 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	} else {
 		rep.Write(c.p.stdout, f.quiet, c.p.colours(c.p.stdout))
 	}
+	if f.dryRun && errors.Is(runErr, syncer.ErrPartial) {
+		runErr = nil // it recorded nothing: what would be partial is its plan (5 or 0)
+	}
 	switch {
 	case runErr != nil:
 		// the report's first line (or its JSON) said it: once is enough
