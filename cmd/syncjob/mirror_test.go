@@ -86,3 +86,30 @@ func TestConfig_BadContentSetting_Exit2NamesIt(t *testing.T) {
 		}
 	}
 }
+
+// CONTENT_DIR naming a regular file (or a folder that cannot be made) is
+// wrong configuration: exit 2 naming CONTENT_DIR and the form it wants (a
+// folder), not a failed run (review).
+func TestSync_ContentDirIsAFile_Exit2NamingIt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	seed(w)
+	f := t.TempDir() + "/not-a-folder"
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.env["CONTENT_DIR"] = f
+	r := w.run("sync")
+	t.Logf("exit %d\n%s\n%s", r.code, r.stdout, tailOf(r.stderr, 2))
+	if r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "CONTENT_DIR") {
+		t.Errorf("sync with CONTENT_DIR a file: exit %d; want 2 naming CONTENT_DIR", r.code)
+	}
+}
+
+func tailOf(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}

@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/knue/syncjob/internal/policy"
 )
 
 // Folder is a Target in a local folder: key k is the file {dir}/{k}. Each
@@ -40,7 +43,30 @@ func NewFolder(dir, prefix string) (*Folder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("folder: resolve %s: %w", dir, err)
 	}
+	if err := canBeFolder(abs); err != nil {
+		return nil, err
+	}
 	return &Folder{dir: abs, prefix: prefix}, nil
+}
+
+// canBeFolder checks that dir is a folder or can be made one: a file there,
+// or above it where the folder would be made, is wrong configuration (exit
+// 2 naming CONTENT_DIR), not a failed run. Other errors (permissions) are
+// left to the first write, which names them.
+func canBeFolder(dir string) error {
+	for p := dir; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil:
+			return &policy.ConfigError{Setting: "CONTENT_DIR", Problem: fmt.Sprintf("%s is a file, not a folder (want a folder, or a path where one can be made)", p)}
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return nil
+		case filepath.Dir(p) == p:
+			return nil
+		}
+	}
 }
 
 // Name implements Target.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/knue/syncjob/internal/mirror"
+	"github.com/knue/syncjob/internal/policy"
 )
 
 func mustFolder(t *testing.T) (*mirror.Folder, string) {
@@ -110,6 +111,28 @@ func TestFolder_List_NothingMirroredYet(t *testing.T) {
 	f, _ := mustFolder(t)
 	if l, err := f.List(context.Background()); err != nil || len(l) != 0 {
 		t.Fatalf("list of a folder never written: %v, %v", l, err)
+	}
+}
+
+// A folder mirror where a file is, or where a file stands in the way of
+// making the folder, is wrong configuration naming CONTENT_DIR (review);
+// a folder that does not exist yet is made at the first put.
+func TestNewFolder_AFileInTheWay_ConfigErrorNamingContentDir(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	file := filepath.Join(base, "not-a-folder")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{file, filepath.Join(file, "below")} {
+		_, err := mirror.NewFolder(dir, "policies/")
+		var ce *policy.ConfigError
+		if !errors.As(err, &ce) || ce.Setting != "CONTENT_DIR" || !strings.Contains(err.Error(), file) {
+			t.Errorf("NewFolder(%s): %v; want a configuration error naming CONTENT_DIR and the file", dir, err)
+		}
+	}
+	if _, err := mirror.NewFolder(filepath.Join(base, "new", "mirror"), "policies/"); err != nil {
+		t.Errorf("a folder to be made: %v", err)
 	}
 }
 
