@@ -214,11 +214,31 @@ func (c Config) ValidateSource() error {
 		return &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%q is not owner/name", c.Repo)}
 	case c.Branch == "":
 		return &policy.ConfigError{Setting: "GITHUB_BRANCH", Problem: "must not be empty"}
+	case !isBranchName(c.Branch):
+		return &policy.ConfigError{Setting: "GITHUB_BRANCH", Problem: fmt.Sprintf("%q is not a branch name git allows (no spaces, control characters, ~ ^ : ? * [ \\, \"..\" or \"@{\"; no leading \"-\", no empty or dot-led part, no trailing \".\", \"/\" or \".lock\")", c.Branch)}
 	}
 	if err := checkToken("GITHUB_TOKEN", c.GitHubToken); err != nil {
 		return err
 	}
 	return checkURL("GITHUB_API_URL", "GITHUB_TOKEN", c.GitHubAPIURL)
+}
+
+// isBranchName says whether git would take b as a branch name (git
+// check-ref-format --branch): a name it refuses can only fail at GitHub,
+// later and less clearly.
+func isBranchName(b string) bool {
+	if b == "@" || strings.HasPrefix(b, "-") || strings.HasSuffix(b, ".") || strings.Contains(b, "..") || strings.Contains(b, "@{") {
+		return false
+	}
+	if strings.ContainsFunc(b, func(r rune) bool { return r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) }) {
+		return false
+	}
+	for _, part := range strings.Split(b, "/") {
+		if part == "" || strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate checks every Setting but the GitHub ones and names the first one that is wrong.

@@ -36,3 +36,35 @@ func TestValidate_BatchSize_UpToCloudflaresBulkLimit(t *testing.T) {
 		}
 	}
 }
+
+// GITHUB_BRANCH takes what git takes as a branch name; anything else is a
+// configuration error naming it, before any request (review: a space only
+// failed at GitHub).
+func TestValidate_Branch_WhatGitTakes(t *testing.T) {
+	t.Parallel()
+	for branch, ok := range map[string]bool{
+		"main": true, "release/2026": true, "규정/개정-안": true, "v1.0": true, "a@b": true,
+		"my branch": false, "a..b": false, "-x": false, "x.": false, "x/": false, "/x": false, "a//b": false,
+		".x": false, "a/.x": false, "x.lock": false, "a@{1}": false, "a~1": false, "a^": false, "a:b": false,
+		"a?": false, "a*": false, "a[b": false, `a\b`: false, "a\tb": false, "@": false,
+	} {
+		fs := flag.NewFlagSet("sync", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		env := map[string]string{"GITHUB_REPO": "knue/policies", "GITHUB_BRANCH": branch}
+		done := config.Bind(fs, func(k string) string { return env[k] }, config.Source|config.Registry|config.Run)
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		c, err := done()
+		if err == nil {
+			err = c.ValidateSource() // what sync and the Lambda check
+		}
+		var ce *policy.ConfigError
+		switch {
+		case ok && err != nil:
+			t.Errorf("GITHUB_BRANCH=%q: %v, want it taken", branch, err)
+		case !ok && (!errors.As(err, &ce) || ce.Setting != "GITHUB_BRANCH"):
+			t.Errorf("GITHUB_BRANCH=%q: %v, want a configuration error naming GITHUB_BRANCH", branch, err)
+		}
+	}
+}
