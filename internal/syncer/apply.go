@@ -25,10 +25,10 @@ import (
 // policy. A run out of time (deadline.go) sends no more batches: what it
 // did not write waits for the next run, by name, and is no failure. When
 // every write failed the run met an outage: ErrOutage.
-func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork, m *mirrorRun, mirrorFailed map[string]string) ([]policy.Failure, []string, error) {
+func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork, m *mirrorRun, mirrorFailed map[string]error) ([]policy.Failure, []string, error) {
 	w := r.writes(plan, reg, mig, work, m)
 	fails := failures{deadline: deadlineOf(ctx)}
-	fails.addNamed(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
+	fails.addUploads(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
 	nAnnounce, nPublish, nRemove := w.counts()
 	count := &counter{total: nAnnounce + nPublish + nRemove, to: r.progress()}
 	count.to.Advance(0, count.total)
@@ -227,6 +227,22 @@ func (f *failures) add(b batch, errs map[string]error) {
 			f.byName[name] = err.Error()
 		}
 	}
+}
+
+// addUploads adds the content mirror's failed uploads, by policy name. One
+// the run's deadline cut (timeUp), or had no time to start, waits for the
+// next run as a registry write would: no item's fault, so no failure and
+// no retry counted (review: three such runs made a dead letter).
+func (f *failures) addUploads(byName map[string]error) {
+	named := map[string]string{}
+	for name, err := range byName {
+		if timeUp(err, f.deadline) {
+			f.wait(batch{ops: []op{{name: name}}})
+			continue
+		}
+		named[name] = err.Error()
+	}
+	f.addNamed(named)
 }
 
 // addNamed adds failures by policy name that are not registry writes.

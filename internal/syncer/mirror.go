@@ -47,18 +47,19 @@ type mirrorRun struct {
 }
 
 // uploads is what a run stored in the mirror, by policy name: the ETag,
-// or why it failed. Safe for concurrent use.
+// or why it failed (the error itself: one the run's deadline cut waits,
+// failures.addUploads). Safe for concurrent use.
 type uploads struct {
 	mu     sync.Mutex
 	etags  map[string]string
-	failed map[string]string
+	failed map[string]error
 	// sent are the names whose object was sent to the target, landed or
 	// not: a put whose answer was lost may have stored it
 	sent map[string]bool
 }
 
 func newUploads() *uploads {
-	return &uploads{etags: map[string]string{}, failed: map[string]string{}, sent: map[string]bool{}}
+	return &uploads{etags: map[string]string{}, failed: map[string]error{}, sent: map[string]bool{}}
 }
 
 func (u *uploads) sending(name string) {
@@ -71,7 +72,7 @@ func (u *uploads) done(name, etag string, err error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if err != nil {
-		u.failed[name] = err.Error()
+		u.failed[name] = err
 		delete(u.etags, name)
 		return
 	}
@@ -115,6 +116,9 @@ type uploader struct {
 	m      *mirrorRun
 	byPath map[string]wanted // each wanted path
 	g      errgroup.Group
+	// late says the run is out of time (run.outOfTime): an upload not yet
+	// started then waits for the next run, as a registry write would
+	late func() bool
 }
 
 // wanted is what the uploader keeps of a doc until its file streams by (the
@@ -123,7 +127,7 @@ type uploader struct {
 type wanted struct{ name, sha, lastUpdated string }
 
 func (r *run) newUploader(ctx context.Context, m *mirrorRun, docs []mirror.Doc) *uploader {
-	u := &uploader{ctx: ctx, m: m, byPath: make(map[string]wanted, len(docs))}
+	u := &uploader{ctx: ctx, m: m, byPath: make(map[string]wanted, len(docs)), late: func() bool { return r.outOfTime(ctx) }}
 	for _, d := range docs {
 		u.byPath[d.Path] = wanted{name: d.PolicyName, sha: d.SHA, lastUpdated: d.LastUpdated}
 	}
@@ -146,6 +150,10 @@ func (u *uploader) each(path string, data []byte) {
 		return
 	}
 	u.g.Go(func() error {
+		if u.late() { // checked once a slot is free: Go may have waited for it
+			u.m.up.done(d.PolicyName, "", errNoTime)
+			return nil
+		}
 		etag, err := u.m.target.Put(u.ctx, o)
 		if err == nil || mayHaveStored(err) {
 			u.m.up.sending(d.PolicyName)
@@ -156,6 +164,11 @@ func (u *uploader) each(path string, data []byte) {
 }
 
 func (u *uploader) wait() { _ = u.g.Wait() }
+
+// errNoTime is why an upload was not started: the run was out of time. It
+// is the deadline's error, so that the policy waits (timeUp), as a
+// registry write the run had no time for does.
+var errNoTime = fmt.Errorf("not sent, the run is out of time: %w", context.DeadlineExceeded)
 
 // mayHaveStored says whether a failed put may have stored its object: its
 // answer was lost (the store unavailable after retries, the context
@@ -311,33 +324,26 @@ func changedElsewhere(repairs []mirror.Repair, plan policy.Plan, reg registrySta
 // mirrorUpload is the mirror step before the registry's writes: it uploads
 // what the titles step did not (moves, whose front matter names the path;
 // a plan uploaded after the guard; a full run's repairs), reading those
-// files again, and returns the policies whose upload failed: the run must
-// neither announce nor publish them.
-func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan policy.Plan, reg registryState) map[string]string {
+// files again, and returns why each failed upload failed, by policy name:
+// the run must neither announce nor publish them. An upload the run's
+// deadline cut, or did not leave time to start, waits for the next run
+// (failures.addUploads); none is started once the run is out of time.
+func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan policy.Plan, reg registryState) map[string]error {
 	if m == nil {
 		return nil
 	}
-	docs := r.pendingDocs(m, plan, reg)
-	if len(docs) > 0 {
-		files := make([]policy.File, len(docs))
-		for i, d := range docs {
-			files[i] = policy.File{Path: d.Path, SHA: d.SHA, Size: -1}
-		}
-		up := r.newUploader(ctx, m, docs)
-		readErrs, err := r.readContents(ctx, head, files, up, func(string, policy.Content) {})
-		for _, d := range docs {
-			switch {
-			case err != nil:
-				m.up.done(d.PolicyName, "", fmt.Errorf("read content: %w", err))
-			case readErrs[d.Path] != nil:
-				m.up.done(d.PolicyName, "", fmt.Errorf("read content: %w", readErrs[d.Path]))
-			}
-		}
+	if docs := r.pendingDocs(m, plan, reg); len(docs) > 0 {
+		r.uploadPending(ctx, m, head, docs)
 	}
-	failed := map[string]string{}
-	for name, msg := range m.up.failed {
-		failed[name] = "content mirror: " + msg
-		r.log.Error("content upload failed", logkey.Policy, name, logkey.Error, msg)
+	failed := map[string]error{}
+	deadline := deadlineOf(ctx)
+	for name, err := range m.up.failed {
+		failed[name] = fmt.Errorf("content mirror: %w", err)
+		if timeUp(err, deadline) {
+			r.log.Warn("out of time: content upload left for the next run", logkey.Policy, name, logkey.Error, err)
+		} else {
+			r.log.Error("content upload failed", logkey.Policy, name, logkey.Error, err)
+		}
 	}
 	for _, rp := range m.drift.Upload {
 		if _, ok := m.up.etag(rp.PolicyName); ok {
@@ -347,6 +353,31 @@ func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan 
 		}
 	}
 	return failed
+}
+
+// uploadPending reads the files of docs again and uploads their objects;
+// a run out of time reads and uploads none of them.
+func (r *run) uploadPending(ctx context.Context, m *mirrorRun, head string, docs []mirror.Doc) {
+	if r.outOfTime(ctx) {
+		for _, d := range docs {
+			m.up.done(d.PolicyName, "", errNoTime)
+		}
+		return
+	}
+	files := make([]policy.File, len(docs))
+	for i, d := range docs {
+		files[i] = policy.File{Path: d.Path, SHA: d.SHA, Size: -1}
+	}
+	up := r.newUploader(ctx, m, docs)
+	readErrs, err := r.readContents(ctx, head, files, up, func(string, policy.Content) {})
+	for _, d := range docs {
+		switch {
+		case err != nil:
+			m.up.done(d.PolicyName, "", fmt.Errorf("read content: %w", err))
+		case readErrs[d.Path] != nil:
+			m.up.done(d.PolicyName, "", fmt.Errorf("read content: %w", readErrs[d.Path]))
+		}
+	}
 }
 
 // pendingDocs are the objects the apply step still uploads: the plan's
