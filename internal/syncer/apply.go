@@ -41,6 +41,7 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 		return nil, nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, sent, fails.first)
 	}
 	fails.addNamed(r.mirrorDelete(ctx, m, plan, fails.skip)) // the objects last
+	fails.addNamed(m.unsafeLeft())
 	out := fails.list()
 	for _, f := range out {
 		r.log.Error("item failed", logkey.Policy, f.PolicyName, logkey.Error, f.Error)

@@ -454,6 +454,24 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	return failed
 }
 
+// unsafeLeft are the foreign objects a full run found under the prefix
+// that no target may delete (mirror.Repairs.Unsafe: the key could resolve
+// outside the prefix), as failures by key: the run is partial naming them
+// and the mirror not converged, so that each run is full and says so
+// again until an operator removes them (review: only a log line said so,
+// and the run recorded success). Nothing outside the prefix is deleted.
+func (m *mirrorRun) unsafeLeft() map[string]string {
+	if m == nil || len(m.drift.Unsafe) == 0 {
+		return nil
+	}
+	m.unrepaired = true
+	left := make(map[string]string, len(m.drift.Unsafe))
+	for _, k := range m.drift.Unsafe {
+		left[k] = "content mirror: foreign object not deleted: its key could resolve outside " + m.prefix + "; an operator must remove it"
+	}
+	return left
+}
+
 // withContentETag records in e the ETag of the object the run uploaded for
 // it; an add, update or move the run did not upload (no mirror) records
 // none, so a mirror turned on later does not take an old object for this

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +14,7 @@ import (
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/mirror/mirrortest"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -331,4 +333,43 @@ func TestMirrorCarry_PutRefused_NextRunStaysIncremental(t *testing.T) {
 	if res.Summary.Mode != differ.ModeIncremental {
 		t.Errorf("retry run: mode %s (%s), want incremental", res.Summary.Mode, res.Summary.ModeReason)
 	}
+}
+
+// A foreign object under the prefix whose key no target may delete ("..":
+// it could resolve outside the prefix) stays in the mirror, which AI
+// Search indexes. The full run that finds it must not record success and
+// the mirror converged (review: only a log line said so): it is partial,
+// naming the key, the mirror is not converged, so the next run is full
+// and names it again, until an operator removes it. Nothing is deleted.
+func TestMirrorCarry_UnsafeForeignKey_PartialNamingIt_UntilAnOperatorRemovesIt(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	unsafe := prefix + "x/../../secret-draft/policy.md"
+	m.PutRaw(t, unsafe, []byte("# not a policy of the head\n"))
+	res, err := r.run(syncer.Options{Full: true})
+	t.Logf("err %v, status %s, failures %+v, mirror %+v", err, res.Summary.Status, res.Summary.Failures, res.Summary.Mirror)
+	if res.Summary.Status == policy.RunSuccess && res.Summary.Mirror != nil && res.Summary.Mirror.Converged != "" {
+		t.Errorf("the run records success and the mirror converged at %s while %d objects under %s include one the head does not have", res.Summary.Mirror.Converged, len(m.Objects()), prefix)
+	}
+	for i := range 2 { // the full run, then the one after it, full again
+		if !errors.Is(err, syncer.ErrPartial) || !slices.Contains(failedNames(res.Summary.Failures), unsafe) || res.Summary.Mode != differ.ModeFull {
+			t.Errorf("run %d: err %v, %s, failures %v: want partial, full, naming %s", i, err, res.Summary.Mode, failedNames(res.Summary.Failures), unsafe)
+		}
+		if ms := res.Summary.Mirror; ms == nil || ms.Converged != "" {
+			t.Errorf("run %d: mirror %+v, want not converged", i, ms)
+		}
+		if _, _, ok := m.ReadRaw(t, unsafe); !ok {
+			t.Fatalf("run %d deleted %s", i, unsafe)
+		}
+		res, err = r.run(syncer.Options{})
+	}
+	m.DeleteRaw(t, unsafe) // the operator
+	res, err = r.run(syncer.Options{})
+	if err != nil || res.Summary.Mode != differ.ModeFull || res.Summary.Mirror == nil || res.Summary.Mirror.Converged == "" {
+		t.Errorf("after the operator's cleanup: err %v, %s, mirror %+v: want success, full, converged", err, res.Summary.Mode, res.Summary.Mirror)
+	}
+	r.mirrorIsHead(m, seededFiles, res)
 }

@@ -63,6 +63,14 @@ func (m *Memory) PutRaw(_ testing.TB, key string, body []byte) {
 	m.objects[key] = mirror.Object{Key: key, Body: slices.Clone(body)}
 }
 
+// DeleteRaw removes key, whatever the key: an operator's cleanup of an
+// object no target may delete (mirror.Repairs.Unsafe).
+func (m *Memory) DeleteRaw(_ testing.TB, key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.objects, key)
+}
+
 // ReadRaw returns the body and metadata at key.
 func (m *Memory) ReadRaw(_ testing.TB, key string) ([]byte, map[string]string, bool) {
 	m.mu.Lock()
