@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -470,6 +471,24 @@ func (m *mirrorRun) unsafeLeft() map[string]string {
 		left[k] = "content mirror: foreign object not deleted: its key could resolve outside " + m.prefix + "; an operator must remove it"
 	}
 	return left
+}
+
+// withoutForeign is names (what the run owes: owed) less the keys of the
+// foreign objects it named as failures (mirrorDelete, unsafeLeft): they
+// are no policy, no registry entry is owed for them, and the next run
+// reading one by name would fail every run when the key is longer than
+// the registry's keys may be. The mirror left unconverged is what makes
+// the next run list them again.
+func (m *mirrorRun) withoutForeign(names []string) []string {
+	foreign := func(name string) bool {
+		_, del := slices.BinarySearch(m.drift.Delete, name)
+		_, unsafe := slices.BinarySearch(m.drift.Unsafe, name)
+		return del || unsafe
+	}
+	if m == nil || !slices.ContainsFunc(names, foreign) {
+		return names
+	}
+	return slices.DeleteFunc(slices.Clone(names), foreign) // names may be the last run's
 }
 
 // withContentETag records in e the ETag of the object the run uploaded for

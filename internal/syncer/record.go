@@ -154,7 +154,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum.Waiting = rep.waiting
 	sum.StoppedEarly, sum.WaitingNames = len(rep.late) > 0, firstNames(rep.late)
 	sum.QueueOrphans = queueOrphans(rep)
-	sum.Pending = owed(rep, err)
+	sum.Pending = rep.mirror.withoutForeign(owed(rep, err))
 	sum.Policies, sum.LegacyV1 = registryAfter(rep)
 	setStatus(&sum, rep, err)
 	if sum.Status == policy.RunSuccess && !sum.DryRun {
