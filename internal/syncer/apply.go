@@ -28,7 +28,7 @@ import (
 func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mig differ.Migration, work differ.QueueWork, m *mirrorRun, mirrorFailed map[string]error) ([]policy.Failure, []string, error) {
 	w := r.writes(plan, reg, mig, work, m)
 	fails := failures{deadline: deadlineOf(ctx)}
-	fails.addUploads(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
+	fails.addMirror(mirrorFailed) // a policy whose text is not in the mirror is neither announced nor published
 	nAnnounce, nPublish, nRemove := w.counts()
 	count := &counter{total: nAnnounce + nPublish + nRemove, to: r.progress()}
 	count.to.Advance(0, count.total)
@@ -40,7 +40,7 @@ func (r *run) apply(ctx context.Context, plan policy.Plan, reg registryState, mi
 	if sent > 0 && fails.keys == sent && !fails.limit {
 		return nil, nil, fmt.Errorf("%w: all %d registry writes failed, e.g. %s", ErrOutage, sent, fails.first)
 	}
-	fails.addNamed(r.mirrorDelete(ctx, m, plan, fails.skip)) // the objects last
+	fails.addMirror(r.mirrorDelete(ctx, m, plan, fails.skip)) // the objects last
 	fails.addNamed(m.unsafeLeft())
 	out := fails.list()
 	for _, f := range out {
@@ -230,11 +230,12 @@ func (f *failures) add(b batch, errs map[string]error) {
 	}
 }
 
-// addUploads adds the content mirror's failed uploads, by policy name. One
-// the run's deadline cut (timeUp), or had no time to start, waits for the
-// next run as a registry write would: no item's fault, so no failure and
-// no retry counted (review: three such runs made a dead letter).
-func (f *failures) addUploads(byName map[string]error) {
+// addMirror adds the content mirror's failed uploads and deletes, by
+// policy name. One the run's deadline cut (timeUp), or had no time to
+// start, waits for the next run as a registry write would: no item's
+// fault, so no failure and no retry counted (review: three such runs made
+// a dead letter).
+func (f *failures) addMirror(byName map[string]error) {
 	named := map[string]string{}
 	for name, err := range byName {
 		if timeUp(err, f.deadline) {

@@ -49,7 +49,7 @@ type mirrorRun struct {
 
 // uploads is what a run stored in the mirror, by policy name: the ETag,
 // or why it failed (the error itself: one the run's deadline cut waits,
-// failures.addUploads). Safe for concurrent use.
+// failures.addMirror). Safe for concurrent use.
 type uploads struct {
 	mu     sync.Mutex
 	etags  map[string]string
@@ -328,7 +328,7 @@ func changedElsewhere(repairs []mirror.Repair, plan policy.Plan, reg registrySta
 // files again, and returns why each failed upload failed, by policy name:
 // the run must neither announce nor publish them. An upload the run's
 // deadline cut, or did not leave time to start, waits for the next run
-// (failures.addUploads); none is started once the run is out of time.
+// (failures.addMirror); none is started once the run is out of time.
 func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan policy.Plan, reg registryState) map[string]error {
 	if m == nil {
 		return nil
@@ -407,8 +407,9 @@ func (r *run) pendingDocs(m *mirrorRun, plan policy.Plan, reg registryState) []m
 // mirrorDelete is the mirror step after the registry's deletes: the
 // objects of the deleted policies whose registry deletes landed, then the
 // foreign objects a full run found under the prefix. It returns the
-// failures, by policy name (by key for a foreign object).
-func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, registryFailed func(string) bool) map[string]string {
+// failures, by policy name (by key for a foreign object); a run out of
+// time sends none (they wait, as the deadline's cuts do).
+func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, registryFailed func(string) bool) map[string]error {
 	if m == nil {
 		return nil
 	}
@@ -433,17 +434,25 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	if len(keys) == 0 {
 		return nil
 	}
-	perKey, err := m.target.Delete(ctx, keys)
-	failed := map[string]string{}
+	var perKey map[string]error
+	err := error(errNoTime) // a run out of time sends none: they wait
+	if !r.outOfTime(ctx) {
+		perKey, err = m.target.Delete(ctx, keys)
+	}
+	failed := map[string]error{}
 	for _, k := range keys {
 		kerr := perKey[k]
 		if perKey == nil && err != nil { // refused as a whole; else perKey names every key not deleted (mirror.Target)
 			kerr = err
 		}
 		if kerr != nil {
-			failed[owner[k]] = "content mirror: " + kerr.Error()
+			failed[owner[k]] = fmt.Errorf("content mirror: %w", kerr) // one the deadline cut waits (failures.addMirror)
 			m.unrepaired = true
-			r.log.Error("content delete failed", logkey.Key, k, logkey.Error, kerr)
+			if timeUp(kerr, deadlineOf(ctx)) {
+				r.log.Warn("out of time: content delete left for the next run", logkey.Key, k, logkey.Error, kerr)
+			} else {
+				r.log.Error("content delete failed", logkey.Key, k, logkey.Error, kerr)
+			}
 			continue
 		}
 		m.deleted++

@@ -134,3 +134,49 @@ func TestMirrorDeadline_OutOfTime_StartsNoUpload_MoveWaits(t *testing.T) {
 		t.Errorf("failures %+v, waiting %v: want none failed, 나 waiting", sum.Failures, sum.WaitingNames)
 	}
 }
+
+// slowDelete is a mirror whose delete of one key takes until the run's
+// deadline.
+type slowDelete struct {
+	*mirrortest.Memory
+	key string
+}
+
+func (s slowDelete) Delete(ctx context.Context, keys []string) (map[string]error, error) {
+	if slices.Contains(keys, s.key) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Memory.Delete(ctx, keys)
+}
+
+// A mirror delete the run's deadline cuts waits for the next run, as an
+// upload so cut does: no failure counted (three would make a dead letter
+// of a deleted policy), the run partial and stopped early naming it, and
+// the next run removes the object.
+func TestMirrorDeadline_DeleteCut_WaitsNotFails_NextRunRemovesTheObject(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	m := mirrortest.NewMemory(prefix)
+	r.withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Remove("a/가.md")
+	r.repo.Commit("delete 가")
+	r.s.Mirror = slowDelete{Memory: m, key: mirror.Key(prefix, "가")}
+	res, err := r.run(syncer.Options{MaxDuration: 500 * time.Millisecond})
+	sum := res.Summary
+	t.Logf("err = %v; status %s, failures %+v, waiting %v", err, sum.Status, sum.Failures, sum.WaitingNames)
+	if len(sum.Failures) > 0 || r.queueEntries()["가"].RetryCount > 0 {
+		t.Errorf("a deadline-cut delete is reported as failures %+v", sum.Failures)
+	}
+	if sum.Status != policy.RunPartial || !sum.StoppedEarly || !slices.Contains(sum.WaitingNames, "가") {
+		t.Errorf("status %s, stopped early %v, waiting %v: want partial, stopped early, naming 가", sum.Status, sum.StoppedEarly, sum.WaitingNames)
+	}
+	r.s.Mirror = m
+	res, err = r.run(syncer.Options{})
+	if err != nil {
+		t.Fatalf("the next run: %v", err)
+	}
+	r.mirrorIsHead(m, map[string]string{"a/나.md": "# 나\n", "b/다.md": "# 다\n"}, res)
+}
