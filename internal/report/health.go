@@ -30,7 +30,7 @@ func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 	case lr.Status != policy.RunSuccess:
 		why := lr.Error
 		if why == "" {
-			why = fmt.Sprintf("%d failed", lr.ErrorCount)
+			why = fmt.Sprintf("%d failed%s", lr.ErrorCount, failedNames(lr.Failures))
 		}
 		problems = append(problems, fmt.Sprintf("the last run (%s) is %s: %s", lr.Timestamp, lr.Status, why))
 	}
@@ -62,4 +62,21 @@ func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 		return Health{Problems: problems, Summary: "unhealthy: " + strings.Join(problems, "; ")}
 	}
 	return Health{Healthy: true, Summary: fmt.Sprintf("healthy: the last run succeeded, the last success was %s ago, nothing is held back", rep.SinceLastSuccess)}
+}
+
+// failedNames names the first few failures, for the check's one line
+// (the run's summary names them all).
+func failedNames(fs []policy.Failure) string {
+	var names []string
+	for _, f := range fs {
+		if len(names) == 5 {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, f.PolicyName)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
 }
