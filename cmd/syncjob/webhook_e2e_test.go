@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/knue/syncjob/internal/lambda"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -160,6 +163,47 @@ func TestWebhook_PushDuringARun_SyncedAfterIt(t *testing.T) {
 	for _, name := range []string{"첫째", "둘째"} {
 		if _, ok := st.policies[name]; !ok {
 			t.Errorf("policy %s missing", name)
+		}
+	}
+}
+
+// A forced push (GitHub's push event says "forced": true) reaches the sync
+// function as such, and its run, on Workers KV, waits out the consistency
+// window before trusting what it reads: a run seconds before may have
+// synced the head the push dropped, which no compare names
+// (docs/design.md, "Stale reads"). A push that is not forced does not
+// wait.
+func TestWebhook_ForcedPush_HandedOnAsForced_RunWaitsOutTheWindow(t *testing.T) {
+	t.Parallel()
+	w := newCloudflareWorld(t)
+	seed(w)
+	if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err != nil {
+		t.Fatalf("the daily run: %v", inv.err)
+	}
+	r := newReceiverRig(t)
+	for i, forced := range []bool{false, true} {
+		w.repo.Write("규정/제3편/연구윤리 규정.md", fmt.Sprintf("# 연구윤리 규정\n\n제%d판\n", i))
+		after := w.repo.Commit("연구윤리 규정")
+		var p map[string]any
+		if err := json.Unmarshal([]byte(pushPayload("knue/policies", "refs/heads/main", after)), &p); err != nil {
+			t.Fatal(err)
+		}
+		p["forced"] = forced
+		body, _ := json.Marshal(p)
+		if a := r.deliver(delivery("push", fmt.Sprintf("delivery-%d", i), string(body), testWebhookSecret)); a.resp.StatusCode != 202 {
+			t.Fatalf("receiver answered %d %q", a.resp.StatusCode, a.resp.Body)
+		}
+		got := r.lambda.invocations()
+		var ev lambda.WebhookEvent
+		if err := json.Unmarshal(got[len(got)-1].Payload, &ev); err != nil || ev.Forced != forced {
+			t.Fatalf("handed on %s (%v), want forced %v", got[len(got)-1].Payload, err, forced)
+		}
+		inv := w.handToSync(got[len(got)-1])
+		if inv.err != nil {
+			t.Fatalf("sync: %v\n%s", inv.err, inv.logs)
+		}
+		if waited := strings.Contains(inv.logs, "waiting out the consistency window"); waited != forced {
+			t.Errorf("forced %v: the run waited out the window: %v\n%s", forced, waited, inv.logs)
 		}
 	}
 }

@@ -22,6 +22,7 @@ type lambdaEvent struct {
 	// After and Delivery come with trigger webhook (event_webhook.go).
 	After    string `json:"after"`
 	Delivery string `json:"delivery"`
+	Forced   bool   `json:"forced"`
 }
 
 // Event values.
@@ -46,7 +47,7 @@ func (e *EventError) Error() string {
 	return "event: " + e.Field + ": " + e.Problem
 }
 
-const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}, or from the webhook receiver {"trigger":"webhook", "after":"<commit sha>", "delivery":"<id>"}`
+const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}, or from the webhook receiver {"trigger":"webhook", "after":"<commit sha>", "delivery":"<id>", "forced":true|false}`
 
 // ParseEvent reads a payload strictly: an unknown field, a value of the wrong
 // type or outside its set is an *EventError. An empty payload or {} is a
@@ -63,7 +64,7 @@ func ParseEvent(payload []byte) (syncer.Options, error) {
 	case TriggerSchedule:
 		opt.Trigger = TriggerSchedule
 	case TriggerWebhook:
-		opt.Trigger, opt.Delivery, opt.After = TriggerWebhook, ev.Delivery, ev.After
+		opt.Trigger, opt.Delivery, opt.After, opt.Forced = TriggerWebhook, ev.Delivery, ev.After, ev.Forced
 	default:
 		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule, manual or webhook", ev.Trigger)}
 	}
@@ -106,7 +107,7 @@ func decodeEvent(payload []byte) (lambdaEvent, error) {
 	}
 	for name := range fields {
 		switch name {
-		case "trigger", "mode", "dryRun", "allowMassDelete", "after", "delivery":
+		case "trigger", "mode", "dryRun", "allowMassDelete", "after", "delivery", "forced":
 		default:
 			return ev, &EventError{name, "unknown field (names are case-sensitive); " + acceptedEvent}
 		}
@@ -120,7 +121,7 @@ func eventDecodeError(err error) error {
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		want := "a string"
-		if typeErr.Field == "dryRun" || typeErr.Field == "allowMassDelete" {
+		if typeErr.Field == "dryRun" || typeErr.Field == "allowMassDelete" || typeErr.Field == "forced" {
 			want = "true or false"
 		}
 		return &EventError{typeErr.Field, fmt.Sprintf("want %s, got a JSON %s", want, typeErr.Value)}

@@ -33,6 +33,19 @@ func TestEvent_Webhook_ParsesToAnIncrementalRunWithItsDelivery(t *testing.T) {
 	}
 }
 
+// A forced push's payload makes a run that knows it (syncer.Options.Forced).
+func TestEvent_Webhook_ForcedPush_RunKnowsIt(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(lambda.WebhookEvent{Trigger: lambda.TriggerWebhook, After: testSHA, Delivery: testDelivery, Forced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := lambda.ParseEvent(b)
+	if err != nil || !opt.Forced || opt.After != testSHA {
+		t.Errorf("payload %s: %+v, %v; want a webhook run that knows the push was forced", b, opt, err)
+	}
+}
+
 func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -48,6 +61,8 @@ func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
 		{`{"trigger":"webhook","after":1,"delivery":"d"}`, "after", "a string"},
 		{`{"trigger":"schedule","after":"` + testSHA + `"}`, "after", "only with"},
 		{`{"delivery":"d"}`, "delivery", "only with"},
+		{`{"trigger":"schedule","forced":true}`, "forced", "only with"},
+		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","forced":"yes"}`, "forced", "true or false"},
 		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","ref":"refs/heads/main"}`, "ref", "unknown field"},
 	} {
 		t.Run(tc.payload, func(t *testing.T) {

@@ -13,6 +13,10 @@ type WebhookEvent struct {
 	Trigger  string `json:"trigger"`  // always "webhook"
 	After    string `json:"after"`    // the pushed commit
 	Delivery string `json:"delivery"` // GitHub's X-GitHub-Delivery
+	// Forced says the push was forced (the push event's "forced"): the
+	// run waits out KV's consistency window before trusting what it reads
+	// (syncer.Options.Forced).
+	Forced bool `json:"forced,omitempty"`
 }
 
 // checkWebhookFields checks after and delivery: both present, and well
@@ -26,6 +30,8 @@ func checkWebhookFields(ev lambdaEvent) error {
 			return &EventError{"after", `only with "trigger":"webhook"`}
 		case ev.Delivery != "":
 			return &EventError{"delivery", `only with "trigger":"webhook"`}
+		case ev.Forced:
+			return &EventError{"forced", `only with "trigger":"webhook"`}
 		}
 		return nil
 	}

@@ -194,7 +194,7 @@ func (r *Receiver) handOff(ctx context.Context, cfg WebhookConfig, o webhook.Out
 	if r.handoff == nil {
 		return fail(fmt.Errorf("no AWS Lambda client: %w", r.handoffErr))
 	}
-	payload, err := json.Marshal(WebhookEvent{Trigger: TriggerWebhook, After: o.Push.After, Delivery: o.Delivery})
+	payload, err := json.Marshal(WebhookEvent{Trigger: TriggerWebhook, After: o.Push.After, Delivery: o.Delivery, Forced: o.Push.Forced})
 	if err != nil {
 		return fail(err)
 	}

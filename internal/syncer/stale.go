@@ -72,6 +72,9 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ah
 	if failedWriting(st) {
 		return r.settle(ctx, st, mode, reason, ahead, fmt.Errorf("%w: %s", errRangeUnknown, st.unclean))
 	}
+	if r.opt.Forced {
+		return r.settle(ctx, st, mode, reason, ahead, fmt.Errorf("%w: the push was forced", errRangeUnknown))
+	}
 	in, err := r.read(ctx, st, mode, reason, true, ahead)
 	if st, err = ahead.takePending(ctx, st, err); !errors.Is(err, errRangeUnknown) {
 		return st, in, err

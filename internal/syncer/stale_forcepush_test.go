@@ -7,6 +7,7 @@ import (
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/syncer"
 )
 
 // killStale runs r's syncer once, killing the process when its first write
@@ -57,5 +58,40 @@ func TestStaleReads_ForcePushSecondsAfterARepair_RepairsWriteIsNotTrusted(t *tes
 	if diff := r.headMismatch(head); diff != "" && (err == nil || res.Summary.Status == policy.RunPartial) {
 		t.Errorf("the run 30 s after the repair: %v (status %s, mode %s, waits %v) while %s",
 			err, res.Summary.Status, res.Summary.Mode, r.waits, diff)
+	}
+}
+
+// The run a forced push starts, seconds after a clean run, reads the state
+// from before that run: its lastCommit, and the entries it wrote. The
+// forced push dropped that run's head, so no commit of the range names
+// what it wrote. A webhook run knows the push was forced (GitHub's push
+// event says so): on a registry whose reads lag it waits out the window
+// before trusting what it reads. Without Forced, the same run is the gap
+// docs/design.md "Stale reads" names (a force push over a clean run).
+func TestStaleReads_ForcedPushSecondsAfterACleanRun_WebhookRunWaits(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	base := r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit 가")
+	if _, err := r.run(30 * time.Second); err != nil {
+		t.Fatalf("setup: the clean run: %v", err)
+	}
+	r.repo.Reset(base) // force push: the edit of 가 is gone
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	head := r.repo.Commit("edit 나")
+	r.opt.Trigger, r.opt.After, r.opt.Forced = syncer.TriggerWebhook, head, true
+	res, err := r.run(time.Hour)
+	if diff := r.headMismatch(head); diff != "" && (err == nil || res.Summary.Status == policy.RunPartial) {
+		t.Errorf("the forced push's run 30 s after a clean run: %v (status %s, mode %s, waits %v) while %s",
+			err, res.Summary.Status, res.Summary.Mode, r.waits, diff)
+	}
+	if len(r.waits) == 0 {
+		t.Errorf("the forced push's run did not wait out the window")
 	}
 }

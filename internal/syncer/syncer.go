@@ -71,6 +71,12 @@ type Options struct {
 	DryRun   bool
 	Trigger  string // "cli", "schedule", "manual", "webhook"
 	Delivery string // the GitHub delivery id of a webhook run
+	// Forced says the push a webhook run was started for was forced: a run
+	// of the consistency window may have synced a head the branch no longer
+	// holds, which no commit of the range names, so on an eventually
+	// consistent registry the run waits out the window before trusting
+	// what it reads (docs/design.md, "Stale reads").
+	Forced bool
 	// After is the pushed commit a webhook run was started for. While the
 	// branch head GitHub reports is still the last synced commit and does
 	// not contain it, the run reads it again, 1, 2, 4 and 8 s later, and

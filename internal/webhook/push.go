@@ -17,6 +17,7 @@ type Push struct {
 	Before  string
 	After   string // the commit the ref now points at; 40 zeros when deleted
 	Deleted bool
+	Forced  bool // a force push: the ref's old commit is not in its new history
 }
 
 // zeroSHA is what GitHub sends as after when a push deletes the ref.
@@ -41,6 +42,7 @@ func parsePush(body []byte) (Push, error) {
 		Before     string `json:"before"`
 		After      string `json:"after"`
 		Deleted    bool   `json:"deleted"`
+		Forced     bool   `json:"forced"`
 		Repository struct {
 			FullName string `json:"full_name"`
 		} `json:"repository"`
@@ -55,7 +57,7 @@ func parsePush(body []byte) (Push, error) {
 	}
 	return Push{
 		Repo: p.Repository.FullName, Ref: p.Ref, Before: p.Before, After: p.After,
-		Deleted: p.Deleted || p.After == zeroSHA,
+		Deleted: p.Deleted || p.After == zeroSHA, Forced: p.Forced,
 	}, nil
 }
 
