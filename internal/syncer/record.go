@@ -167,8 +167,8 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	return sum
 }
 
-// lastSuccess is when the last successful run before the one prev
-// records started.
+// lastSuccess is when the last successful run, up to and including the
+// one prev records, started.
 func lastSuccess(prev *policy.RunSummary) string {
 	if prev.LastSuccess == "" && prev.Status == policy.RunSuccess {
 		return prev.Timestamp
