@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
 )
 
 // thirty returns a world whose registry holds 30 policies and whose head
@@ -161,4 +163,24 @@ func TestDryRun_DetailedExitCode_DeadLettersHeldBack_StillFiveOrZero(t *testing.
 	w.repo.Commit("add")
 	w.sync(exitPending, "--dry-run", "--detailed-exitcode")
 	w.sync(exitOK, "--dry-run")
+}
+
+// A dry run that could not read a file it would write does not know its
+// plan: it exits 3 naming the file, not 0 ("no changes" with
+// --detailed-exitcode) when that file is the only change (review: the
+// first version of the rule above cleared every partial).
+func TestDryRun_UnreadFile_NotExitOK(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	seed(w)
+	w.sync(exitOK)
+	p := "규정/제1편/학칙.md"
+	w.repo.Write(p, "# 한국교원대학교 학칙 (개정)\n")
+	head := w.repo.Commit("edit 학칙")
+	w.gh.FailWithin(githubtest.KindBlob, w.repo.BlobSHA(head, p), githubtest.ServerError(502))
+	for _, args := range [][]string{{"sync", "--dry-run", "--detailed-exitcode"}, {"sync", "--dry-run"}} {
+		if r := w.run(args...); r.code != exitPartial {
+			t.Errorf("%v with 학칙 (the only change) unreadable: exit %d, want %d\n%s", args, r.code, exitPartial, r.stdout)
+		}
+	}
 }

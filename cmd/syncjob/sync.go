@@ -130,8 +130,11 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 	} else {
 		rep.Write(c.p.stdout, f.quiet, c.p.colours(c.p.stdout))
 	}
-	if f.dryRun && errors.Is(runErr, syncer.ErrPartial) {
-		runErr = nil // it recorded nothing: what would be partial is its plan (5 or 0)
+	if f.dryRun && errors.Is(runErr, syncer.ErrPartial) && len(res.Summary.Failures) == 0 {
+		// it recorded nothing: what dead letters hold back is no failure of
+		// its own, and its plan says the rest (5 or 0); a file it could
+		// not read leaves its plan unknown (3)
+		runErr = nil
 	}
 	switch {
 	case runErr != nil:
