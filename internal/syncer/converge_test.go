@@ -342,6 +342,50 @@ func TestConverge_LeaseLost_RecordLeavesTheNextHoldersLease(t *testing.T) {
 	}
 }
 
+// takenOverReadSource reads the titles whole (a read that does not watch
+// the context), after the run's lease was lost and taken by another run:
+// every write the run then sends fails on its cancelled context, which
+// apply reports as an outage (ErrOutage), not as the context's end.
+type takenOverReadSource struct {
+	syncer.Source
+	r *rig
+}
+
+func (s takenOverReadSource) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
+	s.r.store.FailKeys(map[string]error{registry.LeaseKey: errors.New("refused")})
+	s.r.clock.Advance(time.Hour)
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		return nil, nil, errors.New("the lease was never lost")
+	}
+	s.r.store.FailKeys(nil)
+	if _, err := s.r.reg.TakeLease(context.Background(), nil, "the next run", s.r.clock.Now(), 15*time.Minute); err != nil {
+		return nil, nil, err
+	}
+	return s.Source.Titles(context.Background(), commit, files, maxSize)
+}
+
+// A run that lost its lease never releases it, whatever error its steps
+// return: here its writes all fail on the cancelled context and apply says
+// "outage", which stopped() tied to the lost lease only for a context
+// error (review).
+func TestConverge_LeaseLost_WritesFailAsAnOutage_NextHoldersLeaseLeft(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.s.Source = takenOverReadSource{Source: r.s.Source, r: r}
+	res, err := r.s.Run(context.Background(), syncer.Options{LeaseTTL: 60 * time.Millisecond})
+	t.Logf("run: %v (%s)", err, res.Summary.Status)
+	l, lerr := r.reg.Lease(context.Background())
+	if lerr != nil || l == nil {
+		t.Fatalf("lease %v, %v", l, lerr)
+	}
+	if l.Owner != "the next run" || l.Released() {
+		t.Errorf("the lease is %+v after the run that lost it recorded; want the next run's, held", *l)
+	}
+}
+
 func TestGuard_RenameEveryPolicyAndEditEach_Passes(t *testing.T) {
 	t.Parallel()
 	for _, full := range []bool{false, true} {

@@ -230,8 +230,16 @@ func expectHead(want, head string) error {
 var ErrHeadMoved = fmt.Errorf("%w: expected head", differ.ErrRefused)
 
 // stopped is err, or the cause of ctx's end when it ended (a lost lease).
+// A lost lease is the cause of any error once it is lost, whatever the
+// step says: its writes then all fail on the cancelled context, which the
+// apply step reports as an outage (review), and the record must know the
+// lease is not its own to release.
 func stopped(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	cause := context.Cause(ctx)
+	if cause == nil || ctx.Err() == nil || err == nil || errors.Is(err, cause) {
+		return err
+	}
+	if errors.Is(err, ctx.Err()) || errors.Is(cause, ErrLeaseLost) {
 		return fmt.Errorf("%w: %w", cause, err)
 	}
 	return err
