@@ -131,9 +131,8 @@ func (c *syncCommand) Run(ctx context.Context, args []string) error {
 		rep.Write(c.p.stdout, f.quiet, c.p.colours(c.p.stdout))
 	}
 	if f.dryRun && errors.Is(runErr, syncer.ErrPartial) && len(res.Summary.Failures) == 0 {
-		// it recorded nothing: what dead letters hold back is no failure of
-		// its own, and its plan says the rest (5 or 0); a file it could
-		// not read leaves its plan unknown (3)
+		// it recorded nothing, and what dead letters hold back is no failure of its
+		// own: its plan says the rest (5 or 0); an unread file leaves it unknown (3)
 		runErr = nil
 	}
 	switch {

@@ -78,10 +78,11 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 		return plan, Migration{}
 	}
 	m := newMigrator(v1)
-	planned := map[string]bool{}
+	planned, puts := map[string]bool{}, map[string]bool{}
 	for _, it := range plan.Items {
 		planned[it.PolicyName] = true
 		if it.Action != policy.ActDelete {
+			puts[it.PolicyName] = true
 			m.take(it.PolicyName, it.Title)
 		}
 	}
@@ -104,6 +105,11 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 	out := Migration{Carry: m.carry}
 	for _, key := range slices.Sorted(maps.Keys(v1)) {
 		name, ok := m.matched[key]
+		if !ok && puts[key] {
+			// no title matches it, but the put of the policy of that name
+			// replaces its value: its fields are not ours to lose (review)
+			m.carry[key], m.matched[key], name, ok = v1[key], key, key, true
+		}
 		switch {
 		case !ok:
 			out.Unmatched = append(out.Unmatched, key)

@@ -3,6 +3,7 @@ package syncer_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -183,5 +184,28 @@ func TestLegacy_BudgetCutsTheTaker_V1KeyKept(t *testing.T) {
 	}
 	if got := r.policies()["학칙"]; got.V1().FileNo != "868" {
 		t.Errorf("legacy fields lost: 학칙 legacy = %+v", got.V1())
+	}
+}
+
+// A v1 entry is keyed by its title; a v2 entry by its file name. When a v1
+// title is a v2 policy's name but not that policy's title, no title
+// matches, yet the add of that policy writes the same key and replaces the
+// v1 value: the put carries its fields (fileNo, previewUrl, downloadUrl
+// cannot be rebuilt from the repository). Before, they were lost while the
+// run reported the v1 entry kept (review).
+func TestLegacy_V1TitleIsANewPolicysName_PutCarriesItsFields(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.repo.Write("규정/학칙.md", "# 한국교원대학교 학칙\n")
+	r.repo.Commit("v2 layout")
+	r.putRaw(map[string]string{
+		"policy:학칙": `{"title":"학칙","fileNo":"868","previewUrl":"https://www.knue.ac.kr/p?fileNo=868","downloadUrl":"https://www.knue.ac.kr/d?fileNo=868","status":"active"}`,
+	})
+	res := r.mustRun()
+	got := r.policies()["학칙"]
+	kept := slices.Contains(res.Summary.LegacyV1, "학칙")
+	if got.V1().FileNo != "868" || kept {
+		t.Errorf("v1 policy:학칙 (fileNo 868) overwritten by the new policy 학칙 (fileNo %q); the run reports legacyV1 %v, migrated %d",
+			got.V1().FileNo, res.Summary.LegacyV1, res.Summary.Migrated)
 	}
 }
