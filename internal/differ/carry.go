@@ -22,6 +22,24 @@ func AddsPaths(cs policy.Changeset) bool {
 	return false
 }
 
+// ModifiesUnknown reports whether cs modifies a policy path the registry
+// (entries, read by name) does not hold for its name: only the head tree
+// says what it is. GitHub's compare lists a symlink whose target changed
+// as "modified", with a blob sha, as it lists an edited file, and gives no
+// mode: without the tree an incremental run published the link as a
+// policy, or let it win its name over the real file (review).
+func ModifiesUnknown(cs policy.Changeset, entries map[string]policy.Entry) bool {
+	for _, c := range cs.Changes {
+		if c.Status != policy.Modified || !policy.IsPolicyPath(c.Path) {
+			continue
+		}
+		if e, ok := entries[policy.NameOf(c.Path)]; !ok || e.Path != c.Path {
+			return true
+		}
+	}
+	return false
+}
+
 // Touches reports whether scope holds a name that was skipped or in
 // conflict: its other paths are only in the head tree.
 func Touches(scope map[string]bool, skipped []policy.Skip, conflicts []policy.Conflict) bool {

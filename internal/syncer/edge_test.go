@@ -103,3 +103,50 @@ func TestRetry_PendingThenSkipped_Settles(t *testing.T) {
 		t.Errorf("skipped file's entry changed: %+v", e)
 	}
 }
+
+// A symlink already in the tree whose target changes: the compare lists it
+// "modified", with a blob sha and blob_url, like any edited file, and no
+// mode; an incremental run published it (review).
+func TestIncremental_SymlinkRetargeted_NotAPolicy(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.repo.Symlink("c/바로가기.md", "../a/가.md")
+	r.repo.Commit("a symlink")
+	r.mustRun()
+	if _, ok := r.policies()["바로가기"]; ok {
+		t.Fatal("setup: a full run published the symlink")
+	}
+	r.repo.Remove("c/바로가기.md")
+	r.repo.Symlink("c/바로가기.md", "../a/나.md")
+	r.repo.Commit("the symlink points elsewhere")
+	res := r.mustRun()
+	if e, ok := r.policies()["바로가기"]; ok {
+		t.Errorf("%s run (mode %s) published the retargeted symlink c/바로가기.md as a policy: %+v", res.Summary.Status, res.Summary.Mode, e)
+	}
+}
+
+// The same symlink named like a real policy in a folder that sorts first:
+// the incremental run took it as the winner of a name conflict and
+// replaced the real policy 가 (its path, sha and title) with the link
+// (review).
+func TestIncremental_SymlinkRetargeted_ReplacesTheRealPolicy(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.repo.Symlink("0-links/가.md", "../a/가.md")
+	r.repo.Commit("a link to 가")
+	r.mustRun()
+	want := r.policies()["가"]
+	if want.Path != "a/가.md" {
+		t.Fatalf("setup: 가 = %+v", want)
+	}
+	r.repo.Remove("0-links/가.md")
+	r.repo.Symlink("0-links/가.md", "../b/다.md")
+	r.repo.Commit("the link points elsewhere")
+	res := r.mustRun()
+	if got := r.policies()["가"]; got.Path != want.Path || got.SHA != want.SHA {
+		t.Errorf("%s run (mode %s, conflicts %v): 가 = %s@%.7s, want %s@%.7s (the regular file; the symlink is no policy)",
+			res.Summary.Status, res.Summary.Mode, res.Summary.Conflicts, got.Path, got.SHA, want.Path, want.SHA)
+	}
+}

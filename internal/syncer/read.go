@@ -132,7 +132,7 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 	if err := g.Wait(); err != nil {
 		return nil, reg, err
 	}
-	if !early && differ.TreeNeeded(st.before(), *cs, slices.Collect(maps.Keys(reg.dead))) {
+	if !early && (differ.TreeNeeded(st.before(), *cs, slices.Collect(maps.Keys(reg.dead))) || differ.ModifiesUnknown(*cs, reg.entries)) {
 		var err error
 		if tree, err = r.Source.Tree(ctx, st.head); err != nil {
 			return nil, reg, err
