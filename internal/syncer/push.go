@@ -22,31 +22,31 @@ const (
 )
 
 // awaitPush returns the branch head a webhook run syncs. GitHub can answer
-// for a moment after a push with the branch as it was before: the head it
-// reports is still the commit the registry holds (last), and the run would
-// end unchanged without the push. When that head does not contain the
-// pushed commit (GitHub's compare: behind it, or the commit unknown yet),
-// the run reads the head again, waiting pushWait and then twice as long
-// each time, until it moves. A head that is or contains the pushed commit
-// (an old push redelivered, events out of order), one on another line
-// (the branch was rewritten since), or any other commit than last, is
-// synced as it is. A head that never moves fails the run: Lambda retries a
-// failed asynchronous invocation, and the daily run reconciles otherwise.
-func (r *run) awaitPush(ctx context.Context, head, last string) (string, error) {
+// for a moment after a push with the branch as it was before: that head
+// need not be the commit the registry holds (an earlier push never synced,
+// or lastCommit read stale on KV), and it may be behind it. Synced, it
+// would end the run without the push, or refuse it as a rewind. So when
+// the head is not the pushed commit and does not contain it (GitHub's
+// compare: behind it, the commit unknown yet, or, for a forced push, on
+// another line), the run reads the head again, waiting pushWait and then
+// twice as long each time, until it moves. A head that contains the push
+// (an old push redelivered, events out of order) or, for a push that was
+// not forced, one on another line (the branch rewritten since) is synced
+// as it is. A head that never moves fails the run: Lambda retries a failed
+// asynchronous invocation, and the daily run reconciles otherwise.
+func (r *run) awaitPush(ctx context.Context, head string) (string, error) {
 	after := r.opt.After
-	if after == "" || head == after || head != last {
+	if after == "" || head == after {
 		return head, nil
 	}
-	switch rel, err := r.Source.Relation(ctx, after, head); {
-	case err != nil:
+	if lags, err := r.lagsPush(ctx, after, head); err != nil || !lags {
 		return head, err
-	case rel != "behind" && rel != "unknown":
-		return head, nil // head holds the push, or the branch was rewritten
 	}
 	sleep := r.Sleep
 	if sleep == nil {
 		sleep = retry.Sleep
 	}
+	first := head
 	wait, waited := pushWait, time.Duration(0)
 	for range pushWaits {
 		r.log.Info("branch head not yet the pushed commit", logkey.Commit, head, logkey.After, after, logkey.Wait, wait)
@@ -56,10 +56,27 @@ func (r *run) awaitPush(ctx context.Context, head, last string) (string, error) 
 		waited += wait
 		wait *= 2
 		var err error
-		if head, err = r.Source.Head(ctx); err != nil || head == after || head != last {
+		// Any other head is news (the push, or a later one): it is
+		// synced as it is, not compared again.
+		if head, err = r.Source.Head(ctx); err != nil || head != first {
 			return head, err
 		}
 	}
-	return head, fmt.Errorf("github: %w: after %s GitHub still reports %s, the commit the registry holds, not the pushed %s, which it does not contain (GitHub has not caught up with the push): a retry of this run or the next scheduled run syncs what the branch holds then",
+	return head, fmt.Errorf("github: %w: after %s GitHub still reports %s, not the pushed %s, which it does not contain (GitHub has not caught up with the push): a retry of this run or the next scheduled run syncs what the branch holds then",
 		ErrPushNotSeen, waited, head, after)
+}
+
+// lagsPush reports whether head is GitHub's view of the branch from before
+// the push after (one request). "diverged" is that view only for a forced
+// push, which leaves the old line; for any other push it is a branch
+// rewritten since, which the run syncs.
+func (r *run) lagsPush(ctx context.Context, after, head string) (bool, error) {
+	rel, err := r.Source.Relation(ctx, after, head)
+	switch {
+	case err != nil:
+		return false, err
+	case rel == "diverged":
+		return r.opt.Forced, nil
+	}
+	return rel == "behind" || rel == "unknown", nil
 }

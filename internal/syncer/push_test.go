@@ -1,0 +1,110 @@
+package syncer_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// A webhook run whose lastCommit is not the head GitHub reports for a
+// moment after the push (an earlier push never synced: its delivery got a
+// 502, or lastCommit was read stale on KV) still waits for the push: the
+// lagging head does not contain it, and syncing that head would record
+// success and leave the push to the daily run.
+func TestPush_WebhookRun_LaggingHeadNotLastCommit_WaitsForThePush(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("c/하나.md", "# 하나\n")
+	earlier := r.repo.Commit("a push whose delivery failed")
+	r.repo.Write("c/새 규정.md", "# 새 규정\n")
+	pushed := r.repo.Commit("push")
+	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(earlier))
+	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: pushed})
+	if err == nil && res.Summary.CommitSHA != pushed {
+		t.Errorf("webhook run for %s recorded %s over %s (lastCommit %s): the pushed commit, not in the head it synced, is left to the daily run",
+			pushed, res.Summary.Status, res.Summary.CommitSHA, r.lastCommit())
+	}
+	if _, ok := r.policies()["새 규정"]; !ok && err == nil {
+		t.Errorf("the pushed policy is not in the registry after a webhook run that returned no error")
+	}
+}
+
+// A forced push, delivered while GitHub still reports the branch as it was:
+// the pushed commit is on another line than that head (compare says
+// "diverged"), as it would be for a branch rewritten since the push. The
+// push event says it was forced, so the run waits for it rather than end
+// unchanged without it.
+func TestPush_WebhookRun_ForcedPushNotYetVisible_WaitsForIt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	base := r.seed()
+	r.repo.Write("c/초안.md", "# 초안\n")
+	old := r.repo.Commit("a commit the force push drops")
+	r.mustRun()
+	r.repo.Reset(base)
+	r.repo.Write("c/새 규정.md", "# 새 규정\n")
+	forced := r.repo.Commit("forced push")
+	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(old))
+	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: forced, Forced: true})
+	if err == nil && res.Summary.CommitSHA != forced {
+		t.Errorf("webhook run for the forced push %s: %s, mode %s, over %s; want it synced (or the run failed for Lambda to retry)",
+			forced, res.Summary.Status, res.Summary.Mode, res.Summary.CommitSHA)
+	}
+}
+
+// The production case of the lagging head (Cloudflare KV, reads up to a
+// minute stale): push X, its webhook run syncs X; push Y seconds later, its
+// run reads lastCommit from before X's run (stale) while GitHub still
+// reports X. The head is not lastCommit, but it does not contain Y either:
+// the run waits for Y instead of syncing X again.
+func TestPush_WebhookRun_StaleLastCommitAndLaggingHead_WaitsForThePush(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	r.repo.Write("a/나.md", "# 나\n")
+	x := r.repo.Commit("push X")
+	r.opt.Trigger, r.opt.After = syncer.TriggerWebhook, x
+	if _, err := r.run(20 * time.Second); err != nil {
+		t.Fatalf("webhook run of X: %v", err)
+	}
+	r.repo.Write("a/다.md", "# 다\n")
+	y := r.repo.Commit("push Y")
+	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(x))
+	r.opt.After = y
+	res, err := r.run(time.Hour)
+	if err == nil && res.Summary.CommitSHA != y {
+		t.Errorf("webhook run of Y: %s over %s (mode %s): Y is not synced, and nothing retries it before the daily run (%s)",
+			res.Summary.Status, res.Summary.CommitSHA, res.Summary.Mode, r.headMismatch(y))
+	}
+}
+
+// Two pushes X and Y; X's run already synced Y. Y's run reads the head
+// from a replica that still has X: that head is behind lastCommit, but
+// nothing was rewound. The run waits for Y, as for any head behind the
+// push, instead of being refused as a rewind.
+func TestPush_WebhookRun_LaggingHeadBehindLastCommit_WaitsNotARewind(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("c/하나.md", "# 하나\n")
+	x := r.repo.Commit("push X")
+	r.repo.Write("c/둘.md", "# 둘\n")
+	y := r.repo.Commit("push Y")
+	if res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: x}); err != nil || res.Summary.CommitSHA != y {
+		t.Fatalf("setup: X's run: %v, synced %s", err, res.Summary.CommitSHA)
+	}
+	r.gh.FailNext(githubtest.KindCommitSHA, 1, githubtest.StaleHead(x))
+	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: y})
+	if err != nil {
+		t.Errorf("Y's run, head read as X for a moment: %s: %v", res.Summary.Status, err)
+	}
+}
