@@ -1,7 +1,6 @@
 package differ
 
 import (
-	"slices"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
@@ -13,17 +12,26 @@ import (
 // batches) is removed, and one whose sha is not its policy's is rewritten
 // for the policy's version (a worker compares shas: a fresh announcement is
 // harmless). Names the plan writes, failed writes the sync owes (pending:
-// SettleQueue's) and skipped names are left alone. queued are the queue
-// entries' versions, sorted by name, each name once, less any the caller
-// left out because QueueCurrent reports them (RepairQueue does nothing
-// with those); entries the policies the registry holds.
+// SettleQueue's) and held-back names are left alone, and so are skipped
+// names whose policy exists: a skip keeps its entry. A skipped name with no
+// policy (an add announced, its file then emptied or grown too large)
+// announces nothing a worker could fetch: its entry is an orphan like any
+// other. queued are the queue entries' versions, sorted by name, each name
+// once, less any the caller left out because QueueCurrent reports them
+// (RepairQueue does nothing with those); entries the policies the registry
+// holds.
 func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Entry, pending map[string]policy.QueueEntry, queued []policy.Queued, now time.Time) QueueWork {
 	leave := map[string]bool{}
 	for _, it := range plan.Items {
 		leave[it.PolicyName] = true
 	}
-	for _, sk := range slices.Concat(plan.Skipped, plan.HeldBack) {
+	for _, sk := range plan.HeldBack {
 		leave[sk.PolicyName] = true
+	}
+	for _, sk := range plan.Skipped {
+		if _, ok := entries[sk.PolicyName]; ok {
+			leave[sk.PolicyName] = true
+		}
 	}
 	for _, name := range work.Drop {
 		leave[name] = true

@@ -32,3 +32,19 @@ func TestRepairQueue_SameWithoutTheCurrentEntries(t *testing.T) {
 		t.Errorf("repair = %+v; want the orphan dropped and the stale entry requeued", all)
 	}
 }
+
+// A skip keeps the policy the registry holds, and its queue entry with it
+// (whatever version it announces); only a skipped name with no policy has
+// its entry removed.
+func TestRepairQueue_SkippedNameLeftAloneOnlyWithAPolicy(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 27, 16, 0, 0, 0, time.UTC)
+	entries := map[string]policy.Entry{"kept": {SHA: "k1"}}
+	queued := []policy.Queued{{PolicyName: "kept", SHA: "k2"}, {PolicyName: "never", SHA: "n1"}}
+	plan := policy.Plan{Skipped: []policy.Skip{{PolicyName: "kept"}, {PolicyName: "never"}}}
+	got := differ.RepairQueue(plan, differ.QueueWork{}, entries, nil, queued, now)
+	want := differ.QueueWork{Drop: []string{"never"}, Orphans: []string{"never"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("work (-want +got):\n%s", diff)
+	}
+}

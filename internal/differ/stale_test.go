@@ -44,8 +44,8 @@ func TestDistrust_TouchedNamesWrittenFromHead(t *testing.T) {
 }
 
 // RepairQueue removes the queue entries of policies that do not exist and
-// rewrites those whose sha is not their policy's; planned, owed and
-// skipped names are left alone.
+// rewrites those whose sha is not their policy's; planned and owed names
+// are left alone. A skipped name with no policy is an orphan too.
 func TestRepairQueue_OrphansRemovedStaleRewritten(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
@@ -55,8 +55,8 @@ func TestRepairQueue_OrphansRemovedStaleRewritten(t *testing.T) {
 	pending := map[string]policy.QueueEntry{"owed": {PolicyName: "owed", SHA: "w1"}}
 	got := differ.RepairQueue(plan, differ.QueueWork{}, entries, pending, queued, now)
 	want := differ.QueueWork{
-		Drop:    []string{"orphan"},
-		Orphans: []string{"orphan"},
+		Drop:    []string{"orphan", "skip"},
+		Orphans: []string{"orphan", "skip"},
 		Requeue: []policy.QueueEntry{{PolicyName: "stale", SHA: "s2", Operation: policy.OpUpdate, CreatedAt: "2026-11-25T16:00:00Z"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -59,3 +59,31 @@ func TestFullRun_RepairsOrphanAndStaleQueueEntries(t *testing.T) {
 		t.Errorf("stale queue entry after a full run: sha %s (%v), want the policy's %s", q.SHA, err, want)
 	}
 }
+
+// An add announcement lands, the run is killed before its policy: value;
+// the file is then emptied (a skip). No policy exists for the name, so the
+// full run removes the announcement like any orphan: left alone, a worker
+// would retry a policy that never comes.
+func TestOrphans_FullRun_AnnouncementOfASkippedName_Removed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	ctx := context.Background()
+	r.repo.Write("c/새.md", "")
+	r.repo.Commit("a new file, emptied before its first sync")
+	orphan := policy.QueueEntry{PolicyName: "새", SHA: "1111111111111111111111111111111111111111", Operation: policy.OpAdd, CreatedAt: "2026-11-25T16:00:00Z"}
+	if errs := r.reg.Write(ctx, registry.PutQueue(orphan)); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if _, err := r.run(syncer.Options{Full: true}); err != nil && !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("full run: %v", err)
+	}
+	if _, ok := r.policies()["새"]; ok {
+		t.Fatal("setup: an empty file was published")
+	}
+	if _, err := r.reg.QueueEntry(ctx, orphan.PolicyName); !errors.Is(err, policy.ErrNotFound) {
+		t.Errorf("queue:새 announces a policy that does not exist (the file is skipped as empty) after a full run: %v; queueOrphans %d",
+			err, r.lastRun().QueueOrphans)
+	}
+}
