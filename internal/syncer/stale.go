@@ -55,6 +55,11 @@ var errRangeUnknown = errors.New("names touched since the synced commit unknown"
 // last writes (docs/design.md, "Stale reads").
 func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ahead *readAhead) (state, readForPlan, error) {
 	lagging := r.Registry.EventuallyConsistent()
+	if lagging {
+		if why := r.untrusted(ctx, st); why != nil {
+			return r.settle(ctx, st, mode, reason, ahead, why)
+		}
+	}
 	if !lagging || st.last == "" {
 		in, err := r.read(ctx, st, mode, reason, false, ahead)
 		st, err = ahead.takePending(ctx, st, err) // read beside the listings (early.go)
@@ -69,17 +74,35 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ah
 		err = fmt.Errorf("%w: no lastCommit nor lastRun, but %d policies", errRangeUnknown, len(in.reg.entries))
 		return r.settle(ctx, st, mode, reason, ahead, err)
 	}
-	if failedWriting(st) {
-		return r.settle(ctx, st, mode, reason, ahead, fmt.Errorf("%w: %s", errRangeUnknown, st.unclean))
-	}
-	if r.opt.Forced {
-		return r.settle(ctx, st, mode, reason, ahead, fmt.Errorf("%w: the push was forced", errRangeUnknown))
-	}
 	in, err := r.read(ctx, st, mode, reason, true, ahead)
 	if st, err = ahead.takePending(ctx, st, err); !errors.Is(err, errRangeUnknown) {
 		return st, in, err
 	}
 	return r.settle(ctx, st, mode, reason, ahead, err)
+}
+
+// untrusted says why the run must wait out the window before it reads,
+// on a registry whose reads lag: the state shows a run that failed writing
+// (failedWriting), first sync or not, or the push of a webhook run was
+// forced. Nil when neither, and for a dry run (it writes nothing: a minute
+// per preview is too dear) or a run whose deadline leaves no time to wait
+// and still run: each would fail waiting, and each failure after an
+// unclean run is unclean again, so none would ever converge (review).
+func (r *run) untrusted(ctx context.Context, st state) error {
+	var why error
+	switch {
+	case failedWriting(st):
+		why = fmt.Errorf("%w: %s", errRangeUnknown, st.unclean)
+	case r.opt.Forced:
+		why = fmt.Errorf("%w: the push was forced", errRangeUnknown)
+	default:
+		return nil
+	}
+	if d := deadlineOf(ctx); r.opt.DryRun || !d.IsZero() && time.Until(d) < 2*r.opt.ConsistencyWindow {
+		r.log.Warn("not waiting out the consistency window (a dry run, or no time for it): reads are trusted as they are", logkey.Reason, why.Error())
+		return nil
+	}
+	return why
 }
 
 // failedWriting says the state shows a run that died (its lease left) or

@@ -2,11 +2,13 @@ package syncer_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/registrytest"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -93,5 +95,128 @@ func TestStaleReads_ForcedPushSecondsAfterACleanRun_WebhookRunWaits(t *testing.T
 	}
 	if len(r.waits) == 0 {
 		t.Errorf("the forced push's run did not wait out the window")
+	}
+}
+
+// A first sync that wrote, then failed to record lastCommit, leaves
+// lastRun dirty and no lastCommit. Its repair (the next run, a full first
+// run again) lands; a run 30 s later reads lastCommit still empty and the
+// dirty lastRun (the repair's record not visible yet) and goes the
+// first-sync branch of readSettled, which asked failedWriting only with a
+// lastCommit: it trusted entries from before the repair's writes, and after
+// a force push back to the first sync's version of a policy left the
+// repair's version in place and recorded success (review).
+func TestStaleReads_DirtyFirstSync_RepairThenForcePush_NotTrusted(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	base := r.repo.Commit("seed")
+	faulty := registrytest.NewFaulty(r.lag)
+	faulty.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
+	s := *r.s
+	s.Registry = registry.New(faulty)
+	if _, err := s.Run(t.Context(), r.opt); err == nil {
+		t.Fatal("setup: the first sync recorded lastCommit")
+	}
+	r.clock.Advance(2 * time.Hour)
+	if lr, _ := r.truth.LastRun(t.Context()); lr == nil || !lr.Dirty {
+		t.Fatalf("setup: lastRun %+v, want dirty", lr)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit 가")
+	if res, err := r.run(30 * time.Second); err != nil {
+		t.Fatalf("setup: the repair: %v (%s)", err, res.Summary.Mode)
+	}
+	r.repo.Reset(base) // force push: the edit of 가 is gone
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	head := r.repo.Commit("edit 나")
+	res, err := r.run(time.Hour)
+	if diff := r.headMismatch(head); diff != "" && (err == nil || res.Summary.Status == policy.RunPartial) {
+		t.Errorf("the run 30 s after the repair: %v (status %s, mode %s %q, waits %v) while %s",
+			err, res.Summary.Status, res.Summary.Mode, res.Summary.ModeReason, r.waits, diff)
+	}
+}
+
+// After one dirty run on KV, every run waits out the consistency window
+// before it reads (failedWriting, 927d17d). A run whose deadline
+// (MAX_DURATION) is shorter than that wait failed in it, and a failed run
+// after an unclean one is itself dirty, so the next run waited again: the
+// registry never converged (review). Such a run trusts its reads, as
+// before that wait.
+func TestStaleReads_DirtyRun_DeadlineShorterThanWindow_NextRunsStillConverge(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	head := r.repo.Commit("edit 가")
+	faulty := registrytest.NewFaulty(r.lag)
+	faulty.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
+	dirty := *r.s
+	dirty.Registry = registry.New(faulty)
+	if _, err := dirty.Run(t.Context(), r.opt); err == nil {
+		t.Fatal("setup: the run recorded lastCommit")
+	}
+	r.clock.Advance(2 * time.Hour)
+	// the syncer's sleep as retry.Sleep's: a wait the deadline cuts fails
+	r.s.Sleep = func(ctx context.Context, d time.Duration) error {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		r.clock.Advance(d)
+		return ctx.Err()
+	}
+	opt := r.opt
+	opt.MaxDuration = 300 * time.Millisecond // stands for MAX_DURATION=1m against the 60 s window
+	var err error
+	var res syncer.Result
+	for i := range 3 {
+		res, err = r.s.Run(context.Background(), opt)
+		r.clock.Advance(2 * time.Hour)
+		t.Logf("run %d: %v (status %s, dirty %v)", i+1, err, res.Summary.Status, res.Summary.Dirty)
+	}
+	if diff := r.headMismatch(head); diff != "" || err != nil {
+		t.Errorf("three runs after the dirty one, each within its deadline: %v; %s", err, diff)
+	}
+}
+
+// A dry run takes no lease and writes nothing; after a dirty run on KV it
+// waited out the whole consistency window (failedWriting) before it
+// printed its plan: a minute's pause for `sync --dry-run` or a Lambda
+// preview, every time until a run cleaned the state (review: cost).
+func TestStaleReads_DryRunAfterDirtyRun_DoesNotWaitTheWindow(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit 가")
+	faulty := registrytest.NewFaulty(r.lag)
+	faulty.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
+	dirty := *r.s
+	dirty.Registry = registry.New(faulty)
+	if _, err := dirty.Run(t.Context(), r.opt); err == nil {
+		t.Fatal("setup: the run recorded lastCommit")
+	}
+	r.clock.Advance(2 * time.Hour)
+	r.waits = nil
+	opt := r.opt
+	opt.DryRun = true
+	if _, err := r.s.Run(t.Context(), opt); err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	for _, w := range r.waits {
+		if w >= syncer.DefaultConsistencyWindow {
+			t.Errorf("the dry run waited %s (waits %v)", w, r.waits)
+		}
 	}
 }
