@@ -90,14 +90,21 @@ func LeaseText(l *registry.Lease, expired bool) string {
 
 // Unfinished says whether the lease l was left by a run that never
 // recorded its end (killed, or its record failed): not released, expired,
-// and taken after the run lastRun records had ended, or with no run
-// recorded. (Timestamps are whole seconds: a second of slack.)
+// and not the lease the run lastRun records took (or with no run
+// recorded). That run names the owner it took the lease as; a record
+// from before it did is judged by its run id, else by time: the lease
+// taken after that run had ended. (Timestamps are whole seconds: a second
+// of slack. Time alone misjudges back-to-back Lambda runs, whose leases are
+// owned by request ids.)
 func Unfinished(l *registry.Lease, expired bool, lr *policy.RunSummary) bool {
 	if l == nil || l.Released() || !expired {
 		return false
 	}
 	if lr == nil {
 		return true
+	}
+	if lr.LeaseOwner != "" {
+		return l.Owner != lr.LeaseOwner
 	}
 	if l.Owner == lr.RunID {
 		return false

@@ -92,7 +92,7 @@ const unfinished = "unfinished: stopped before it recorded its end (killed?); it
 // renewals it may still make.
 func (r *run) reservation(ctx context.Context, st state, mode string, after int64) registry.Write {
 	sum := policy.RunSummary{
-		Timestamp: r.start.Format(policy.TimeLayout), RunID: r.id, Repo: r.Repo, Branch: r.Branch,
+		Timestamp: r.start.Format(policy.TimeLayout), RunID: r.id, LeaseOwner: r.owner(), Repo: r.Repo, Branch: r.Branch,
 		Trigger: r.opt.Trigger, Delivery: r.opt.Delivery, Mode: mode,
 		CommitSHA: st.head, PreviousCommitSHA: st.last,
 		Status: policy.RunFailed, Error: unfinished, Dirty: true,

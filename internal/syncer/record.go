@@ -127,6 +127,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum := policy.RunSummary{
 		Timestamp:         r.start.Format(policy.TimeLayout),
 		RunID:             r.id,
+		LeaseOwner:        r.owner(),
 		Repo:              r.Repo,
 		Branch:            r.Branch,
 		Trigger:           r.opt.Trigger,

@@ -526,3 +526,39 @@ func TestRetry_SyncWithinTheWindowOfARetryByHand_VersionLandsNext(t *testing.T) 
 		t.Errorf("the run after: %v (mode %s %s), 가 = %q; want the retried version landed", err, res.Summary.Mode, res.Summary.ModeReason, r.policies()["가"].Title)
 	}
 }
+
+// A run records the owner it takes the lease as, so that status --check
+// can tell its own expired lease (the release lost) from the next run's
+// (that run never recorded its end) when a Lambda request id owns it; a
+// run that takes none (unchanged, or leases off) records it too.
+func TestLease_RecordNamesItsOwner(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	for _, c := range []struct {
+		name string
+		opt  syncer.Options
+		want func(policy.RunSummary) string
+	}{
+		{"lambda", syncer.Options{LeaseTTL: 15 * time.Minute, LeaseOwner: "lambda req-1"}, func(policy.RunSummary) string { return "lambda req-1" }},
+		{"cli", syncer.Options{LeaseTTL: 15 * time.Minute}, func(s policy.RunSummary) string { return s.RunID }},
+		{"leases off", syncer.Options{}, func(s policy.RunSummary) string { return s.RunID }},
+		{"unchanged", syncer.Options{LeaseTTL: 15 * time.Minute, LeaseOwner: "lambda req-2"}, func(policy.RunSummary) string { return "lambda req-2" }},
+	} {
+		if c.name != "unchanged" {
+			r.repo.Write("a/가.md", "# 가 "+c.name+"\n")
+			r.repo.Commit(c.name)
+		}
+		res, err := r.run(c.opt)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		lr, _ := r.reg.LastRun(context.Background())
+		if (res.Summary.Mode == differ.ModeUnchanged) != (c.name == "unchanged") {
+			t.Fatalf("%s: mode %s", c.name, res.Summary.Mode)
+		}
+		if want := c.want(res.Summary); lr == nil || lr.LeaseOwner != want || res.Summary.LeaseOwner != want {
+			t.Errorf("%s: lastRun %+v, summary's leaseOwner %q, want %q", c.name, lr, res.Summary.LeaseOwner, want)
+		}
+	}
+}
