@@ -87,7 +87,8 @@ func functionURLRequest(payload []byte) (events.LambdaFunctionURLRequest, bool) 
 }
 
 // marshalResult encodes a result as aws-lambda-go would: no HTML escaping,
-// so a title with "<" reads as itself.
+// so a title with "<" reads as itself. (An escaping encoder, json.Marshal,
+// escapes what a Result's MarshalJSON returns.)
 func marshalResult(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

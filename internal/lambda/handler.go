@@ -109,10 +109,15 @@ func (e *RunError) Error() string {
 
 // Result is what an invocation returns: the run summary, its fields at
 // the top level, and for a dry run the plan (what a run would write, the
-// files skipped and the name conflicts), as the CLI prints it.
+// files skipped and the name conflicts), as the CLI prints it. Its JSON
+// lists at most MaxResultList entries of each list, to fit Lambda's
+// response limit (result.go).
 type Result struct {
 	policy.RunSummary
 	Plan *policy.Plan `json:"plan,omitempty"`
+	// Truncated says what the JSON leaves out of the lists; set when it
+	// is encoded, absent when it lists everything.
+	Truncated *Truncation `json:"truncated,omitempty"`
 }
 
 // Handle serves one invocation: it reads the configuration and the event,
@@ -214,7 +219,7 @@ func (h *Handler) prepare(ctx context.Context, payload []byte, requestID string)
 }
 
 // outcome is what the invocation returns for a run: the redacted summary
-// (and plan, logged too, on a dry run), and a *RunError when the run
+// (and plan, logged whole too, on a dry run), and a *RunError when the run
 // failed. A run that writes also writes its metrics line.
 func (h *Handler) outcome(logger *slog.Logger, job Job, res syncer.Result, runErr error, requestID string, timedOut bool) (Result, *RunError) {
 	sum := redact.Summary(res.Summary, job.Secrets)
@@ -222,7 +227,7 @@ func (h *Handler) outcome(logger *slog.Logger, job Job, res syncer.Result, runEr
 	if sum.DryRun {
 		plan := redact.Plan(res.Plan, job.Secrets)
 		out.Plan = &plan
-		logger.Info("dry-run plan", logkey.RunID, sum.RunID, logkey.Items, plan.Items, logkey.Skipped, plan.Skipped, logkey.Conflicts, plan.Conflicts)
+		logPlan(logger, sum.RunID, plan)
 	} else {
 		h.writeMetrics(logger, job, sum, requestID, timedOut)
 	}
@@ -237,6 +242,54 @@ func (h *Handler) outcome(logger *slog.Logger, job Job, res syncer.Result, runEr
 		msg = redact.String(runErr.Error(), job.Secrets...)
 	}
 	return out, &RunError{RunID: sum.RunID, Status: sum.Status, Message: lambdaTerms(msg)}
+}
+
+// maxPlanLogBytes bounds the lists one "dry-run plan" line carries:
+// CloudWatch Logs takes events of at most 256 KB and Lambda cuts a longer
+// line, so a large plan (50,000 items are about 11 MB) takes several lines.
+const maxPlanLogBytes = 128 << 10
+
+// logPlan logs a dry run's whole plan, its items, skipped files and
+// conflicts, in lines of about maxPlanLogBytes at most (part of parts):
+// the result lists only the first of them (MaxResultList).
+func logPlan(logger *slog.Logger, runID string, plan policy.Plan) {
+	parts := planParts(plan, maxPlanLogBytes)
+	for i, p := range parts {
+		logger.Info("dry-run plan", logkey.RunID, runID, logkey.Part, i+1, logkey.Parts, len(parts),
+			logkey.Items, p.Items, logkey.Skipped, p.Skipped, logkey.Conflicts, p.Conflicts)
+	}
+}
+
+// planParts cuts a plan's items, skipped files and conflicts, in order,
+// into parts whose entries encode to about budget bytes at most (an entry
+// larger than budget is a part alone). There is at least one part.
+func planParts(plan policy.Plan, budget int) []policy.Plan {
+	newPart := func() policy.Plan {
+		return policy.Plan{Items: []policy.Item{}, Skipped: []policy.Skip{}, Conflicts: []policy.Conflict{}}
+	}
+	parts := []policy.Plan{newPart()}
+	size := 0
+	part := func(entry any) *policy.Plan {
+		b, _ := json.Marshal(entry)
+		if size > 0 && size+len(b) > budget {
+			parts, size = append(parts, newPart()), 0
+		}
+		size += len(b) + 1
+		return &parts[len(parts)-1]
+	}
+	for _, it := range plan.Items {
+		p := part(it)
+		p.Items = append(p.Items, it)
+	}
+	for _, sk := range plan.Skipped {
+		p := part(sk)
+		p.Skipped = append(p.Skipped, sk)
+	}
+	for _, c := range plan.Conflicts {
+		p := part(c)
+		p.Conflicts = append(p.Conflicts, c)
+	}
+	return parts
 }
 
 // cliFlag matches the CLI's way past a refusal in a message (compiled when

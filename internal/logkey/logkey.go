@@ -84,6 +84,8 @@ const (
 const (
 	Full        = "full"
 	Items       = "items"
+	Part        = "part"  // which of a dry-run plan's lines this is, from 1
+	Parts       = "parts" // how many lines the plan takes
 	RunDeadline = "runDeadline"
 	SetupMs     = "setupMs"
 	TotalMs     = "totalMs"
