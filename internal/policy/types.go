@@ -453,12 +453,13 @@ type RunSummary struct {
 	// when it did): what a health check needs without the run history.
 	LastSuccess string `json:"lastSuccess,omitempty"`
 	// LeaseOwner is the owner this run takes the lease as (its run id, or
-	// in Lambda "lambda {requestId}", which Lambda's retries share): an
-	// expired lease of another owner is not this run's, so status --check
-	// tells a later run that never recorded its end from this one's lost
-	// release. A run that took no lease saw none left behind (that makes a
-	// run full, and a full run takes it), so any lease left after it is
-	// another run's. Empty in records from before it was recorded.
+	// in Lambda "lambda {requestId}", which Lambda's retries share),
+	// recorded whether it took the lease or not: an expired lease of
+	// another owner is not this run's, so status --check tells a later run
+	// that never recorded its end from this one's lost release. (A lease
+	// left behind makes the next run full, which takes it over; only a run
+	// failing before that leaves an earlier one, then judged unfinished.)
+	// Empty in records from before it was recorded.
 	LeaseOwner string `json:"leaseOwner,omitempty"`
 	// Planned counts what the run planned when that is not what it applied
 	// (a refused, failed or partial run); the counts above are what it
