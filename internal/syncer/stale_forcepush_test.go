@@ -30,6 +30,55 @@ func killStale(r *staleRig) {
 	}
 }
 
+// seededTwo commits 가 and 나 and returns the commit; syncedTwo syncs it
+// too (the first sync).
+func seededTwo(r *staleRig) string {
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	return r.repo.Commit("seed")
+}
+
+func syncedTwo(r *staleRig) string {
+	r.t.Helper()
+	base := seededTwo(r)
+	if _, err := r.run(2 * time.Hour); err != nil {
+		r.t.Fatalf("first sync: %v", err)
+	}
+	return base
+}
+
+// dirtyRun runs r's syncer once with lastCommit refused: its lastRun is
+// dirty (it wrote), lastCommit stays. Two hours pass.
+func dirtyRun(r *staleRig) {
+	r.t.Helper()
+	faulty := registrytest.NewFaulty(r.lag)
+	faulty.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
+	s := *r.s
+	s.Registry = registry.New(faulty)
+	if _, err := s.Run(r.t.Context(), r.opt); err == nil {
+		r.t.Fatal("setup: the run recorded lastCommit")
+	}
+	r.clock.Advance(2 * time.Hour)
+}
+
+// forcePushedBack resets the branch to base (a force push: what came
+// after it is gone) and commits an edit of 나 on it: the new head.
+func forcePushedBack(r *staleRig, base string) string {
+	r.repo.Reset(base)
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	return r.repo.Commit("edit 나")
+}
+
+// noSuccessUnlessHead fails the test when the run (res, err) reported
+// success, or partial, while the registry is not head.
+func noSuccessUnlessHead(r *staleRig, head string, res syncer.Result, err error, what string) {
+	r.t.Helper()
+	if diff := r.headMismatch(head); diff != "" && (err == nil || res.Summary.Status == policy.RunPartial) {
+		r.t.Errorf("%s: %v (status %s, mode %s %q, waits %v) while %s",
+			what, err, res.Summary.Status, res.Summary.Mode, res.Summary.ModeReason, r.waits, diff)
+	}
+}
+
 // A run killed leaving its lease makes the next one a full repair. A run
 // seconds after that repair reads the state from before it (the dead
 // run's lease, the older lastCommit) and the entries from before its
@@ -40,12 +89,7 @@ func killStale(r *staleRig) {
 func TestStaleReads_ForcePushSecondsAfterARepair_RepairsWriteIsNotTrusted(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
-	r.repo.Write("a/가.md", "# 가\n")
-	r.repo.Write("a/나.md", "# 나\n")
-	base := r.repo.Commit("seed")
-	if _, err := r.run(2 * time.Hour); err != nil {
-		t.Fatalf("first sync: %v", err)
-	}
+	base := syncedTwo(r)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit 가")
 	killStale(r)
@@ -53,14 +97,9 @@ func TestStaleReads_ForcePushSecondsAfterARepair_RepairsWriteIsNotTrusted(t *tes
 	if res, err := r.run(30 * time.Second); err != nil || res.Summary.Mode != "full" {
 		t.Fatalf("setup: the repair: %v (mode %s), want a full run that succeeds", err, res.Summary.Mode)
 	}
-	r.repo.Reset(base) // force push: the edit of 가 is gone
-	r.repo.Write("a/나.md", "# 나 개정\n")
-	head := r.repo.Commit("edit 나")
+	head := forcePushedBack(r, base) // the edit of 가 is gone
 	res, err := r.run(time.Hour)
-	if diff := r.headMismatch(head); diff != "" && (err == nil || res.Summary.Status == policy.RunPartial) {
-		t.Errorf("the run 30 s after the repair: %v (status %s, mode %s, waits %v) while %s",
-			err, res.Summary.Status, res.Summary.Mode, r.waits, diff)
-	}
+	noSuccessUnlessHead(r, head, res, err, "the run 30 s after the repair")
 }
 
 // The run a forced push starts, seconds after a clean run, reads the state
@@ -73,26 +112,16 @@ func TestStaleReads_ForcePushSecondsAfterARepair_RepairsWriteIsNotTrusted(t *tes
 func TestStaleReads_ForcedPushSecondsAfterACleanRun_WebhookRunWaits(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
-	r.repo.Write("a/가.md", "# 가\n")
-	r.repo.Write("a/나.md", "# 나\n")
-	base := r.repo.Commit("seed")
-	if _, err := r.run(2 * time.Hour); err != nil {
-		t.Fatalf("first sync: %v", err)
-	}
+	base := syncedTwo(r)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit 가")
 	if _, err := r.run(30 * time.Second); err != nil {
 		t.Fatalf("setup: the clean run: %v", err)
 	}
-	r.repo.Reset(base) // force push: the edit of 가 is gone
-	r.repo.Write("a/나.md", "# 나 개정\n")
-	head := r.repo.Commit("edit 나")
+	head := forcePushedBack(r, base) // the edit of 가 is gone
 	r.opt.Trigger, r.opt.After, r.opt.Forced = syncer.TriggerWebhook, head, true
 	res, err := r.run(time.Hour)
-	if diff := r.headMismatch(head); diff != "" && (err == nil || res.Summary.Status == policy.RunPartial) {
-		t.Errorf("the forced push's run 30 s after a clean run: %v (status %s, mode %s, waits %v) while %s",
-			err, res.Summary.Status, res.Summary.Mode, r.waits, diff)
-	}
+	noSuccessUnlessHead(r, head, res, err, "the forced push's run 30 s after a clean run")
 	if len(r.waits) == 0 {
 		t.Errorf("the forced push's run did not wait out the window")
 	}
@@ -109,17 +138,8 @@ func TestStaleReads_ForcedPushSecondsAfterACleanRun_WebhookRunWaits(t *testing.T
 func TestStaleReads_DirtyFirstSync_RepairThenForcePush_NotTrusted(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
-	r.repo.Write("a/가.md", "# 가\n")
-	r.repo.Write("a/나.md", "# 나\n")
-	base := r.repo.Commit("seed")
-	faulty := registrytest.NewFaulty(r.lag)
-	faulty.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
-	s := *r.s
-	s.Registry = registry.New(faulty)
-	if _, err := s.Run(t.Context(), r.opt); err == nil {
-		t.Fatal("setup: the first sync recorded lastCommit")
-	}
-	r.clock.Advance(2 * time.Hour)
+	base := seededTwo(r)
+	dirtyRun(r) // the first sync
 	if lr, _ := r.truth.LastRun(t.Context()); lr == nil || !lr.Dirty {
 		t.Fatalf("setup: lastRun %+v, want dirty", lr)
 	}
@@ -128,14 +148,9 @@ func TestStaleReads_DirtyFirstSync_RepairThenForcePush_NotTrusted(t *testing.T) 
 	if res, err := r.run(30 * time.Second); err != nil {
 		t.Fatalf("setup: the repair: %v (%s)", err, res.Summary.Mode)
 	}
-	r.repo.Reset(base) // force push: the edit of 가 is gone
-	r.repo.Write("a/나.md", "# 나 개정\n")
-	head := r.repo.Commit("edit 나")
+	head := forcePushedBack(r, base) // the edit of 가 is gone
 	res, err := r.run(time.Hour)
-	if diff := r.headMismatch(head); diff != "" && (err == nil || res.Summary.Status == policy.RunPartial) {
-		t.Errorf("the run 30 s after the repair: %v (status %s, mode %s %q, waits %v) while %s",
-			err, res.Summary.Status, res.Summary.Mode, res.Summary.ModeReason, r.waits, diff)
-	}
+	noSuccessUnlessHead(r, head, res, err, "the run 30 s after the repair")
 }
 
 // After one dirty run on KV, every run waits out the consistency window
@@ -147,22 +162,10 @@ func TestStaleReads_DirtyFirstSync_RepairThenForcePush_NotTrusted(t *testing.T) 
 func TestStaleReads_DirtyRun_DeadlineShorterThanWindow_NextRunsStillConverge(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
-	r.repo.Write("a/가.md", "# 가\n")
-	r.repo.Write("a/나.md", "# 나\n")
-	r.repo.Commit("seed")
-	if _, err := r.run(2 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	syncedTwo(r)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	head := r.repo.Commit("edit 가")
-	faulty := registrytest.NewFaulty(r.lag)
-	faulty.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
-	dirty := *r.s
-	dirty.Registry = registry.New(faulty)
-	if _, err := dirty.Run(t.Context(), r.opt); err == nil {
-		t.Fatal("setup: the run recorded lastCommit")
-	}
-	r.clock.Advance(2 * time.Hour)
+	dirtyRun(r)
 	// the syncer's sleep as retry.Sleep's: a wait the deadline cuts fails
 	r.s.Sleep = func(ctx context.Context, d time.Duration) error {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
@@ -193,21 +196,10 @@ func TestStaleReads_DirtyRun_DeadlineShorterThanWindow_NextRunsStillConverge(t *
 func TestStaleReads_DryRunAfterDirtyRun_DoesNotWaitTheWindow(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
-	r.repo.Write("a/가.md", "# 가\n")
-	r.repo.Commit("seed")
-	if _, err := r.run(2 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	syncedTwo(r)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit 가")
-	faulty := registrytest.NewFaulty(r.lag)
-	faulty.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
-	dirty := *r.s
-	dirty.Registry = registry.New(faulty)
-	if _, err := dirty.Run(t.Context(), r.opt); err == nil {
-		t.Fatal("setup: the run recorded lastCommit")
-	}
-	r.clock.Advance(2 * time.Hour)
+	dirtyRun(r)
 	r.waits = nil
 	opt := r.opt
 	opt.DryRun = true
