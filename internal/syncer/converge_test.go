@@ -300,9 +300,13 @@ func TestConverge_LeaseLost_RunStopsWriting(t *testing.T) {
 // takenOverSource is a Source whose title read outlasts the run's lease:
 // renewals are refused until the lease has expired, the run is cancelled
 // (ErrLeaseLost), and another run takes the lease before this one records.
+// With read, it then reads the titles whole (a read that does not watch
+// the context): every write the run sends fails on its cancelled context,
+// which apply reports as an outage (ErrOutage), not as the context's end.
 type takenOverSource struct {
 	syncer.Source
-	r *rig
+	r    *rig
+	read bool
 }
 
 func (s takenOverSource) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
@@ -317,7 +321,23 @@ func (s takenOverSource) Titles(ctx context.Context, commit string, files []poli
 	if _, err := s.r.reg.TakeLease(context.Background(), nil, "the next run", s.r.clock.Now(), 15*time.Minute); err != nil {
 		return nil, nil, err
 	}
+	if s.read {
+		return s.Source.Titles(context.Background(), commit, files, maxSize)
+	}
 	return nil, nil, ctx.Err()
+}
+
+// nextHoldersLeaseLeft fails the test unless the lease is still the one
+// takenOverSource took for "the next run", held.
+func (r *rig) nextHoldersLeaseLeft() {
+	r.t.Helper()
+	l, err := r.reg.Lease(context.Background())
+	if err != nil || l == nil {
+		r.t.Fatalf("lease %v, %v", l, err)
+	}
+	if l.Owner != "the next run" || l.Released() {
+		r.t.Errorf("the lease is %+v after the run that lost it recorded; want the next run's, held", *l)
+	}
 }
 
 // A run that lost its lease records its end without releasing the lease:
@@ -333,37 +353,7 @@ func TestConverge_LeaseLost_RecordLeavesTheNextHoldersLease(t *testing.T) {
 	if !errors.Is(err, syncer.ErrLeaseLost) || res.Summary.Status != policy.RunFailed {
 		t.Fatalf("err = %v (%s), want ErrLeaseLost", err, res.Summary.Status)
 	}
-	l, err := r.reg.Lease(context.Background())
-	if err != nil || l == nil {
-		t.Fatalf("lease %v, %v", l, err)
-	}
-	if l.Owner != "the next run" || l.Released() {
-		t.Errorf("the lease is %+v after the run that lost it recorded; want the next run's, held", *l)
-	}
-}
-
-// takenOverReadSource reads the titles whole (a read that does not watch
-// the context), after the run's lease was lost and taken by another run:
-// every write the run then sends fails on its cancelled context, which
-// apply reports as an outage (ErrOutage), not as the context's end.
-type takenOverReadSource struct {
-	syncer.Source
-	r *rig
-}
-
-func (s takenOverReadSource) Titles(ctx context.Context, commit string, files []policy.File, maxSize int64) (map[string]policy.Content, map[string]error, error) {
-	s.r.store.FailKeys(map[string]error{registry.LeaseKey: errors.New("refused")})
-	s.r.clock.Advance(time.Hour)
-	select {
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
-		return nil, nil, errors.New("the lease was never lost")
-	}
-	s.r.store.FailKeys(nil)
-	if _, err := s.r.reg.TakeLease(context.Background(), nil, "the next run", s.r.clock.Now(), 15*time.Minute); err != nil {
-		return nil, nil, err
-	}
-	return s.Source.Titles(context.Background(), commit, files, maxSize)
+	r.nextHoldersLeaseLeft()
 }
 
 // A run that lost its lease never releases it, whatever error its steps
@@ -374,16 +364,10 @@ func TestConverge_LeaseLost_WritesFailAsAnOutage_NextHoldersLeaseLeft(t *testing
 	t.Parallel()
 	r := newRig(t)
 	r.seed()
-	r.s.Source = takenOverReadSource{Source: r.s.Source, r: r}
+	r.s.Source = takenOverSource{Source: r.s.Source, r: r, read: true}
 	res, err := r.s.Run(context.Background(), syncer.Options{LeaseTTL: 60 * time.Millisecond})
 	t.Logf("run: %v (%s)", err, res.Summary.Status)
-	l, lerr := r.reg.Lease(context.Background())
-	if lerr != nil || l == nil {
-		t.Fatalf("lease %v, %v", l, lerr)
-	}
-	if l.Owner != "the next run" || l.Released() {
-		t.Errorf("the lease is %+v after the run that lost it recorded; want the next run's, held", *l)
-	}
+	r.nextHoldersLeaseLeft()
 }
 
 func TestGuard_RenameEveryPolicyAndEditEach_Passes(t *testing.T) {
