@@ -18,6 +18,18 @@ import (
 // write the deadline cuts does (deadline.go): no failure, no retry
 // counted, the run partial and stopped early, naming it.
 
+// syncedWithAMirror is a rig whose seed is synced into an in-memory
+// mirror.
+func syncedWithAMirror(t *testing.T) (*rig, *mirrortest.Memory) {
+	t.Helper()
+	r := newRig(t)
+	m := mirrortest.NewMemory(prefix)
+	r.withMirror(m)
+	r.seed()
+	r.mustRun()
+	return r, m
+}
+
 // slowPut is a mirror whose upload of one key takes until the run's
 // deadline: a slow R2 near the end of a Lambda invocation.
 type slowPut struct {
@@ -38,11 +50,7 @@ func (s slowPut) Put(ctx context.Context, o mirror.Object) (string, error) {
 // publishes it.
 func TestMirrorDeadline_UploadCut_WaitsNotFails_NextRunPublishes(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	m := mirrortest.NewMemory(prefix)
-	r.withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedWithAMirror(t)
 	before := r.policies()["가"]
 	r.edit가()
 	r.s.Mirror = slowPut{Memory: m, key: mirror.Key(prefix, "가")}
@@ -73,11 +81,7 @@ func TestMirrorDeadline_UploadCut_WaitsNotFails_NextRunPublishes(t *testing.T) {
 // until a person retries it.
 func TestMirrorDeadline_UploadCutThrice_NoDeadLetter(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	m := mirrortest.NewMemory(prefix)
-	r.withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedWithAMirror(t)
 	r.edit가()
 	r.s.Mirror = slowPut{Memory: m, key: mirror.Key(prefix, "가")}
 	for range 3 {
@@ -113,11 +117,7 @@ func (p *puttingUntilLate) Put(ctx context.Context, o mirror.Object) (string, er
 // run was already out of time. None is: the move waits, named.
 func TestMirrorDeadline_OutOfTime_StartsNoUpload_MoveWaits(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	m := mirrortest.NewMemory(prefix)
-	r.withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedWithAMirror(t)
 	r.repo.Write("a/가.md", "# 가\n\n둘째 판\n")
 	r.repo.Remove("a/나.md")
 	r.repo.Write("c/나.md", "# 나\n")
@@ -156,11 +156,7 @@ func (s slowDelete) Delete(ctx context.Context, keys []string) (map[string]error
 // the next run removes the object.
 func TestMirrorDeadline_DeleteCut_WaitsNotFails_NextRunRemovesTheObject(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	m := mirrortest.NewMemory(prefix)
-	r.withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedWithAMirror(t)
 	r.repo.Remove("a/가.md")
 	r.repo.Commit("delete 가")
 	r.s.Mirror = slowDelete{Memory: m, key: mirror.Key(prefix, "가")}
