@@ -64,6 +64,9 @@ func (s *Store) bulkGet(ctx context.Context, keys []string, out map[string][]byt
 	if err != nil {
 		return fmt.Errorf("cloudflare: bulk get %d keys: %w", len(keys), s.edge(ctx, err))
 	}
+	if !r.Success {
+		return fmt.Errorf("cloudflare: bulk get %d keys: answer not successful: %v", len(keys), r.Errors)
+	}
 	var res struct {
 		Values map[string]*string `json:"values"`
 	}

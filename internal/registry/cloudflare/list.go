@@ -84,6 +84,9 @@ func (s *Store) listPage(ctx context.Context, prefix, cursor string) (items []re
 	if err != nil {
 		return nil, "", fmt.Errorf("cloudflare: list %q: %w", prefix, s.edge(ctx, err))
 	}
+	if !r.Success {
+		return nil, "", fmt.Errorf("cloudflare: list %q: answer not successful: %v", prefix, r.Errors)
+	}
 	var page []listedKey
 	if err := json.Unmarshal(r.Result, &page); err != nil {
 		return nil, "", fmt.Errorf("cloudflare: list %q: decode page: %w", prefix, err)
