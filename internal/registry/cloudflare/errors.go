@@ -43,14 +43,27 @@ func (s *Store) translate(ctx context.Context, err error) error {
 	var unauthorized *cf.AuthorizationError // 401
 	var forbidden *cf.AuthenticationError   // 403
 	if errors.As(err, &unauthorized) || errors.As(err, &forbidden) {
-		return fmt.Errorf("token refused for account %s (%v): %w", s.cfg.AccountID, err, policy.ErrConfig)
+		return fmt.Errorf("CLOUDFLARE_API_TOKEN refused for CLOUDFLARE_ACCOUNT_ID %s (want a token with Workers KV Storage edit on that account) (%v): %w", s.cfg.AccountID, err, policy.ErrConfig)
+	}
+	var bad *cf.RequestError // 400
+	if errors.As(err, &bad) && (bad.InternalErrorCodeIs(codeInvalidHeaders) || bad.InternalErrorCodeIs(codeInvalidToken)) {
+		return fmt.Errorf("CLOUDFLARE_API_TOKEN is not an API token Cloudflare can read (a Global API Key, or cut or padded?) (%v): %w", err, policy.ErrConfig)
 	}
 	var notFound *cf.NotFoundError
 	if errors.As(err, &notFound) {
 		if notFound.InternalErrorCodeIs(codeKeyNotFound) {
 			return fmt.Errorf("%v: %w", err, policy.ErrNotFound)
 		}
-		return fmt.Errorf("namespace %s not found in account %s (%v): %w", s.cfg.NamespaceID, s.cfg.AccountID, err, policy.ErrConfig)
+		return fmt.Errorf("CLOUDFLARE_KV_NAMESPACE_ID %s not found in CLOUDFLARE_ACCOUNT_ID %s (%v): %w", s.cfg.NamespaceID, s.cfg.AccountID, err, policy.ErrConfig)
 	}
 	return err
 }
+
+// Cloudflare's error codes for a token it cannot read: a 400 "Invalid
+// request headers" (6003), whose chain says "Invalid format for
+// Authorization header" (6111), as for a Global API Key given as a token
+// (review).
+const (
+	codeInvalidHeaders = 6003
+	codeInvalidToken   = 6111
+)
