@@ -257,23 +257,29 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan po
 	for _, l := range listed {
 		m.keys[l.Key] = true
 	}
-	m.drift = mirror.Drift(m.prefix, mirrorWants(plan, reg, desired), listed)
+	m.drift = mirror.Drift(m.prefix, mirrorWants(reg, desired), listed)
 	for _, key := range m.drift.Unsafe {
 		r.log.Warn("content mirror key left for an operator", logkey.Key, key)
 	}
 	lim := r.opt.deleteLimit()
 	n := len(m.drift.Delete)
-	if r.opt.allowDeletes() == 0 && n > lim.Count && n*100 > lim.Percent*max(len(listed), 1) {
+	// an allowance of exactly N deletes was reviewed for the registry's
+	// plan, not for foreign objects: only "any" lifts this guard (review)
+	if r.opt.allowDeletes() != differ.AllowAny && n > lim.Count && n*100 > lim.Percent*max(len(listed), 1) {
 		return fmt.Errorf("%w: a repair would delete %d of the %d objects under %s (MAX_DELETE, MAX_DELETE_PERCENT; sync --allow-mass-delete)", ErrMirrorGuard, n, len(listed), m.prefix)
 	}
 	return nil
 }
 
 // mirrorWants is what the mirror should hold after the run: every policy
-// of the head (desired) and of the registry but those the plan deletes,
-// with what the registry records of its upload. A policy the plan writes is uploaded by
-// the plan, so only its key matters here.
-func mirrorWants(plan policy.Plan, reg registryState, desired differ.Desired) map[string]mirror.Want {
+// of the head (desired) and of the registry, with what the registry
+// records of its upload. A policy the plan writes is uploaded by the plan,
+// so only its key matters here. One the plan deletes is wanted too: its
+// object goes once its registry delete landed (mirrorDelete), not as a
+// foreign object whatever became of that delete (review: a failed delete
+// left the policy published without its text, and the guard counted it
+// twice).
+func mirrorWants(reg registryState, desired differ.Desired) map[string]mirror.Want {
 	want := make(map[string]mirror.Want, len(desired))
 	for _, d := range desired {
 		want[d.PolicyName] = mirror.Want{SHA: d.SHA}
@@ -286,11 +292,6 @@ func mirrorWants(plan policy.Plan, reg registryState, desired differ.Desired) ma
 			w.UploadedSHA, w.ETag = e.SHA, e.ContentETag
 		}
 		want[name] = w
-	}
-	for _, it := range plan.Items {
-		if it.Action == policy.ActDelete {
-			delete(want, it.PolicyName)
-		}
 	}
 	return want
 }

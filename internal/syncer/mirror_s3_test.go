@@ -1,0 +1,136 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/mirror"
+	"github.com/knue/syncjob/internal/mirror/mirrortest"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// s3MirrorOf is the S3 target on srv, retries not waiting.
+func s3MirrorOf(t *testing.T, srv *mirrortest.S3Server) *mirror.S3 {
+	t.Helper()
+	s, err := mirror.NewS3(context.Background(), mirror.Config{
+		Bucket: mirrortest.Bucket, Endpoint: srv.URL, Prefix: prefix,
+		AccessKeyID: mirrortest.AccessKeyID, SecretAccessKey: mirrortest.SecretAccessKey,
+		HTTPClient: srv.Client, MaxRetries: 2, TryTimeout: 20 * time.Second,
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A full run deletes a policy whose registry delete fails: its policy:
+// value stays published, so its object must stay too (DESIGN.md: deletes
+// go value first, object last; "a reader who sees a registry version finds
+// its text"). mirrorDelete leaves the policy's own key out (its registry
+// delete failed), but the full run's listing planned the same key as a
+// foreign object (mirrorWants drops every name the plan deletes), and it is
+// deleted as one. The same holds for a delete the write budget or the
+// deadline leaves waiting.
+func TestMirrorS3_FullRun_RegistryDeleteFails_ObjectKept(t *testing.T) {
+	t.Parallel()
+	srv := mirrortest.NewS3Server(t)
+	r := newRig(t).withMirror(s3MirrorOf(t, srv))
+	r.seed()
+	r.mustRun()
+	r.repo.Remove("b/다.md")
+	r.repo.Commit("delete 다")
+	r.store.FailKeys(map[string]error{"policy:다": errors.New("boom")})
+	res, err := r.run(syncer.Options{Full: true})
+	t.Logf("run: %v; mirror %+v", err, res.Summary.Mirror)
+	if _, ok := r.policies()["다"]; !ok {
+		t.Fatal("setup: 다's registry delete landed")
+	}
+	if _, _, ok := srv.ReadRaw(t, mirror.Key(prefix, "다")); !ok {
+		t.Errorf("다 is still published, but its object was deleted as a foreign one")
+	}
+}
+
+// The same cause seen on a dry run: a full dry run that deletes one
+// policy says its mirror would delete two objects (the policy's, and the
+// same key again as a foreign object).
+func TestMirrorS3_FullDryRun_OneDelete_OneObject(t *testing.T) {
+	t.Parallel()
+	srv := mirrortest.NewS3Server(t)
+	r := newRig(t).withMirror(s3MirrorOf(t, srv))
+	r.seed()
+	r.mustRun()
+	r.repo.Remove("b/다.md")
+	r.repo.Commit("delete 다")
+	res, err := r.run(syncer.Options{Full: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Summary.Mirror; m == nil || m.Deleted != 1 {
+		t.Errorf("dry run: mirror %+v; want 1 object to delete", m)
+	}
+}
+
+// The same cause in the mirror guard: a full run deleting 10 of 30
+// policies passes the registry's guard (MAX_DELETE 10), and the mirror
+// holds one stray object. The mirror guard counts the 10 deleted
+// policies' objects again as foreign (11 > 10, 37% > 20%) and refuses the
+// run (exit 4), though the repair deletes one foreign object.
+func TestMirrorS3_FullRun_TenDeletesOneStray_NotRefusedByTheMirrorGuard(t *testing.T) {
+	t.Parallel()
+	srv := mirrortest.NewS3Server(t)
+	r := newRig(t).withMirror(s3MirrorOf(t, srv))
+	r.seed()
+	for i := range 27 {
+		r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
+	}
+	r.repo.Commit("more")
+	r.mustRun()
+	srv.PutRaw(t, prefix+"stray/policy.md", []byte("foreign"))
+	for i := range 10 {
+		r.repo.Remove(fmt.Sprintf("x/p%02d.md", i))
+	}
+	r.repo.Commit("delete 10")
+	if _, err := r.run(syncer.Options{Full: true}); err != nil {
+		t.Errorf("full run deleting 10 of 30 with one stray object: %v", err)
+	}
+}
+
+// --allow-mass-delete=N lets through only a reviewed plan deleting exactly
+// N (docs/design.md, step 7). A full run whose registry plan deletes
+// exactly 11 policies also has its mirror repair delete 40 foreign objects
+// under the prefix: the mirror guard is skipped for any allowance
+// (mirrorPlan: allowDeletes() == 0), so a count reviewed for the registry
+// deletes any number of objects no one reviewed.
+func TestMirrorS3_AllowExactlyN_DoesNotLiftTheMirrorGuard(t *testing.T) {
+	t.Parallel()
+	srv := mirrortest.NewS3Server(t)
+	r := newRig(t).withMirror(s3MirrorOf(t, srv))
+	r.seed()
+	for i := range 12 {
+		r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
+	}
+	r.repo.Commit("more")
+	r.mustRun()
+	for i := range 40 {
+		srv.PutRaw(t, fmt.Sprintf("%sstray%02d/policy.md", prefix, i), []byte("foreign"))
+	}
+	for i := range 11 {
+		r.repo.Remove(fmt.Sprintf("x/p%02d.md", i))
+	}
+	r.repo.Commit("delete 11")
+	res, err := r.run(syncer.Options{Full: true, AllowDeletes: 11})
+	t.Logf("run: %v; mirror %+v", err, res.Summary.Mirror)
+	left := 0
+	for i := range 40 {
+		if _, _, ok := srv.ReadRaw(t, fmt.Sprintf("%sstray%02d/policy.md", prefix, i)); ok {
+			left++
+		}
+	}
+	if left == 0 && !errors.Is(err, syncer.ErrMirrorGuard) {
+		t.Errorf("--allow-mass-delete=11 deleted 40 unreviewed foreign objects")
+	}
+}
