@@ -31,8 +31,9 @@ func TestSync_ContentDir_MirrorsEveryPolicy_StatusNamesIt(t *testing.T) {
 	}
 }
 
-func TestSync_ContentSecretKey_NeverPrintedNorRecorded(t *testing.T) {
-	t.Parallel()
+// s3World is a seeded world whose content mirror is a bucket on an S3
+// server in the test.
+func s3World(t *testing.T) (*world, *mirrortest.S3Server) {
 	w := newWorld(t)
 	seed(w)
 	s3 := mirrortest.NewS3Server(t)
@@ -41,6 +42,12 @@ func TestSync_ContentSecretKey_NeverPrintedNorRecorded(t *testing.T) {
 	w.env["CONTENT_ACCESS_KEY_ID"] = mirrortest.AccessKeyID
 	w.env["CONTENT_SECRET_ACCESS_KEY"] = mirrortest.SecretAccessKey
 	w.mirrorClient = s3.Client
+	return w, s3
+}
+
+func TestSync_ContentSecretKey_NeverPrintedNorRecorded(t *testing.T) {
+	t.Parallel()
+	w, s3 := s3World(t)
 	run := w.run
 	var out strings.Builder
 	for _, args := range [][]string{{"sync", "--dry-run"}, {"sync"}, {"sync", "--full", "--json"}, {"status", "--json"}, {"sync", "--help"}} {
@@ -112,4 +119,17 @@ func tailOf(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// CONTENT_ENDPOINT with the bucket as its path (as R2's bucket page shows
+// the S3 URL) put every key outside the prefix and failed every run with
+// 404 NoSuchKey: it is configuration, exit 2 naming the setting (review).
+func TestSync_ContentEndpointWithTheBucketAsPath_Exit2NamingIt(t *testing.T) {
+	t.Parallel()
+	w, s3 := s3World(t)
+	w.env["CONTENT_ENDPOINT"] = s3.URL + "/" + mirrortest.Bucket
+	r := w.run("sync")
+	if r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "CONTENT_ENDPOINT") {
+		t.Errorf("exit %d; want 2 naming CONTENT_ENDPOINT\n%s", r.code, tailOf(r.stdout+r.stderr, 3))
+	}
 }

@@ -124,6 +124,11 @@ func validateEndpoint(raw string) error {
 		return fmt.Errorf("CONTENT_ENDPOINT %q: %s", shown, want)
 	case u.RawQuery != "" || u.Fragment != "":
 		return fmt.Errorf("CONTENT_ENDPOINT %q: %s, without a query or fragment", shown, want)
+	case u.Path != "" && u.Path != "/":
+		// R2's bucket page shows the S3 URL with the bucket as its path:
+		// taken as the endpoint, every key would land under that path,
+		// outside the prefix (review)
+		return fmt.Errorf("CONTENT_ENDPOINT %q: %s, without a path (the bucket goes in CONTENT_BUCKET)", shown, want)
 	}
 	return nil
 }

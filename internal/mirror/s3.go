@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -263,6 +264,21 @@ func (s *S3) deleteBatch(ctx context.Context, batch []string, perKey map[string]
 	return nil
 }
 
+// listedKey is a listed object's key, decoded when the answer says it is
+// URL-encoded (a store may ignore the request for it and send keys as
+// they are).
+func listedKey(key *string, enc types.EncodingType) (string, error) {
+	k := aws.ToString(key)
+	if enc != types.EncodingTypeUrl {
+		return k, nil
+	}
+	d, err := url.QueryUnescape(k)
+	if err != nil {
+		return "", fmt.Errorf("%w: a listed key is not URL-encoded as the answer says: %v", ErrRejected, err)
+	}
+	return d, nil
+}
+
 // List implements Target: ListObjectsV2 under the prefix, page by page. A
 // page that says it is truncated but gives no continuation token (a store
 // that pages otherwise) is followed by the page after its last key
@@ -280,13 +296,22 @@ func (s *S3) List(ctx context.Context) ([]Listed, error) {
 				ContinuationToken: token,
 				StartAfter:        after,
 				MaxKeys:           aws.Int32(s.pageSize),
+				// keys URL-encoded: a control character in one is an XML
+				// character reference Go's XML 1.0 parser refuses, and
+				// every listing, so every full run, failed (review)
+				EncodingType: types.EncodingTypeUrl,
 			})
 		})
 		if err != nil {
 			return nil, fmt.Errorf("s3: list %s: %w", s.prefix, err)
 		}
+		last := ""
 		for _, o := range page.Contents {
-			if k := aws.ToString(o.Key); strings.HasPrefix(k, s.prefix) {
+			k, err := listedKey(o.Key, page.EncodingType)
+			if err != nil {
+				return nil, fmt.Errorf("s3: list %s: %w", s.prefix, err)
+			}
+			if last = k; strings.HasPrefix(k, s.prefix) {
 				out = append(out, Listed{Key: k, ETag: NormalizeETag(aws.ToString(o.ETag)), Size: aws.ToInt64(o.Size)})
 			}
 		}
@@ -297,11 +322,10 @@ func (s *S3) List(ctx context.Context) ([]Listed, error) {
 			token, after = page.NextContinuationToken, nil
 			continue
 		}
-		n := len(page.Contents)
-		if n == 0 || aws.ToString(page.Contents[n-1].Key) <= aws.ToString(after) {
+		if last == "" || last <= aws.ToString(after) {
 			return nil, fmt.Errorf("s3: list %s: %w: a page says the listing goes on but gives no continuation token nor a key past the last", s.prefix, ErrRejected)
 		}
-		token, after = nil, page.Contents[n-1].Key
+		token, after = nil, aws.String(last)
 	}
 	slices.SortFunc(out, func(a, b Listed) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
