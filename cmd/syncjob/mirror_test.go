@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,5 +132,37 @@ func TestSync_ContentEndpointWithTheBucketAsPath_Exit2NamingIt(t *testing.T) {
 	r := w.run("sync")
 	if r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "CONTENT_ENDPOINT") {
 		t.Errorf("exit %d; want 2 naming CONTENT_ENDPOINT\n%s", r.code, tailOf(r.stdout+r.stderr, 3))
+	}
+}
+
+// A CONTENT_BUCKET that does not exist, or S3 keys the store refuses, is
+// configuration: exit 2 naming the setting (review: the message named
+// none), the secret never printed.
+func TestSync_ContentMissingBucketOrRefusedKeys_Exit2NamingTheSetting(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		env     map[string]string
+		fail    int
+		setting string
+	}{
+		"missing bucket": {env: map[string]string{"CONTENT_BUCKET": "no-such-bucket"}, setting: "CONTENT_BUCKET"},
+		"keys refused":   {fail: http.StatusForbidden, setting: "CONTENT_ACCESS_KEY_ID"},
+	} {
+		w, s3 := s3World(t)
+		for k, v := range c.env {
+			w.env[k] = v
+		}
+		if c.fail != 0 {
+			s3.Faults.FailNext(mirrortest.OpList, 100, c.fail)
+			s3.Faults.FailNext(mirrortest.OpPut, 100, c.fail)
+		}
+		r := w.run("sync")
+		t.Logf("%s: exit %d\n%s", name, r.code, tailOf(r.stdout+r.stderr, 3))
+		if r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, c.setting) {
+			t.Errorf("%s: exit %d; want 2 naming %s", name, r.code, c.setting)
+		}
+		if strings.Contains(r.stdout+r.stderr, mirrortest.SecretAccessKey) {
+			t.Errorf("%s: the secret is printed", name)
+		}
 	}
 }

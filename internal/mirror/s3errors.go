@@ -68,9 +68,9 @@ func translate(ctx context.Context, err error) error {
 	case errors.Is(err, errTryTimeout):
 		return fmt.Errorf("%w: timeout", ErrUnavailable)
 	case code == "NoSuchBucket":
-		return fmt.Errorf("%w: %s", ErrNotFound, detail)
+		return fmt.Errorf("%w: %s (no CONTENT_BUCKET of that name at the endpoint)", ErrNotFound, detail)
 	case status == 401 || status == 403 || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
-		return fmt.Errorf("%w: %s", ErrAccessDenied, detail)
+		return fmt.Errorf("%w: %s (CONTENT_ACCESS_KEY_ID and CONTENT_SECRET_ACCESS_KEY refused, or not allowed on CONTENT_BUCKET)", ErrAccessDenied, detail)
 	case transient(err) && status == 0:
 		return fmt.Errorf("%w: request not sent", ErrUnavailable)
 	case transient(err):
