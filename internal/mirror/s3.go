@@ -29,7 +29,9 @@ import (
 
 // Defaults of the S3 target.
 const (
-	DefaultRegion     = "auto" // R2's
+	// DefaultRegion is R2's region; without an endpoint (AWS S3) it
+	// means AWS's own region chain (awsConfig).
+	DefaultRegion     = "auto"
 	DefaultMaxRetries = 4
 	DefaultTryTimeout = 30 * time.Second
 	defaultPageSize   = 1000
@@ -126,6 +128,10 @@ func newS3(ctx context.Context, cfg Config, naive bool) (*S3, error) {
 
 // awsConfig builds the SDK's configuration: static keys when cfg has them,
 // else AWS's default chain (environment, shared files, the Lambda role).
+// Without an endpoint (AWS S3) the region auto, R2's, is no AWS region:
+// it means AWS's own region chain (AWS_REGION, a Lambda's own), and a
+// configuration error naming CONTENT_REGION when that finds none (review:
+// the SDK sent every request to BUCKET.s3.auto.amazonaws.com).
 func awsConfig(ctx context.Context, cfg Config) (aws.Config, error) {
 	var httpClient aws.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
@@ -133,17 +139,35 @@ func awsConfig(ctx context.Context, cfg Config) (aws.Config, error) {
 	if cfg.HTTPClient != nil {
 		httpClient = cfg.HTTPClient
 	}
+	region := cfg.Region
+	if cfg.Endpoint == "" && region == DefaultRegion {
+		region = "" // AWS's chain
+	}
+	var static aws.CredentialsProvider
 	if cfg.AccessKeyID != "" {
+		static = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, ""))
+	}
+	if static != nil && region != "" {
 		return aws.Config{
-			Region:      cfg.Region,
-			Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, "")),
+			Region:      region,
+			Credentials: static,
 			HTTPClient:  httpClient,
 			Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
 		}, nil
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(cfg.Region), config.WithHTTPClient(httpClient))
+	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(httpClient)}
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	if static != nil {
+		opts = append(opts, config.WithCredentialsProvider(static))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("s3: load aws credentials: %w", err)
+	}
+	if awsCfg.Region == "" {
+		return aws.Config{}, fmt.Errorf("s3: CONTENT_REGION is %s, R2's, and AWS S3 (no CONTENT_ENDPOINT) finds no region of its own (AWS_REGION, the profile): set CONTENT_REGION to the bucket's region: %w", DefaultRegion, policy.ErrConfig)
 	}
 	return awsCfg, nil
 }
