@@ -276,7 +276,7 @@ func hashFile(path string) (string, int64, error) {
 // rest (a full disk, an I/O error) as they are.
 func translateFS(err error) error {
 	if errors.Is(err, fs.ErrPermission) {
-		return fmt.Errorf("%w: %w", ErrAccessDenied, err)
+		return fmt.Errorf("%w (CONTENT_DIR): %w", ErrAccessDenied, err)
 	}
 	return err
 }

@@ -149,6 +149,24 @@ func TestS3_MissingBucket_IsConfigError(t *testing.T) {
 	}
 }
 
+// A configuration error of the store stops the run (exit 2): it names the
+// setting to fix, never the secret.
+func TestS3_RefusedKeysOrMissingBucket_NameTheSetting(t *testing.T) {
+	t.Parallel()
+	srv := mirrortest.NewS3Server(t)
+	o, _ := mirror.Render(mirror.DefaultPrefix, hangulDoc())
+	missing := s3Config(srv)
+	missing.Bucket = "no-such-bucket"
+	if _, err := mustS3(t, missing).Put(context.Background(), o); !strings.Contains(fmt.Sprint(err), "CONTENT_BUCKET") {
+		t.Errorf("put into a missing bucket: %v; want CONTENT_BUCKET named", err)
+	}
+	srv.Faults.FailNext(mirrortest.OpPut, 10, http.StatusForbidden) // every try
+	_, err := mustS3(t, s3Config(srv)).Put(context.Background(), o)
+	if !errors.Is(err, policy.ErrConfig) || !strings.Contains(fmt.Sprint(err), "CONTENT_ACCESS_KEY_ID") || strings.Contains(fmt.Sprint(err), mirrortest.SecretAccessKey) {
+		t.Errorf("put refused 403: %v; want a configuration error naming CONTENT_ACCESS_KEY_ID, without the secret", err)
+	}
+}
+
 func TestS3_CanceledContext_IsNotUnavailable(t *testing.T) {
 	t.Parallel()
 	srv := mirrortest.NewS3Server(t)

@@ -68,9 +68,9 @@ func translate(ctx context.Context, err error) error {
 	case errors.Is(err, errTryTimeout):
 		return fmt.Errorf("%w: timeout", ErrUnavailable)
 	case code == "NoSuchBucket":
-		return fmt.Errorf("%w: %s (no CONTENT_BUCKET of that name at the endpoint)", ErrNotFound, detail)
+		return fmt.Errorf("%w: %s (%s)", ErrNotFound, detail, settingBucket)
 	case status == 401 || status == 403 || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
-		return fmt.Errorf("%w: %s (CONTENT_ACCESS_KEY_ID and CONTENT_SECRET_ACCESS_KEY refused, or not allowed on CONTENT_BUCKET)", ErrAccessDenied, detail)
+		return fmt.Errorf("%w: %s (%s)", ErrAccessDenied, detail, settingKeys)
 	case transient(err) && status == 0:
 		return fmt.Errorf("%w: request not sent", ErrUnavailable)
 	case transient(err):
@@ -81,11 +81,18 @@ func translate(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %s", ErrRejected, detail)
 }
 
+// The settings a configuration error of the store names: the run stops
+// on it (exit 2), and the operator must know what to fix.
+const (
+	settingBucket = "CONTENT_BUCKET: no such bucket at the endpoint"
+	settingKeys   = "CONTENT_ACCESS_KEY_ID and CONTENT_SECRET_ACCESS_KEY refused, or without them the role's permissions on CONTENT_BUCKET"
+)
+
 // keyError translates one per-key error of a DeleteObjects answer.
 func keyError(code string) error {
 	switch code {
 	case "AccessDenied":
-		return fmt.Errorf("%w: %s", ErrAccessDenied, code)
+		return fmt.Errorf("%w: %s (%s)", ErrAccessDenied, code, settingKeys)
 	case "InternalError", "SlowDown", "ServiceUnavailable":
 		return fmt.Errorf("%w: %s", ErrUnavailable, code)
 	}
