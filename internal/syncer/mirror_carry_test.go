@@ -251,12 +251,14 @@ func TestMirrorCarry_PutFailedButLanded_HeadReverts_NextRunRepairs(t *testing.T)
 	r := newRig(t).withMirror(m)
 	r.seed()
 	r.mustRun()
+	r.repo.Write("a/나.md", "# 나\n\n둘째 판\n") // its upload lands: the store is up
 	r.edit가()
 	m.key = mirror.Key(prefix, "가")
 	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
 		t.Fatalf("run 2: %v, want partial", err)
 	}
 	m.key = ""
+	r.repo.Write("a/나.md", "# 나\n")
 	r.revert가ThenMirrorIsHead(mem)
 }
 
@@ -318,6 +320,7 @@ func TestMirrorCarry_PutRefused_NextRunStaysIncremental(t *testing.T) {
 	r.seed()
 	r.mustRun()
 	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
+	r.repo.Write("a/나.md", "# 나\n\n새 판\n") // its upload lands: the store takes the keys
 	r.repo.Commit("edit")
 	m.FailPut(mirror.Key(prefix, "가"), mirror.ErrAccessDenied)
 	res, err := r.run(syncer.Options{})

@@ -157,6 +157,7 @@ func TestMirror_FailedUploadKeepsPolicyUnpublished_Queued(t *testing.T) {
 	r.mustRun()
 	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
 	r.repo.Write("e/라.md", "# 라\n")
+	r.repo.Write("a/나.md", "# 나\n\n새 판\n") // its upload lands: the store is up, 가's and 라's failed
 	r.repo.Commit("edit and add")
 	errDown := errors.New("503 slow down")
 	m.FailPut(mirror.Key(prefix, "가"), errDown)
