@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -147,7 +149,7 @@ func (u *uploader) each(path string, data []byte) {
 		Title: policy.Title(data, policy.NameOf(path)), Content: data}
 	o, err := mirror.Render(u.m.prefix, d)
 	if err != nil {
-		u.m.up.done(d.PolicyName, "", err)
+		u.m.up.done(d.PolicyName, "", fileError{err})
 		return
 	}
 	u.g.Go(func() error {
@@ -329,10 +331,11 @@ func changedElsewhere(repairs []mirror.Repair, plan policy.Plan, reg registrySta
 // files again, and returns why each failed upload failed, by policy name:
 // the run must neither announce nor publish them. An upload the run's
 // deadline cut, or did not leave time to start, waits for the next run
-// (failures.addMirror); none is started once the run is out of time.
-func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan policy.Plan, reg registryState) map[string]error {
+// (failures.addMirror); none is started once the run is out of time. When
+// the store failed every upload (storeDown), the run stops here instead.
+func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan policy.Plan, reg registryState) (map[string]error, error) {
 	if m == nil {
-		return nil
+		return nil, nil
 	}
 	if docs := r.pendingDocs(m, plan, reg); len(docs) > 0 {
 		r.uploadPending(ctx, m, head, docs)
@@ -347,6 +350,9 @@ func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan 
 			r.log.Error("content upload failed", logkey.Policy, name, logkey.Error, err)
 		}
 	}
+	if err := m.storeDown(deadline); err != nil {
+		return nil, err
+	}
 	for _, rp := range m.drift.Upload {
 		if _, ok := m.up.etag(rp.PolicyName); ok {
 			m.repaired++
@@ -354,7 +360,58 @@ func (r *run) mirrorUpload(ctx context.Context, m *mirrorRun, head string, plan 
 			m.unrepaired = true
 		}
 	}
-	return failed
+	return failed, nil
+}
+
+// fileError is an upload that failed on the run's side, not the store's:
+// its file could not be read, or rendered.
+type fileError struct{ err error }
+
+func (e fileError) Error() string { return e.err.Error() }
+func (e fileError) Unwrap() error { return e.err }
+
+// storeDown says whether the store, not the policies, failed the run's
+// uploads: the run sent some, none landed, and every one that failed
+// failed for the store's reasons — not its file's (fileError), not its
+// object's (refused for its key: mirror.ErrRejected, ErrOutsidePrefix).
+// Every write failing is an outage, not item failures (DESIGN.md, step 6):
+// no retry may be counted (review: a rotated key or R2 down dead-lettered
+// every policy it touched in three runs, held back once the store was
+// fixed). Refused credentials or a missing bucket stay a configuration
+// error (policy.ErrConfig, naming the setting); else ErrOutage. An upload
+// the deadline cut waits, and counts neither way; a canceled run is no
+// store's fault.
+func (m *mirrorRun) storeDown(deadline time.Time) error {
+	if len(m.up.etags) > 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(m.up.failed))
+	var first, config error
+	n := 0
+	for _, name := range names {
+		err := m.up.failed[name]
+		var own fileError
+		switch {
+		case timeUp(err, deadline):
+			continue
+		case errors.As(err, &own), isContextErr(err), errors.Is(err, mirror.ErrRejected), errors.Is(err, mirror.ErrOutsidePrefix):
+			return nil
+		}
+		n++
+		if first == nil {
+			first = fmt.Errorf("%s: %w", name, err)
+		}
+		if config == nil && errors.Is(err, policy.ErrConfig) {
+			config = fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	switch {
+	case n == 0:
+		return nil
+	case config != nil:
+		return fmt.Errorf("content mirror %s: all %d uploads failed, e.g. %w", m.target.Name(), n, config)
+	}
+	return fmt.Errorf("%w: content mirror %s: all %d uploads failed, e.g. %w", ErrOutage, m.target.Name(), n, first)
 }
 
 // uploadPending reads the files of docs again and uploads their objects;
@@ -375,9 +432,9 @@ func (r *run) uploadPending(ctx context.Context, m *mirrorRun, head string, docs
 	for _, d := range docs {
 		switch {
 		case err != nil:
-			m.up.done(d.PolicyName, "", fmt.Errorf("read content: %w", err))
+			m.up.done(d.PolicyName, "", fileError{fmt.Errorf("read content: %w", err)})
 		case readErrs[d.Path] != nil:
-			m.up.done(d.PolicyName, "", fmt.Errorf("read content: %w", readErrs[d.Path]))
+			m.up.done(d.PolicyName, "", fileError{fmt.Errorf("read content: %w", readErrs[d.Path])})
 		}
 	}
 }

@@ -275,7 +275,10 @@ func (r *run) refuse(st state) error {
 // policy whose object did not land.
 func (r *run) applyAll(ctx context.Context, head string, plan policy.Plan, in readForPlan, t titled, work differ.QueueWork, m *mirrorRun) ([]policy.Failure, []string, error) {
 	r.phases.enter("mirror")
-	mirrorFailed := r.mirrorUpload(ctx, m, head, plan, in.reg)
+	mirrorFailed, err := r.mirrorUpload(ctx, m, head, plan, in.reg)
+	if err != nil { // the store failed every upload: nothing is written
+		return nil, nil, err
+	}
 	r.phases.enter("apply")
 	return r.apply(ctx, plan, in.reg, t.mig, work, m, mirrorFailed)
 }

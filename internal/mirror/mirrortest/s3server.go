@@ -276,6 +276,14 @@ func (f *Faults) FailNext(op string, n, status int) {
 	}
 }
 
+// StopFailing answers the requests of op again, however many failures
+// FailNext left: the store recovered, or its key was fixed.
+func (f *Faults) StopFailing(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail[op] = nil
+}
+
 // SlowNext holds the next n requests of op for d before answering (or until
 // the client gives up).
 func (f *Faults) SlowNext(op string, n int, d time.Duration) {
