@@ -262,6 +262,26 @@ func TestMirrorCarry_PutFailedButLanded_HeadReverts_NextRunRepairs(t *testing.T)
 	r.revert가ThenMirrorIsHead(mem)
 }
 
+// The same when the run's only upload is that lost answer: the store
+// failed every upload, so the run stops as an outage before the registry's
+// writes — and its object may still be stored. The next run must not
+// trust the mirror as converged: once the head moves back it repairs it.
+func TestMirrorCarry_OnlyPutFailedButLanded_Outage_HeadReverts_NextRunRepairs(t *testing.T) {
+	t.Parallel()
+	mem := mirrortest.NewMemory(prefix)
+	m := &lostAnswer{Memory: mem}
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.edit가()
+	m.key = mirror.Key(prefix, "가")
+	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrOutage) {
+		t.Fatalf("run 2: %v, want an outage", err)
+	}
+	m.key = ""
+	r.revert가ThenMirrorIsHead(mem)
+}
+
 // batchFails is a mirror whose delete of bad fails as its own batch would,
 // the other keys deleted.
 type batchFails struct {
