@@ -45,9 +45,11 @@ var errRangeUnknown = errors.New("names touched since the synced commit unknown"
 // write; the names such a run may have written are those a commit after
 // the lastCommit read touched. readSettled learns them (in.touched: the
 // plan writes them from the head whatever the registry said); when it
-// cannot, it waits out the consistency window, under the lease, and reads
-// the state again, when every earlier write is visible; a run that state
-// shows unclean makes this one full. A strongly consistent registry (bolt,
+// cannot, or the state shows a run that failed writing, or a webhook run's
+// push was forced (untrusted), it waits out the consistency window, under
+// the lease, and reads the state again, when every earlier write is
+// visible; a run that state shows unclean makes this one full. A strongly
+// consistent registry (bolt,
 // memory) reads once, with no extra request; so does a first sync (nothing
 // synced before), unless it finds policies but no lastRun: then it waits
 // too. A first sync within the window of another one's end that sees an
