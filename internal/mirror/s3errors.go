@@ -67,6 +67,10 @@ func translate(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, errTryTimeout):
 		return fmt.Errorf("%w: timeout", ErrUnavailable)
+	case status == 301 || code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || code == "IllegalLocationConstraintException":
+		// every request of the run would answer so: configuration, not
+		// each object's failure (review: dead letters)
+		return fmt.Errorf("%w: %s (CONTENT_REGION must be the bucket's region)", ErrWrongRegion, detail)
 	case code == "NoSuchBucket":
 		return fmt.Errorf("%w: %s (%s)", ErrNotFound, detail, settingBucket)
 	case status == 401 || status == 403 || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":

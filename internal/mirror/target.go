@@ -22,6 +22,10 @@ var (
 	// (401, 403, a folder without permission). Not retried. It also
 	// matches policy.ErrConfig.
 	ErrAccessDenied error = &configError{"access denied"}
+	// ErrWrongRegion: the bucket answers from another region than the one
+	// asked (301 PermanentRedirect and the like). It also matches
+	// policy.ErrConfig: CONTENT_REGION must name the bucket's.
+	ErrWrongRegion error = &configError{"bucket in another region"}
 	// ErrUnavailable: the store answered 5xx, throttled, timed out or could
 	// not be reached, and kept doing so through the in-call retries.
 	ErrUnavailable = errors.New("unavailable")

@@ -371,9 +371,13 @@ func (e fileError) Error() string { return e.err.Error() }
 func (e fileError) Unwrap() error { return e.err }
 
 // storeDown says whether the store, not the policies, failed the run's
-// uploads: the run sent some, none landed, and every one that failed
-// failed for the store's reasons — not its file's (fileError), not its
-// object's (refused for its key: mirror.ErrRejected, ErrOutsidePrefix).
+// uploads: the run sent some, none landed, and some failed for the
+// store's reasons (unavailable, or its configuration) — the others failed
+// for their file's (fileError) or their object's own (its key, its path,
+// its metadata: mirror.ErrRejected, ErrOutsidePrefix, a folder's error),
+// which neither says the store is down nor hides that it is (review: one
+// such object among 503s let the outage through as item failures; one
+// alone made every run an outage).
 // Every write failing is an outage, not item failures (DESIGN.md, step 6):
 // no retry may be counted (review: a rotated key or R2 down dead-lettered
 // every policy it touched in three runs, held back once the store was
@@ -394,8 +398,12 @@ func (m *mirrorRun) storeDown(deadline time.Time) error {
 		switch {
 		case timeUp(err, deadline):
 			continue
-		case errors.As(err, &own), isContextErr(err), errors.Is(err, mirror.ErrRejected), errors.Is(err, mirror.ErrOutsidePrefix):
+		case isContextErr(err):
 			return nil
+		case errors.As(err, &own), !errors.Is(err, mirror.ErrUnavailable) && !errors.Is(err, policy.ErrConfig):
+			// the file's or the object's own (its key, its path, its
+			// metadata): that policy's failure, the store's state unknown
+			continue
 		}
 		n++
 		if first == nil {

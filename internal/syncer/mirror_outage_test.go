@@ -1,10 +1,14 @@
 package syncer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +22,16 @@ import (
 // s3Mirror is the S3 target on srv, retries not waiting.
 func s3Mirror(t *testing.T, srv *mirrortest.S3Server) *mirror.S3 {
 	t.Helper()
+	return s3MirrorVia(t, srv, srv.Client)
+}
+
+// s3MirrorVia is s3Mirror reached through client.
+func s3MirrorVia(t *testing.T, srv *mirrortest.S3Server, client *http.Client) *mirror.S3 {
+	t.Helper()
 	s, err := mirror.NewS3(context.Background(), mirror.Config{
 		Bucket: mirrortest.Bucket, Endpoint: srv.URL, Prefix: prefix,
 		AccessKeyID: mirrortest.AccessKeyID, SecretAccessKey: mirrortest.SecretAccessKey,
-		HTTPClient: srv.Client, MaxRetries: 2, TryTimeout: 20 * time.Second,
+		HTTPClient: client, MaxRetries: 2, TryTimeout: 20 * time.Second,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 	})
 	if err != nil {
@@ -140,4 +150,158 @@ func TestMirror_OnlyUploadRejectedForItsObject_PolicyQueued(t *testing.T) {
 	if q := r.queueEntries()["가"]; q.RetryCount != 1 {
 		t.Errorf("queue:가 retryCount %d, want 1", q.RetryCount)
 	}
+}
+
+// A folder mirror whose prefix holds a stray file where a new policy's
+// folder must go (policies/라, a foreign object): the folder refuses that
+// one object (ENOTDIR), for its own sake. It is the run's only upload, and
+// storeDown takes it for the store down (the folder's errors are neither
+// ErrRejected nor a fileError): every run is an outage, lastCommit stays,
+// the same commit's delete of 다 is never applied, and a full run, which
+// would delete the stray file as foreign, stops before its deletes — so
+// it never clears. Want: 라's failure (partial), the rest applied, and a
+// full run that removes the stray file and then uploads 라.
+func TestMirrorOutage_FolderOnlyUploadRefusedForItsPath_PolicyFailsNotOutage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f, err := mirror.NewFolder(dir, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t).withMirror(f)
+	r.seed()
+	r.mustRun()
+	if err := os.WriteFile(filepath.Join(dir, "policies", "라"), []byte("stray"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.repo.Write("c/라.md", "# 라\n")
+	r.repo.Remove("b/다.md")
+	r.repo.Commit("add 라, delete 다")
+	for i, opt := range []syncer.Options{{}, {Full: true}, {Full: true}} {
+		res, err := r.run(opt)
+		t.Logf("run %d (full %v): %v (status %s)", i+1, opt.Full, err, res.Summary.Status)
+		if errors.Is(err, syncer.ErrOutage) {
+			t.Errorf("run %d: one object the folder refused for its own path is taken for the store down: %v", i+1, err)
+		}
+	}
+	if _, ok := r.policies()["다"]; ok {
+		t.Errorf("다 still published: every run stopped before its delete")
+	}
+	if _, ok := r.policies()["라"]; !ok {
+		t.Errorf("라 never published: the full run's foreign delete that would free its path never ran")
+	}
+}
+
+// redirect answers every PUT as AWS S3 does for a bucket in another
+// region than the one the request was signed and sent for: 301
+// PermanentRedirect (the SDK does not follow it).
+type redirect struct{ next http.RoundTripper }
+
+func (d redirect) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPut {
+		return d.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to access must be addressed using the specified endpoint.</Message><Endpoint>policies-prod.s3.us-east-1.amazonaws.com</Endpoint><Bucket>policies-prod</Bucket></Error>`
+	h := http.Header{"Content-Type": {"application/xml"}, "X-Amz-Bucket-Region": {"us-east-1"}}
+	return &http.Response{StatusCode: http.StatusMovedPermanently, Header: h, Body: io.NopCloser(bytes.NewReader([]byte(body))), Request: req}, nil
+}
+
+// CONTENT_REGION auto on AWS S3 now takes the Lambda's AWS_REGION; a
+// bucket in another region answers every upload 301 PermanentRedirect.
+// mirror.translate makes that ErrRejected (the object's own refusal), so
+// storeDown lets every run through as item failures: each policy's
+// retryCount moves and the third run dead-letters it — the harm the
+// outage rule was made to stop — and nothing names CONTENT_REGION. Want a
+// configuration error naming CONTENT_REGION, no retry counted.
+func TestMirrorOutage_BucketInAnotherRegion_EveryUpload301_ConfigNotDeadLetter(t *testing.T) {
+	t.Parallel()
+	srv := mirrortest.NewS3Server(t)
+	r := newRig(t).withMirror(s3Mirror(t, srv))
+	r.seed()
+	r.mustRun()
+	client := *srv.Client
+	client.Transport = redirect{next: srv.Client.Transport}
+	r.withMirror(s3MirrorVia(t, srv, &client))
+	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
+	r.repo.Commit("edit")
+	for i := range 3 {
+		res, err := r.run(syncer.Options{})
+		t.Logf("run %d: %v (status %s)", i+1, err, res.Summary.Status)
+		if !errors.Is(err, policy.ErrConfig) || !strings.Contains(err.Error(), "CONTENT_REGION") {
+			t.Errorf("run %d, every upload 301 PermanentRedirect: %v; want a configuration error naming CONTENT_REGION", i+1, err)
+		}
+	}
+	if d, ok := r.deadLetters()["가"]; ok {
+		t.Errorf("가 dead-lettered by the bucket's region: %s", d.Reason)
+	}
+}
+
+// R2 down for three runs (every upload that reaches it fails 503 after
+// the in-call retries), and one policy of the same commits whose object
+// the store refuses for its own sake (400: its metadata too large, say).
+// storeDown returns nil as soon as one failure is the object's own, so
+// the outage passes as item failures: 가's and 나's retry counts move each
+// run and the third dead-letters them — held back once R2 is back, the
+// harm the outage rule was made to stop. Want: an outage (the object's
+// own refusal counts neither way, as a deadline cut does), no retry
+// counted for 가 and 나.
+func TestMirrorOutage_StoreDownPlusOneRejectedObject_StillOutage(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
+	r.repo.Write("a/나.md", "# 나\n\n새 판\n")
+	r.repo.Write("c/라.md", "# 라\n")
+	r.repo.Commit("edit 가 and 나, add 라")
+	down := fmt.Errorf("%w: 503 ServiceUnavailable", mirror.ErrUnavailable)
+	m.FailPut(mirror.Key(prefix, "가"), down)
+	m.FailPut(mirror.Key(prefix, "나"), down)
+	m.FailPut(mirror.Key(prefix, "라"), fmt.Errorf("%w: 400 MetadataTooLarge", mirror.ErrRejected))
+	for i := range 3 {
+		res, err := r.run(syncer.Options{})
+		t.Logf("run %d: %v (status %s)", i+1, err, res.Summary.Status)
+		if !errors.Is(err, syncer.ErrOutage) {
+			t.Errorf("run %d, every upload the store could take failed 503: %v; want an outage", i+1, err)
+		}
+	}
+	for _, name := range []string{"가", "나"} {
+		if d, ok := r.deadLetters()[name]; ok {
+			t.Errorf("%s dead-lettered by an R2 outage: %s", name, d.Reason)
+		} else if q, ok := r.queueEntries()[name]; ok && q.RetryCount != 0 {
+			t.Errorf("queue:%s retryCount %d: an outage counted as the policy's failure", name, q.RetryCount)
+		}
+	}
+}
+
+// Check (expected to pass): the registry delete of 다 lands, its object's
+// delete fails; the next run is full (mirror not converged) and removes
+// the object as foreign, now that no registry entry wants it.
+func TestMirrorOutage_RegistryDeleteLandsObjectDeleteFails_NextRunRemovesIt(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	r.repo.Remove("b/다.md")
+	r.repo.Commit("delete 다")
+	m.FailDelete(mirror.Key(prefix, "다"), fmt.Errorf("%w: 503", mirror.ErrUnavailable))
+	res, err := r.run(syncer.Options{})
+	t.Logf("run 1: %v, mirror %+v", err, res.Summary.Mirror)
+	if _, ok := r.policies()["다"]; ok {
+		t.Fatal("setup: 다's registry delete failed")
+	}
+	m.FailDelete(mirror.Key(prefix, "다"), nil)
+	res, err = r.run(syncer.Options{})
+	t.Logf("run 2: %v, mode %s, mirror %+v", err, res.Summary.Mode, res.Summary.Mirror)
+	if _, _, ok := m.ReadRaw(t, mirror.Key(prefix, "다")); ok {
+		t.Errorf("다's object left as an orphan")
+	}
+	res, err = r.run(syncer.Options{})
+	t.Logf("run 3: %v, mode %s, mirror %+v", err, res.Summary.Mode, res.Summary.Mirror)
 }

@@ -1,31 +1,14 @@
 package syncer_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/mirror/mirrortest"
 	"github.com/knue/syncjob/internal/syncer"
 )
-
-// s3MirrorOf is the S3 target on srv, retries not waiting.
-func s3MirrorOf(t *testing.T, srv *mirrortest.S3Server) *mirror.S3 {
-	t.Helper()
-	s, err := mirror.NewS3(context.Background(), mirror.Config{
-		Bucket: mirrortest.Bucket, Endpoint: srv.URL, Prefix: prefix,
-		AccessKeyID: mirrortest.AccessKeyID, SecretAccessKey: mirrortest.SecretAccessKey,
-		HTTPClient: srv.Client, MaxRetries: 2, TryTimeout: 20 * time.Second,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // A full run deletes a policy whose registry delete fails: its policy:
 // value stays published, so its object must stay too (DESIGN.md: deletes
@@ -38,7 +21,7 @@ func s3MirrorOf(t *testing.T, srv *mirrortest.S3Server) *mirror.S3 {
 func TestMirrorS3_FullRun_RegistryDeleteFails_ObjectKept(t *testing.T) {
 	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3MirrorOf(t, srv))
+	r := newRig(t).withMirror(s3Mirror(t, srv))
 	r.seed()
 	r.mustRun()
 	r.repo.Remove("b/다.md")
@@ -60,7 +43,7 @@ func TestMirrorS3_FullRun_RegistryDeleteFails_ObjectKept(t *testing.T) {
 func TestMirrorS3_FullDryRun_OneDelete_OneObject(t *testing.T) {
 	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3MirrorOf(t, srv))
+	r := newRig(t).withMirror(s3Mirror(t, srv))
 	r.seed()
 	r.mustRun()
 	r.repo.Remove("b/다.md")
@@ -82,7 +65,7 @@ func TestMirrorS3_FullDryRun_OneDelete_OneObject(t *testing.T) {
 func TestMirrorS3_FullRun_TenDeletesOneStray_NotRefusedByTheMirrorGuard(t *testing.T) {
 	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3MirrorOf(t, srv))
+	r := newRig(t).withMirror(s3Mirror(t, srv))
 	r.seed()
 	for i := range 27 {
 		r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
@@ -108,7 +91,7 @@ func TestMirrorS3_FullRun_TenDeletesOneStray_NotRefusedByTheMirrorGuard(t *testi
 func TestMirrorS3_AllowExactlyN_DoesNotLiftTheMirrorGuard(t *testing.T) {
 	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3MirrorOf(t, srv))
+	r := newRig(t).withMirror(s3Mirror(t, srv))
 	r.seed()
 	for i := range 12 {
 		r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
