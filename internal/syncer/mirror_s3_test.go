@@ -57,6 +57,27 @@ func TestMirrorS3_FullDryRun_OneDelete_OneObject(t *testing.T) {
 	}
 }
 
+// syncedWithS3 is a rig synced into an S3 mirror: the seed and more
+// policies x/p00.md …, and a function that deletes the first n of them in
+// one commit.
+func syncedWithS3(t *testing.T, more int) (r *rig, srv *mirrortest.S3Server, deleteFirst func(n int)) {
+	t.Helper()
+	srv = mirrortest.NewS3Server(t)
+	r = newRig(t).withMirror(s3Mirror(t, srv))
+	r.seed()
+	for i := range more {
+		r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
+	}
+	r.repo.Commit("more")
+	r.mustRun()
+	return r, srv, func(n int) {
+		for i := range n {
+			r.repo.Remove(fmt.Sprintf("x/p%02d.md", i))
+		}
+		r.repo.Commit(fmt.Sprintf("delete %d", n))
+	}
+}
+
 // The same cause in the mirror guard: a full run deleting 10 of 30
 // policies passes the registry's guard (MAX_DELETE 10), and the mirror
 // holds one stray object. The mirror guard counts the 10 deleted
@@ -64,19 +85,9 @@ func TestMirrorS3_FullDryRun_OneDelete_OneObject(t *testing.T) {
 // run (exit 4), though the repair deletes one foreign object.
 func TestMirrorS3_FullRun_TenDeletesOneStray_NotRefusedByTheMirrorGuard(t *testing.T) {
 	t.Parallel()
-	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3Mirror(t, srv))
-	r.seed()
-	for i := range 27 {
-		r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
-	}
-	r.repo.Commit("more")
-	r.mustRun()
+	r, srv, deleteFirst := syncedWithS3(t, 27)
 	srv.PutRaw(t, prefix+"stray/policy.md", []byte("foreign"))
-	for i := range 10 {
-		r.repo.Remove(fmt.Sprintf("x/p%02d.md", i))
-	}
-	r.repo.Commit("delete 10")
+	deleteFirst(10)
 	if _, err := r.run(syncer.Options{Full: true}); err != nil {
 		t.Errorf("full run deleting 10 of 30 with one stray object: %v", err)
 	}
@@ -90,21 +101,11 @@ func TestMirrorS3_FullRun_TenDeletesOneStray_NotRefusedByTheMirrorGuard(t *testi
 // deletes any number of objects no one reviewed.
 func TestMirrorS3_AllowExactlyN_DoesNotLiftTheMirrorGuard(t *testing.T) {
 	t.Parallel()
-	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3Mirror(t, srv))
-	r.seed()
-	for i := range 12 {
-		r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
-	}
-	r.repo.Commit("more")
-	r.mustRun()
+	r, srv, deleteFirst := syncedWithS3(t, 12)
 	for i := range 40 {
 		srv.PutRaw(t, fmt.Sprintf("%sstray%02d/policy.md", prefix, i), []byte("foreign"))
 	}
-	for i := range 11 {
-		r.repo.Remove(fmt.Sprintf("x/p%02d.md", i))
-	}
-	r.repo.Commit("delete 11")
+	deleteFirst(11)
 	res, err := r.run(syncer.Options{Full: true, AllowDeletes: 11})
 	t.Logf("run: %v; mirror %+v", err, res.Summary.Mirror)
 	left := 0
