@@ -182,13 +182,22 @@ type failures struct {
 
 // wait keeps the batch's policies for the next run: not sent.
 func (f *failures) wait(b batch) {
+	names := make([]string, b.len())
+	for i := range names {
+		names[i] = b.name(i)
+	}
+	f.waitNames(names...)
+}
+
+// waitNames marks the policies of names waiting for the next run.
+func (f *failures) waitNames(names ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.later == nil {
 		f.later = map[string]bool{}
 	}
-	for i := range b.len() {
-		f.later[b.name(i)] = true
+	for _, name := range names {
+		f.later[name] = true
 	}
 }
 
@@ -239,7 +248,7 @@ func (f *failures) addMirror(byName map[string]error) {
 	named := map[string]string{}
 	for name, err := range byName {
 		if timeUp(err, f.deadline) {
-			f.wait(batch{ops: []op{{name: name}}})
+			f.waitNames(name)
 			continue
 		}
 		named[name] = err.Error()

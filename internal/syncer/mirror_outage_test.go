@@ -154,13 +154,12 @@ func TestMirror_OnlyUploadRejectedForItsObject_PolicyQueued(t *testing.T) {
 
 // A folder mirror whose prefix holds a stray file where a new policy's
 // folder must go (policies/라, a foreign object): the folder refuses that
-// one object (ENOTDIR), for its own sake. It is the run's only upload, and
-// storeDown takes it for the store down (the folder's errors are neither
-// ErrRejected nor a fileError): every run is an outage, lastCommit stays,
-// the same commit's delete of 다 is never applied, and a full run, which
-// would delete the stray file as foreign, stops before its deletes — so
-// it never clears. Want: 라's failure (partial), the rest applied, and a
-// full run that removes the stray file and then uploads 라.
+// one object (ENOTDIR), for its own sake. It is the run's only upload:
+// 라's failure (partial), the rest applied, and a full run removes the
+// stray file and then uploads 라. Review: storeDown took it for the store
+// down, every run was an outage, the same commit's delete of 다 was never
+// applied, and the full run that would delete the stray file stopped
+// before its deletes, so it never cleared.
 func TestMirrorOutage_FolderOnlyUploadRefusedForItsPath_PolicyFailsNotOutage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -211,12 +210,11 @@ func (d redirect) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // CONTENT_REGION auto on AWS S3 now takes the Lambda's AWS_REGION; a
-// bucket in another region answers every upload 301 PermanentRedirect.
-// mirror.translate makes that ErrRejected (the object's own refusal), so
-// storeDown lets every run through as item failures: each policy's
-// retryCount moves and the third run dead-letters it — the harm the
-// outage rule was made to stop — and nothing names CONTENT_REGION. Want a
-// configuration error naming CONTENT_REGION, no retry counted.
+// bucket in another region answers every upload 301 PermanentRedirect:
+// a configuration error naming CONTENT_REGION, no retry counted. Review:
+// translated as each object's own refusal (ErrRejected), it let every run
+// through as item failures, and the third dead-lettered the policy, with
+// nothing naming CONTENT_REGION.
 func TestMirrorOutage_BucketInAnotherRegion_EveryUpload301_ConfigNotDeadLetter(t *testing.T) {
 	t.Parallel()
 	srv := mirrortest.NewS3Server(t)
@@ -243,12 +241,11 @@ func TestMirrorOutage_BucketInAnotherRegion_EveryUpload301_ConfigNotDeadLetter(t
 // R2 down for three runs (every upload that reaches it fails 503 after
 // the in-call retries), and one policy of the same commits whose object
 // the store refuses for its own sake (400: its metadata too large, say).
-// storeDown returns nil as soon as one failure is the object's own, so
-// the outage passes as item failures: 가's and 나's retry counts move each
-// run and the third dead-letters them — held back once R2 is back, the
-// harm the outage rule was made to stop. Want: an outage (the object's
-// own refusal counts neither way, as a deadline cut does), no retry
-// counted for 가 and 나.
+// It is an outage, no retry counted for 가 and 나 (the object's own
+// refusal counts neither way, as a deadline cut does). Review: storeDown
+// gave up on the first object-own failure, so the outage passed as item
+// failures and the third run dead-lettered 가 and 나, held back once R2
+// was back.
 func TestMirrorOutage_StoreDownPlusOneRejectedObject_StillOutage(t *testing.T) {
 	t.Parallel()
 	m := mirrortest.NewMemory(prefix)

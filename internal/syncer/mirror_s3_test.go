@@ -13,17 +13,13 @@ import (
 // A full run deletes a policy whose registry delete fails: its policy:
 // value stays published, so its object must stay too (DESIGN.md: deletes
 // go value first, object last; "a reader who sees a registry version finds
-// its text"). mirrorDelete leaves the policy's own key out (its registry
-// delete failed), but the full run's listing planned the same key as a
-// foreign object (mirrorWants drops every name the plan deletes), and it is
-// deleted as one. The same holds for a delete the write budget or the
-// deadline leaves waiting.
+// its text"), as for a delete the write budget or the deadline leaves
+// waiting. Review: mirrorWants dropped every name the plan deletes, so the
+// full run's listing planned the same key as a foreign object and deleted
+// it as one.
 func TestMirrorS3_FullRun_RegistryDeleteFails_ObjectKept(t *testing.T) {
 	t.Parallel()
-	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3Mirror(t, srv))
-	r.seed()
-	r.mustRun()
+	r, srv, _ := syncedWithS3(t, 0)
 	r.repo.Remove("b/다.md")
 	r.repo.Commit("delete 다")
 	r.store.FailKeys(map[string]error{"policy:다": errors.New("boom")})
@@ -38,14 +34,11 @@ func TestMirrorS3_FullRun_RegistryDeleteFails_ObjectKept(t *testing.T) {
 }
 
 // The same cause seen on a dry run: a full dry run that deletes one
-// policy says its mirror would delete two objects (the policy's, and the
+// policy said its mirror would delete two objects (the policy's, and the
 // same key again as a foreign object).
 func TestMirrorS3_FullDryRun_OneDelete_OneObject(t *testing.T) {
 	t.Parallel()
-	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3Mirror(t, srv))
-	r.seed()
-	r.mustRun()
+	r, _, _ := syncedWithS3(t, 0)
 	r.repo.Remove("b/다.md")
 	r.repo.Commit("delete 다")
 	res, err := r.run(syncer.Options{Full: true, DryRun: true})
@@ -58,17 +51,19 @@ func TestMirrorS3_FullDryRun_OneDelete_OneObject(t *testing.T) {
 }
 
 // syncedWithS3 is a rig synced into an S3 mirror: the seed and more
-// policies x/p00.md …, and a function that deletes the first n of them in
-// one commit.
+// policies x/p00.md … (none when more is 0), and a function that deletes
+// the first n of those in one commit.
 func syncedWithS3(t *testing.T, more int) (r *rig, srv *mirrortest.S3Server, deleteFirst func(n int)) {
 	t.Helper()
 	srv = mirrortest.NewS3Server(t)
 	r = newRig(t).withMirror(s3Mirror(t, srv))
 	r.seed()
-	for i := range more {
-		r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
+	if more > 0 {
+		for i := range more {
+			r.repo.Write(fmt.Sprintf("x/p%02d.md", i), fmt.Sprintf("# p%02d\n", i))
+		}
+		r.repo.Commit("more")
 	}
-	r.repo.Commit("more")
 	r.mustRun()
 	return r, srv, func(n int) {
 		for i := range n {
