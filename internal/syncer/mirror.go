@@ -246,7 +246,7 @@ func (r *run) readContents(ctx context.Context, head string, files []policy.File
 // registry records; nothing is downloaded). The foreign objects it would
 // delete pass the mass-delete guard's limit, as the registry's deletes do.
 // The repairs are narrowed once the titles are read (keepRepairs).
-func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, plan policy.Plan, reg registryState, desired differ.Desired) error {
+func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg registryState, desired differ.Desired) error {
 	if m == nil || mode != differ.ModeFull {
 		return nil
 	}

@@ -64,7 +64,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
 	p := r.plan(rep.state, &in)
 	rep.plan = p.plan
-	if err = r.mirrorPlan(ctx, rep.mirror, rep.mode, p.plan, in.reg, p.desired); err != nil { // before the titles step uploads
+	if err = r.mirrorPlan(ctx, rep.mirror, rep.mode, in.reg, p.desired); err != nil { // before the titles step uploads
 		return
 	}
 	t, err := r.titles(ctx, rep.state, in, p.forTitles(), rep.mirror)
