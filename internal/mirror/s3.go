@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -163,8 +164,12 @@ func awsConfig(ctx context.Context, cfg Config) (aws.Config, error) {
 		opts = append(opts, config.WithCredentialsProvider(static))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("s3: load aws credentials: %w", err)
+	var noProfile config.SharedConfigProfileNotExistError
+	switch {
+	case errors.As(err, &noProfile):
+		return aws.Config{}, fmt.Errorf("s3: AWS_PROFILE is %q, a profile the AWS shared config files do not have: name one they have, or unset it: %w", noProfile.Profile, policy.ErrConfig)
+	case err != nil: // LoadDefaultConfig reads the environment and local files only: nothing here is the store's doing
+		return aws.Config{}, fmt.Errorf("s3: load the AWS configuration (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE): %v: %w", err, policy.ErrConfig)
 	}
 	if awsCfg.Region == "" {
 		return aws.Config{}, fmt.Errorf("s3: CONTENT_REGION is %s, R2's, and AWS S3 (no CONTENT_ENDPOINT) finds no region of its own (AWS_REGION, the profile): set CONTENT_REGION to the bucket's region: %w", DefaultRegion, policy.ErrConfig)

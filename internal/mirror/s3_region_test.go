@@ -110,3 +110,25 @@ func TestNewS3_AWSS3NoRegionAnywhere_ConfigErrorNamingContentRegion(t *testing.T
 		}
 	}
 }
+
+// AWS_PROFILE naming a profile the shared files do not have (a typo, or
+// a laptop's profile on a machine without it) is the operator's setting
+// to fix, as CONTENT_REGION is: exit 2 naming it, not exit 1 as if the
+// store were down (review).
+func TestNewS3_ProfileNotInTheSharedFiles_ConfigErrorNamingAWSProfile(t *testing.T) {
+	awsEnv(t, "")
+	t.Setenv("AWS_PROFILE", "polices-prod") // misspelt
+	cfg := mirror.Config{Bucket: "policies-prod", HTTPClient: &http.Client{Transport: &hosts{}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := mirror.NewS3(context.Background(), cfg)
+	if !errors.Is(err, policy.ErrConfig) {
+		t.Fatalf("err = %v; want a configuration error", err)
+	}
+	for _, want := range []string{"AWS_PROFILE", "polices-prod"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v; want it to name %s", err, want)
+		}
+	}
+}
