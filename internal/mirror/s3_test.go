@@ -293,3 +293,20 @@ func TestS3_Put_RawNonASCIIMetadata_RejectedBeforeAnyRequest(t *testing.T) {
 		t.Fatalf("%d requests made (a header Go refuses to send would be retried as unreachable)", n)
 	}
 }
+
+// S3 refuses a request signed more than 15 minutes off its own clock with
+// 403 RequestTimeTooSkewed. It is the machine's clock to set right: the
+// error said the keys were refused, and an operator rotated good keys.
+func TestS3_ClockSkewed_ConfigErrorNamingTheClockNotTheKeys(t *testing.T) {
+	t.Parallel()
+	srv := mirrortest.NewS3Server(t)
+	srv.Faults.FailNextWith(mirrortest.OpPut, 1, http.StatusForbidden, "RequestTimeTooSkewed")
+	o, _ := mirror.Render(mirror.DefaultPrefix, hangulDoc())
+	_, err := mustS3(t, s3Config(srv)).Put(context.Background(), o)
+	if !errors.Is(err, policy.ErrConfig) || !strings.Contains(fmt.Sprint(err), "clock") {
+		t.Fatalf("put refused for a skewed clock: %v; want a configuration error naming the clock", err)
+	}
+	if strings.Contains(fmt.Sprint(err), "CONTENT_ACCESS_KEY_ID") {
+		t.Errorf("put refused for a skewed clock: %v; the keys are not at fault", err)
+	}
+}

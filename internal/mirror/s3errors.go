@@ -71,6 +71,8 @@ func translate(ctx context.Context, err error) error {
 		// every request of the run would answer so: configuration, not
 		// each object's failure (review: dead letters)
 		return fmt.Errorf("%w: %s (CONTENT_REGION must be the bucket's region)", ErrWrongRegion, detail)
+	case code == "RequestTimeTooSkewed":
+		return fmt.Errorf("%w: %s (this machine's clock is more than 15 minutes off the store's: set it right; the keys are not at fault)", ErrAccessDenied, detail)
 	case code == "NoSuchBucket":
 		return fmt.Errorf("%w: %s (%s)", ErrNotFound, detail, settingBucket)
 	case status == 401 || status == 403 || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":

@@ -254,7 +254,7 @@ func (s *S3Server) deleteWithKeyErrors(w http.ResponseWriter, r *http.Request, b
 // Faults are the faults a server injects. Safe for concurrent use.
 type Faults struct {
 	mu        sync.Mutex
-	fail      map[string][]int // op → statuses of its next answers
+	fail      map[string][]fault // op → its next answers
 	slow      map[string]int   // op → how many next answers are slow
 	delay     time.Duration
 	keyErrors map[string]string // key → S3 error code inside a 200 delete answer
@@ -263,16 +263,33 @@ type Faults struct {
 }
 
 func newFaults() *Faults {
-	return &Faults{fail: map[string][]int{}, slow: map[string]int{}, keyErrors: map[string]string{}}
+	return &Faults{fail: map[string][]fault{}, slow: map[string]int{}, keyErrors: map[string]string{}}
+}
+
+// fault is one injected answer: its status and S3 error code.
+type fault struct {
+	status int
+	code   string
 }
 
 // FailNext answers the next n requests of op with status (a 5xx) and an S3
-// error body.
+// error body: code ServiceUnavailable for a 503, InternalError otherwise.
 func (f *Faults) FailNext(op string, n, status int) {
+	code := "InternalError"
+	if status == http.StatusServiceUnavailable {
+		code = "ServiceUnavailable"
+	}
+	f.FailNextWith(op, n, status, code)
+}
+
+// FailNextWith answers the next n requests of op with status and an S3
+// error body of code, as S3 answers a refusal it names (403
+// RequestTimeTooSkewed, say).
+func (f *Faults) FailNextWith(op string, n, status int, code string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for range n {
-		f.fail[op] = append(f.fail[op], status)
+		f.fail[op] = append(f.fail[op], fault{status, code})
 	}
 }
 
@@ -337,14 +354,14 @@ func (f *Faults) keyError(key string) (string, bool) {
 // apply injects the next fault for op, if any, and says whether it answered.
 func (f *Faults) apply(w http.ResponseWriter, r *http.Request, op string) bool {
 	f.mu.Lock()
-	status := 0
+	var next fault
 	if q := f.fail[op]; len(q) > 0 {
-		status, f.fail[op] = q[0], q[1:]
+		next, f.fail[op] = q[0], q[1:]
 	} else if f.rnd != nil && f.rnd.Float64() < f.rate {
-		status = http.StatusServiceUnavailable
+		next = fault{http.StatusServiceUnavailable, "ServiceUnavailable"}
 	}
 	var delay time.Duration
-	if status == 0 && f.slow[op] > 0 {
+	if next.status == 0 && f.slow[op] > 0 {
 		f.slow[op]--
 		delay = f.delay
 	}
@@ -355,12 +372,8 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, op string) bool {
 		// had not yet let go read as an empty listing (seen under load).
 		panic(http.ErrAbortHandler)
 	}
-	if status != 0 {
-		code := "InternalError"
-		if status == http.StatusServiceUnavailable {
-			code = "ServiceUnavailable"
-		}
-		writeError(w, status, code, "injected")
+	if next.status != 0 {
+		writeError(w, next.status, next.code, "injected")
 		return true
 	}
 	return false
