@@ -49,15 +49,16 @@ func queueMetadataOf(q policy.QueueEntry) json.RawMessage {
 
 // queueMetadataAt is q's metadata with its error message cut at budget bytes.
 func queueMetadataAt(q policy.QueueEntry) func(budget int) any {
+	fileNo, cutNo := metadataFileNo(q.FileNo)
 	md := queueMetadata{
 		SHA: q.SHA, RetryCount: q.RetryCount, Failed: q.ErrorMessage != nil,
 		Operation: q.Operation, CreatedAt: q.CreatedAt, ErrorMessage: q.ErrorMessage,
-		FileNo: q.FileNo, AttemptID: q.AttemptID,
+		FileNo: fileNo, AttemptID: q.AttemptID, Cut: cutNo,
 	}
 	return func(budget int) any {
 		if q.ErrorMessage != nil {
 			msg, cut := cutText(*q.ErrorMessage, budget)
-			md.ErrorMessage, md.Cut = &msg, cut
+			md.ErrorMessage, md.Cut = &msg, cut || cutNo
 		}
 		return md
 	}
@@ -75,18 +76,34 @@ func deadLetterMetadataAt(d policy.DeadLetter) func(budget int) any {
 		var cutMsg, cutReason bool
 		md.Reason, cutReason = cutText(d.Reason, budget/2)
 		q := d.QueueEntry
+		fileNo, cutNo := metadataFileNo(q.FileNo)
 		md.queueMetadata = queueMetadata{
 			SHA: q.SHA, RetryCount: q.RetryCount, Failed: q.ErrorMessage != nil,
 			Operation: q.Operation, CreatedAt: q.CreatedAt,
-			FileNo: q.FileNo, AttemptID: q.AttemptID,
+			FileNo: fileNo, AttemptID: q.AttemptID,
 		}
 		if q.ErrorMessage != nil {
 			msg, cut := cutText(*q.ErrorMessage, budget/2)
 			md.ErrorMessage, cutMsg = &msg, cut
 		}
-		md.Cut = cutMsg || cutReason
+		md.Cut = cutMsg || cutReason || cutNo
 		return md
 	}
+}
+
+// maxMetadataFileNo is the longest legacy fileNo the metadata carries. A
+// v1 entry's fileNo is copied as it is, and one of some 850 bytes alone
+// would take the metadata past its 1,024 bytes (texts are cut, a fileNo
+// cannot be): a longer one is left to the value, the entry marked cut.
+const maxMetadataFileNo = 256
+
+// metadataFileNo is fileNo as the metadata carries it, and whether it was
+// left out.
+func metadataFileNo(fileNo string) (string, bool) {
+	if len(fileNo) > maxMetadataFileNo {
+		return "", true
+	}
+	return fileNo, false
 }
 
 // longer is the longer of a and b.

@@ -604,3 +604,36 @@ func TestRegistry_ReadFailures_SayEachLayerOnce(t *testing.T) {
 		}
 	}
 }
+
+// A legacy fileNo is copied from a v1 entry as it is, however long. Its
+// queue announcement and dead letter still make pairs KV takes (metadata at
+// most 1,024 bytes: before, one of some 850 bytes made a pair every run
+// refused), and read back whole from their values.
+func TestQueuePair_LongLegacyFileNo_FitsAndReadsBackWhole(t *testing.T) {
+	t.Parallel()
+	fileNo := strings.Repeat("제", 700) // 2,100 bytes
+	q := policy.QueueEntry{PolicyName: "a", SHA: strings.Repeat("a", 40), Operation: "update", CreatedAt: "2025-03-01T16:00:00Z", FileNo: fileNo, AttemptID: "r1", ErrorMessage: strPtr(strings.Repeat("e", 300))}
+	d := policy.DeadLetter{QueueEntry: q, DeadAt: "2025-03-02T16:00:00Z", Reason: "three failures"}
+	for _, p := range []registry.Pair{registry.QueuePair(q), registry.DeadLetterPair(d)} {
+		if err := registry.CheckPair(p); err != nil {
+			t.Errorf("%s: CheckPair: %v", p.Key, err)
+		}
+	}
+	f := registrytest.NewFaulty(registry.NewMemory(nil))
+	registrytest.MustPut(t, f, registry.QueuePair(q), registry.DeadLetterPair(d))
+	r := registry.New(f)
+	queue, err := r.Queue(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]policy.QueueEntry{"a": q}, queue); diff != "" {
+		t.Errorf("Queue (-want +got):\n%s", diff)
+	}
+	dead, err := r.DeadLetters(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]policy.DeadLetter{"a": d}, dead); diff != "" {
+		t.Errorf("DeadLetters (-want +got):\n%s", diff)
+	}
+}
