@@ -155,3 +155,60 @@ func TestDocs_ReferencesExist(t *testing.T) {
 		}
 	}
 }
+
+// upperDoc is how a comment or a page cites a document by its file name:
+// README.md.
+var upperDoc = regexp.MustCompile(`\b[A-Z][A-Z_]*\.md\b`)
+
+// TestDocs_CitedDocumentsExist: a Go comment or a page that cites a
+// document by name (README.md) cites one the repository has. Comments cited
+// the product contract's file, kept outside the repository, for rules
+// docs/design.md states (review).
+func TestDocs_CitedDocumentsExist(t *testing.T) {
+	t.Parallel()
+	have := map[string]bool{}
+	var files []string
+	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == ".git":
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
+		}
+		have[d.Name()] = true
+		if strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".md") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		if strings.HasSuffix(f, ".md") {
+			text = fencedBlock.ReplaceAllString(text, "")
+		}
+		rel, _ := filepath.Rel(repoRoot, f)
+		for i, line := range strings.Split(text, "\n") {
+			if strings.HasSuffix(f, ".go") {
+				_, comment, ok := strings.Cut(line, "//")
+				if !ok {
+					continue
+				}
+				line = comment
+			}
+			for _, name := range upperDoc.FindAllString(line, -1) {
+				if !have[name] {
+					t.Errorf("%s:%d cites %s, which the repository does not have", rel, i+1, name)
+				}
+			}
+		}
+	}
+}

@@ -378,7 +378,7 @@ func (e fileError) Unwrap() error { return e.err }
 // which neither says the store is down nor hides that it is (review: one
 // such object among 503s let the outage through as item failures; one
 // alone made every run an outage).
-// Every write failing is an outage, not item failures (DESIGN.md, step 6):
+// Every write failing is an outage, not item failures (docs/design.md, "One run", step 9):
 // no retry may be counted (review: a rotated key or R2 down dead-lettered
 // every policy it touched in three runs, held back once the store was
 // fixed). Refused credentials or a missing bucket stay a configuration

@@ -45,7 +45,7 @@ func s3MirrorVia(t *testing.T, srv *mirrortest.S3Server, client *http.Client) *m
 // configuration (mirror.ErrAccessDenied matches policy.ErrConfig): each
 // run fails as a configuration error (exit 2) naming the keys, moving no
 // retry count, as a run whose every write fails is an outage, not item
-// failures (DESIGN.md, step 6). Review: each run was partial (exit 3),
+// failures (docs/design.md, "One run", step 9). Review: each run was partial (exit 3),
 // the refused policy's retryCount moved, and the third run dead-lettered
 // it, so that once the key was fixed the version stayed held back until
 // an operator ran `deadletter retry --all`.
@@ -88,7 +88,7 @@ func TestMirror_CredentialsRefused_ConfigErrorNotDeadLetters(t *testing.T) {
 }
 
 // R2 down (503 on every upload) for three runs in a row: every write the
-// run made failed, which DESIGN.md (step 6) calls an outage — the run
+// run made failed, which docs/design.md ("One run", step 9) calls an outage — the run
 // failed, no retry count moved. Review: each run was partial and counted
 // an attempt, the third dead-lettered the policy, which then stayed held
 // back after R2 recovered until an operator ran `deadletter retry`.

@@ -11,7 +11,7 @@ import (
 )
 
 // A full run deletes a policy whose registry delete fails: its policy:
-// value stays published, so its object must stay too (DESIGN.md: deletes
+// value stays published, so its object must stay too (the mirror's order: deletes
 // go value first, object last; "a reader who sees a registry version finds
 // its text"), as for a delete the write budget or the deadline leaves
 // waiting. Review: mirrorWants dropped every name the plan deletes, so the
