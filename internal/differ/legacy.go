@@ -102,14 +102,23 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: name, Path: e.Path, SHA: e.SHA, Title: e.Title})
 		}
 	}
+	// A put of a v1 key's own name replaces that key's value: it carries
+	// that key's fields, whatever its title matched; a v1 key its title
+	// matched instead is then no longer taken, and stays (review).
+	for key := range v1 {
+		if !puts[key] {
+			continue
+		}
+		for other, name := range m.matched {
+			if name == key && other != key {
+				delete(m.matched, other)
+			}
+		}
+		m.carry[key], m.matched[key] = v1[key], key
+	}
 	out := Migration{Carry: m.carry}
 	for _, key := range slices.Sorted(maps.Keys(v1)) {
 		name, ok := m.matched[key]
-		if !ok && puts[key] {
-			// no title matches it, but the put of the policy of that name
-			// replaces its value: its fields are not ours to lose (review)
-			m.carry[key], m.matched[key], name, ok = v1[key], key, key, true
-		}
 		switch {
 		case !ok:
 			out.Unmatched = append(out.Unmatched, key)

@@ -2,6 +2,7 @@ package differ_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,5 +32,34 @@ func TestSplitV1_CurrentIsTheListingItself(t *testing.T) {
 	}
 	if current, v1 := differ.SplitV1(nil); current == nil || v1 == nil {
 		t.Error("SplitV1(nil): want empty maps, not nil")
+	}
+}
+
+// A put named like one v1 key whose title matches another v1 key: the put
+// replaces the first key's value, so it carries that key's fields, and the
+// second key, no longer taken, stays (reported in legacyV1). Review: the
+// title match planned the second key's removal and the own-name rule then
+// carried the first key's fields over its match: fileNo 868 was lost.
+func TestMigrate_PutNamedOneV1KeyTitledAnother_LosesNoFields(t *testing.T) {
+	t.Parallel()
+	v1 := map[string]policy.Entry{
+		"학칙":    {Title: "학칙", Legacy: &policy.Legacy{FileNo: "1"}},
+		"학칙 전문": {Title: "학칙 전문", Legacy: &policy.Legacy{FileNo: "868"}},
+	}
+	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Title: "학칙 전문"}}}
+	got, mig := differ.Migrate(plan, nil, v1, false, now)
+	carried := mig.Carry["학칙"].V1().FileNo
+	removed := map[string]bool{}
+	for _, it := range got.Items {
+		if it.Action == policy.ActMigrate && it.Path == "" {
+			removed[it.PolicyName] = true
+		}
+	}
+	// every v1 entry's fields must survive: carried by the put, or its key kept (unmatched)
+	for key, e := range v1 {
+		survives := carried == e.V1().FileNo || (!removed[key] && key != "학칙" && slices.Contains(mig.Unmatched, key))
+		if !survives {
+			t.Errorf("v1 policy:%s (fileNo %s) lost: carried fileNo %q, removed %v, unmatched %v", key, e.V1().FileNo, carried, removed, mig.Unmatched)
+		}
 	}
 }

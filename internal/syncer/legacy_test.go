@@ -209,3 +209,30 @@ func TestLegacy_V1TitleIsANewPolicysName_PutCarriesItsFields(t *testing.T) {
 			got.V1().FileNo, res.Summary.LegacyV1, res.Summary.Migrated)
 	}
 }
+
+// A new policy named like one v1 key (학칙, fileNo 1) whose title is
+// another v1 key's (한국교원대학교 학칙, fileNo 868): its put replaces 학칙's
+// value and carries 학칙's fields; the other key stays, reported as a v1
+// entry left. Review: the run removed 한국교원대학교 학칙 as "fields moved to
+// policy:학칙" while 학칙 carried fileNo 1: 868's fields were gone.
+func TestLegacy_PutNamedOneV1KeyTitledAnother_NeitherKeysFieldsLost(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.repo.Write("규정/학칙.md", "# 한국교원대학교 학칙\n")
+	r.repo.Commit("v2 layout")
+	r.putRaw(map[string]string{
+		"policy:학칙":        `{"title":"학칙","fileNo":"1","status":"active"}`,
+		"policy:한국교원대학교 학칙": `{"title":"한국교원대학교 학칙","fileNo":"868","status":"active"}`,
+	})
+	res := r.mustRun()
+	got := r.policies()
+	if fileNo := got["학칙"].V1().FileNo; fileNo != "1" {
+		t.Errorf("학칙 carries fileNo %q; want its own key's 1", fileNo)
+	}
+	if kept, ok := got["한국교원대학교 학칙"]; !ok || kept.V1().FileNo != "868" {
+		t.Errorf("v1 policy:한국교원대학교 학칙 = %+v, %v; want it kept with fileNo 868", kept, ok)
+	}
+	if !slices.Contains(res.Summary.LegacyV1, "한국교원대학교 학칙") {
+		t.Errorf("legacyV1 = %v; want the kept v1 key named", res.Summary.LegacyV1)
+	}
+}
