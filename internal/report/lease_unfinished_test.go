@@ -64,3 +64,17 @@ func TestUnfinished_NextRunOfABurstKilled(t *testing.T) {
 		t.Errorf("A's own lease, its release lost: Unfinished = true; status says %q", leaseText(own, true, a))
 	}
 }
+
+// Lambda's retries of one invocation share its request id, so the lease
+// owner: attempt 1 took the lease and was killed, attempt 2 failed before
+// its lease step and recorded lastRun under the same owner. The lease,
+// taken before attempt 2 started, is attempt 1's, whose end nothing
+// recorded (review: status called it the recorded run's lost release).
+func TestUnfinished_LambdaRetrySameOwner_FailedBeforeItsLease_EarlierAttemptsLease(t *testing.T) {
+	t.Parallel()
+	attempt2 := &policy.RunSummary{RunID: "run-2", LeaseOwner: "lambda req-1", Timestamp: "2026-11-25T16:16:10Z", DurationMs: 900, Status: policy.RunFailed}
+	left := &registry.Lease{Owner: "lambda req-1", AcquiredAt: "2026-11-25T16:00:05Z", ExpiresAt: "2026-11-25T16:03:05Z"}
+	if !Unfinished(left, true, attempt2) {
+		t.Errorf("attempt 1's lease, taken before attempt 2 started: Unfinished = false; status says %q", leaseText(left, true, attempt2))
+	}
+}

@@ -103,14 +103,16 @@ func Unfinished(l *registry.Lease, expired bool, lr *policy.RunSummary) bool {
 	if lr == nil {
 		return true
 	}
+	taken, err1 := time.Parse(policy.TimeLayout, l.AcquiredAt)
+	started, err2 := time.Parse(policy.TimeLayout, lr.Timestamp)
 	if lr.LeaseOwner != "" {
-		return l.Owner != lr.LeaseOwner
+		// a retry of the same Lambda invocation shares the owner: a lease
+		// taken before the recorded run started is an earlier attempt's
+		return l.Owner != lr.LeaseOwner || (err1 == nil && err2 == nil && taken.Before(started))
 	}
 	if l.Owner == lr.RunID {
 		return false
 	}
-	taken, err1 := time.Parse(policy.TimeLayout, l.AcquiredAt)
-	started, err2 := time.Parse(policy.TimeLayout, lr.Timestamp)
 	if err1 != nil || err2 != nil {
 		return true
 	}
