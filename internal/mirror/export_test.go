@@ -11,3 +11,6 @@ func WithPageSize(c Config, n int) Config { c.pageSize = n; return c }
 func NewS3WithSDKChecksums(ctx context.Context, cfg Config) (*S3, error) {
 	return newS3(ctx, cfg, true)
 }
+
+// TranslateFS is translateFS, for the errors no test folder can produce.
+var TranslateFS = translateFS

@@ -272,11 +272,17 @@ func hashFile(path string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-// translateFS turns a permission error into ErrAccessDenied and keeps the
-// rest (a full disk, an I/O error) as they are.
+// translateFS turns the errors of a folder that takes no write at all into
+// the store's: a permission error or a read-only file system is
+// ErrAccessDenied (configuration: CONTENT_DIR), a full disk, a quota or an
+// I/O error ErrUnavailable. The rest (a path's own: too long, not a
+// folder) are kept as they are, that policy's.
 func translateFS(err error) error {
-	if errors.Is(err, fs.ErrPermission) {
+	switch {
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
 		return fmt.Errorf("%w (CONTENT_DIR): %w", ErrAccessDenied, err)
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO):
+		return fmt.Errorf("%w (CONTENT_DIR): %w", ErrUnavailable, err)
 	}
 	return err
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -253,5 +255,33 @@ func TestFolder_PermissionDenied_IsAccessDenied(t *testing.T) {
 	_, err := f.Put(context.Background(), o)
 	if !errors.Is(err, mirror.ErrAccessDenied) || !strings.Contains(err.Error(), o.Key) {
 		t.Fatalf("put into a read-only folder: %v, want ErrAccessDenied naming the key", err)
+	}
+}
+
+// A folder that takes no write at all is the store's failure, not each
+// policy's: a read-only mount (a Lambda's CONTENT_DIR outside /tmp) is a
+// configuration error naming CONTENT_DIR, a full disk, a quota or an I/O
+// error is the store unavailable. Review: both passed through as they were,
+// the run took every upload's failure for its policy's own, and the third
+// run dead-lettered every policy it touched, as S3 down once did.
+func TestTranslateFS_StoreFailures_ConfigOrUnavailable(t *testing.T) {
+	t.Parallel()
+	for errno, want := range map[syscall.Errno]error{
+		syscall.EROFS:  policy.ErrConfig,
+		syscall.ENOSPC: mirror.ErrUnavailable,
+		syscall.EDQUOT: mirror.ErrUnavailable,
+		syscall.EIO:    mirror.ErrUnavailable,
+		syscall.EACCES: policy.ErrConfig,
+	} {
+		err := mirror.TranslateFS(&fs.PathError{Op: "open", Path: "/srv/policies/x/policy.md", Err: errno})
+		if !errors.Is(err, want) || !errors.Is(err, errno) {
+			t.Errorf("%v: %v; want %v, the cause kept", errno, err, want)
+		}
+		if errors.Is(want, policy.ErrConfig) && !strings.Contains(err.Error(), "CONTENT_DIR") {
+			t.Errorf("%v: %v; want CONTENT_DIR named", errno, err)
+		}
+	}
+	if err := mirror.TranslateFS(fs.ErrNotExist); errors.Is(err, mirror.ErrUnavailable) || errors.Is(err, policy.ErrConfig) {
+		t.Errorf("a missing file: %v; want it as it was", err)
 	}
 }
