@@ -198,6 +198,9 @@ func TestWebhook_ForcedPush_HandedOnAsForced_RunWaitsOutTheWindow(t *testing.T) 
 		if err := json.Unmarshal(got[len(got)-1].Payload, &ev); err != nil || ev.Forced != forced {
 			t.Fatalf("handed on %s (%v), want forced %v", got[len(got)-1].Payload, err, forced)
 		}
+		if wantBefore := map[bool]string{true: p["before"].(string)}[forced]; ev.Before != wantBefore {
+			t.Errorf("handed on before %q, want %q: the branch's commit before a forced push tells GitHub's stale view from a later push", ev.Before, wantBefore)
+		}
 		inv := w.handToSync(got[len(got)-1])
 		if inv.err != nil {
 			t.Fatalf("sync: %v\n%s", inv.err, inv.logs)

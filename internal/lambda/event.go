@@ -23,6 +23,7 @@ type lambdaEvent struct {
 	After    string `json:"after"`
 	Delivery string `json:"delivery"`
 	Forced   bool   `json:"forced"`
+	Before   string `json:"before"`
 }
 
 // Event values.
@@ -47,7 +48,7 @@ func (e *EventError) Error() string {
 	return "event: " + e.Field + ": " + e.Problem
 }
 
-const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}, or from the webhook receiver {"trigger":"webhook", "after":"<commit sha>", "delivery":"<id>", "forced":true|false}`
+const acceptedEvent = `accepted: {"trigger":"schedule"|"manual", "mode":"full"|"incremental", "dryRun":true|false, "allowMassDelete":true|false}, or from the webhook receiver {"trigger":"webhook", "after":"<commit sha>", "delivery":"<id>", "forced":true|false, "before":"<commit sha>"}`
 
 // ParseEvent reads a payload strictly: an unknown field, a value of the wrong
 // type or outside its set is an *EventError. An empty payload or {} is a
@@ -64,7 +65,7 @@ func ParseEvent(payload []byte) (syncer.Options, error) {
 	case TriggerSchedule:
 		opt.Trigger = TriggerSchedule
 	case TriggerWebhook:
-		opt.Trigger, opt.Delivery, opt.After, opt.Forced = TriggerWebhook, ev.Delivery, ev.After, ev.Forced
+		opt.Trigger, opt.Delivery, opt.After, opt.Forced, opt.Before = TriggerWebhook, ev.Delivery, ev.After, ev.Forced, ev.Before
 	default:
 		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule, manual or webhook", ev.Trigger)}
 	}
@@ -107,7 +108,7 @@ func decodeEvent(payload []byte) (lambdaEvent, error) {
 	}
 	for name := range fields {
 		switch name {
-		case "trigger", "mode", "dryRun", "allowMassDelete", "after", "delivery", "forced":
+		case "trigger", "mode", "dryRun", "allowMassDelete", "after", "delivery", "forced", "before":
 		default:
 			return ev, &EventError{name, "unknown field (names are case-sensitive); " + acceptedEvent}
 		}

@@ -44,6 +44,11 @@ func TestEvent_Webhook_ForcedPush_RunKnowsIt(t *testing.T) {
 	if err != nil || !opt.Forced || opt.After != testSHA {
 		t.Errorf("payload %s: %+v, %v; want a webhook run that knows the push was forced", b, opt, err)
 	}
+	before := strings.Repeat("b", 40)
+	b, _ = json.Marshal(lambda.WebhookEvent{Trigger: lambda.TriggerWebhook, After: testSHA, Delivery: testDelivery, Forced: true, Before: before})
+	if opt, err := lambda.ParseEvent(b); err != nil || opt.Before != before {
+		t.Errorf("payload %s: %+v, %v; want a run that knows the branch's commit before the forced push", b, opt, err)
+	}
 }
 
 func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
@@ -63,6 +68,9 @@ func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
 		{`{"delivery":"d"}`, "delivery", "only with"},
 		{`{"trigger":"schedule","forced":true}`, "forced", "only with"},
 		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","forced":"yes"}`, "forced", "true or false"},
+		{`{"trigger":"schedule","before":"` + testSHA + `"}`, "before", "only with"},
+		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","before":"` + testSHA + `"}`, "before", `only with "forced":true`},
+		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","forced":true,"before":"HEAD~1"}`, "before", "not a commit sha"},
 		{`{"trigger":"webhook","after":"` + testSHA + `","delivery":"d","ref":"refs/heads/main"}`, "ref", "unknown field"},
 	} {
 		t.Run(tc.payload, func(t *testing.T) {

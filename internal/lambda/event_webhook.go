@@ -17,6 +17,9 @@ type WebhookEvent struct {
 	// run waits out KV's consistency window before trusting what it reads
 	// (syncer.Options.Forced).
 	Forced bool `json:"forced,omitempty"`
+	// Before is, with Forced, the commit the branch held before the push
+	// (the push event's "before"; syncer.Options.Before).
+	Before string `json:"before,omitempty"`
 }
 
 // checkWebhookFields checks after and delivery: both present, and well
@@ -32,6 +35,8 @@ func checkWebhookFields(ev lambdaEvent) error {
 			return &EventError{"delivery", `only with "trigger":"webhook"`}
 		case ev.Forced:
 			return &EventError{"forced", `only with "trigger":"webhook"`}
+		case ev.Before != "":
+			return &EventError{"before", `only with "trigger":"webhook"`}
 		}
 		return nil
 	}
@@ -45,6 +50,10 @@ func checkWebhookFields(ev lambdaEvent) error {
 	case webhook.Unverified(ev.Delivery) != ev.Delivery:
 		// the receiver hands on only what Unverified keeps: this payload is not its
 		return &EventError{"delivery", "holds control or invisible characters, or surrounding spaces (the receiver passes GitHub's id cleaned)"}
+	case ev.Before != "" && !ev.Forced:
+		return &EventError{"before", `only with "forced":true`}
+	case ev.Before != "" && !webhook.IsCommitSHA(ev.Before):
+		return &EventError{"before", fmt.Sprintf("%q is not a commit sha (40 lower-case hex digits)", ev.Before)}
 	}
 	return nil
 }

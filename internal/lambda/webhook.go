@@ -194,7 +194,11 @@ func (r *Receiver) handOff(ctx context.Context, cfg WebhookConfig, o webhook.Out
 	if r.handoff == nil {
 		return fail(fmt.Errorf("no AWS Lambda client: %w", r.handoffErr))
 	}
-	payload, err := json.Marshal(WebhookEvent{Trigger: TriggerWebhook, After: o.Push.After, Delivery: o.Delivery, Forced: o.Push.Forced})
+	ev := WebhookEvent{Trigger: TriggerWebhook, After: o.Push.After, Delivery: o.Delivery, Forced: o.Push.Forced}
+	if o.Push.Forced && webhook.IsCommitSHA(o.Push.Before) {
+		ev.Before = o.Push.Before
+	}
+	payload, err := json.Marshal(ev)
 	if err != nil {
 		return fail(err)
 	}

@@ -69,14 +69,23 @@ func (r *run) awaitPush(ctx context.Context, head string) (string, error) {
 // lagsPush reports whether head is GitHub's view of the branch from before
 // the push after (one request). "diverged" is that view only for a forced
 // push, which leaves the old line; for any other push it is a branch
-// rewritten since, which the run syncs.
+// rewritten since, which the run syncs. For a forced push whose event named
+// the branch's commit before it, "diverged" is that view only when head is
+// that commit or behind it (one request more): a head on another line is a
+// later forced push, synced as it is (review: the run waited for a head
+// that never came back and failed, after the later push's run succeeded).
 func (r *run) lagsPush(ctx context.Context, after, head string) (bool, error) {
 	rel, err := r.Source.Relation(ctx, after, head)
 	switch {
 	case err != nil:
 		return false, err
-	case rel == "diverged":
+	case rel == "diverged" && (!r.opt.Forced || r.opt.Before == "" || head == r.opt.Before):
 		return r.opt.Forced, nil
+	case rel == "diverged":
+		if rel, err = r.Source.Relation(ctx, r.opt.Before, head); err != nil {
+			return false, err
+		}
+		return rel == "behind" || rel == "identical" || rel == "unknown", nil
 	}
 	return rel == "behind" || rel == "unknown", nil
 }

@@ -108,3 +108,50 @@ func TestPush_WebhookRun_LaggingHeadBehindLastCommit_WaitsNotARewind(t *testing.
 		t.Errorf("Y's run, head read as X for a moment: %s: %v", res.Summary.Status, err)
 	}
 }
+
+// The same with the push event's "before" (the branch's commit before the
+// forced push), which the receiver hands on: GitHub's view from before the
+// push is that commit, and the run still waits for the push.
+func TestPush_WebhookRun_ForcedPushNotYetVisible_BeforeKnown_WaitsForIt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	base := r.seed()
+	r.repo.Write("c/초안.md", "# 초안\n")
+	old := r.repo.Commit("a commit the force push drops")
+	r.mustRun()
+	r.repo.Reset(base)
+	r.repo.Write("c/새 규정.md", "# 새 규정\n")
+	forced := r.repo.Commit("forced push")
+	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(old))
+	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: forced, Forced: true, Before: old})
+	if err != nil || res.Summary.CommitSHA != forced {
+		t.Errorf("webhook run for the forced push %s (before %s): %v, %s over %s; want it synced once GitHub shows it",
+			forced, old, err, res.Summary.Status, res.Summary.CommitSHA)
+	}
+}
+
+// Two forced pushes in a row (amended twice): the first push's run starts
+// with the branch already at the second, on another line than either the
+// first push or the commit before it. That head is news, not GitHub's view
+// from before the push: the run syncs it. Review: the run waited 15 s for
+// a head that would never come back and failed (exit 1), Lambda retried it
+// minutes after the second push's run had succeeded, and lastRun said
+// failed while the registry equalled the head.
+func TestPush_WebhookRun_ForcedPushSupersededByALaterForcedPush_SyncsTheLaterOne(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	base := r.seed()
+	r.repo.Write("c/초안.md", "# 초안\n")
+	old := r.repo.Commit("a commit the force pushes drop")
+	r.mustRun()
+	r.repo.Reset(base)
+	r.repo.Write("c/초안.md", "# 초안 1\n")
+	f1 := r.repo.Commit("forced push 1")
+	r.repo.Reset(base)
+	r.repo.Write("c/초안.md", "# 초안 2\n")
+	f2 := r.repo.Commit("forced push 2 (amended)")
+	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: f1, Forced: true, Before: old})
+	if err != nil || res.Summary.CommitSHA != f2 {
+		t.Errorf("the first forced push's run with the branch at the second: %v (status %s, synced %s); want %s synced", err, res.Summary.Status, res.Summary.CommitSHA, f2)
+	}
+}

@@ -77,6 +77,11 @@ type Options struct {
 	// consistent registry the run waits out the window before trusting
 	// what it reads (docs/design.md, "Stale reads").
 	Forced bool
+	// Before is the commit the branch held before a forced push (the push
+	// event's "before"): a head GitHub still reports at it, or behind it,
+	// is its view from before the push; a head on another line is a later
+	// push, synced as it is. Empty: any head on another line is waited for.
+	Before string
 	// After is the pushed commit a webhook run was started for. While the
 	// branch head GitHub reports is still the last synced commit and does
 	// not contain it, the run reads it again, 1, 2, 4 and 8 s later, and
