@@ -221,7 +221,7 @@ func TestLegacy_PutNamedOneV1KeyTitledAnother_NeitherKeysFieldsLost(t *testing.T
 	r.repo.Write("규정/학칙.md", "# 한국교원대학교 학칙\n")
 	r.repo.Commit("v2 layout")
 	r.putRaw(map[string]string{
-		"policy:학칙":        `{"title":"학칙","fileNo":"1","status":"active"}`,
+		"policy:학칙":         `{"title":"학칙","fileNo":"1","status":"active"}`,
 		"policy:한국교원대학교 학칙": `{"title":"한국교원대학교 학칙","fileNo":"868","status":"active"}`,
 	})
 	res := r.mustRun()

@@ -255,7 +255,7 @@ func (s *S3Server) deleteWithKeyErrors(w http.ResponseWriter, r *http.Request, b
 type Faults struct {
 	mu        sync.Mutex
 	fail      map[string][]fault // op → its next answers
-	slow      map[string]int   // op → how many next answers are slow
+	slow      map[string]int     // op → how many next answers are slow
 	delay     time.Duration
 	keyErrors map[string]string // key → S3 error code inside a 200 delete answer
 	rate      float64           // seeded: share of requests answered 503
