@@ -485,6 +485,11 @@ type RunSummary struct {
 	// WaitingNames are the first 20 names it left for the next run.
 	StoppedEarly bool     `json:"stoppedEarly,omitempty"`
 	WaitingNames []string `json:"waitingNames,omitempty"`
+	// Unverified says why the run trusted registry reads it should have
+	// waited for (its deadline left no time to wait out an eventually
+	// consistent registry's window): partial, lastCommit kept, the next
+	// run full.
+	Unverified string `json:"unverified,omitempty"`
 	// HeldBack are the versions the head wants that a dead letter holds
 	// back: while there are any, runs are partial.
 	HeldBack []Skip `json:"heldBack,omitempty"`

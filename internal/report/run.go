@@ -153,6 +153,9 @@ func (r Run) headline(pal Palette) string {
 	case s.Waiting > 0:
 		failed += fmt.Sprintf(", %d waiting for the daily write budget", s.Waiting)
 	}
+	if s.Unverified != "" {
+		failed += ", reads not verified (no time to wait out the registry's consistency window)"
+	}
 	return fmt.Sprintf("%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %s (%s)",
 		word, Short(s.CommitSHA), OrDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), failed, requestCounts(s))
 }

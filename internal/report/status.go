@@ -160,6 +160,9 @@ func printRunSummary(line func(label, format string, args ...any), label string,
 	for _, sk := range lr.HeldBack {
 		line("held back", "%s (%s)", sk.PolicyName, sk.Path)
 	}
+	if lr.Unverified != "" {
+		line("unverified", "%s", lr.Unverified)
+	}
 }
 
 // PrintRecentRuns prints the recent runs, newest first, one a line.

@@ -28,6 +28,9 @@ type readForPlan struct {
 	// registry read says (stale.go); nil when the registry reads what was
 	// written.
 	touched map[string]bool
+	// unverified says why the run trusted reads it should have waited
+	// for (stale.go: no time to wait): it cannot end a success.
+	unverified string
 }
 
 // registryState is what the registry holds, read under the lease.

@@ -30,7 +30,7 @@ func (r *run) record(ctx context.Context, rep report, err error) policy.RunSumma
 	sum.PhasesMs = maps.Clone(r.phases.ms)
 	if !r.opt.DryRun && !rep.lease.overBudget { // over the budget: nothing written
 		advance := ""
-		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.Waiting == 0 && sum.CommitSHA != sum.PreviousCommitSHA {
+		if (sum.Status == policy.RunSuccess || sum.Status == policy.RunPartial) && sum.Waiting == 0 && sum.Unverified == "" && sum.CommitSHA != sum.PreviousCommitSHA {
 			advance = sum.CommitSHA
 		}
 		if errors.Is(err, ErrLeaseLost) {
@@ -154,6 +154,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum.ErrorCount = len(sum.Failures)
 	sum.Waiting = rep.waiting
 	sum.StoppedEarly, sum.WaitingNames = len(rep.late) > 0, firstNames(rep.late)
+	sum.Unverified = rep.unverified
 	sum.QueueOrphans = queueOrphans(rep)
 	sum.Pending = rep.mirror.withoutForeign(owed(rep, err))
 	sum.Policies, sum.LegacyV1 = registryAfter(rep)
@@ -247,7 +248,7 @@ func setStatus(sum *policy.RunSummary, rep report, err error) {
 		sum.Status, sum.Error = policy.RunFailed, err.Error()
 	case rep.retried != nil && rep.retried.err != nil:
 		sum.Status, sum.Error = policy.RunFailed, "record failures for retry: "+rep.retried.err.Error()
-	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0:
+	case len(sum.Failures) > 0 || len(sum.HeldBack) > 0 || sum.Waiting > 0 || sum.Unverified != "":
 		sum.Status = policy.RunPartial
 	default:
 		sum.Status = policy.RunSuccess

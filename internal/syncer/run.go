@@ -61,7 +61,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	if rep.state, in, err = r.readSettled(ctx, rep.state, mode, reason, rep.ahead); err != nil {
 		return
 	}
-	rep.mode, rep.reason, rep.size = in.mode, in.reason, in.reg.size // an untrusted compare makes the run full
+	rep.mode, rep.reason, rep.size, rep.unverified = in.mode, in.reason, in.reg.size, in.unverified // an untrusted compare makes the run full
 	p := r.plan(rep.state, &in)
 	rep.plan = p.plan
 	if err = r.mirrorPlan(ctx, rep.mirror, rep.mode, in.reg, p.desired); err != nil { // before the titles step uploads
@@ -102,6 +102,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 type report struct {
 	state        state
 	mode, reason string
+	unverified   string // why reads were trusted unwaited (stale.go): not a success
 	lease        lease
 	size         int         // policies in the registry when the run planned
 	plan         policy.Plan // the latest plan: Result.Plan

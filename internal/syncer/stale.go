@@ -57,11 +57,22 @@ var errRangeUnknown = errors.New("names touched since the synced commit unknown"
 // last writes (docs/design.md, "Stale reads").
 func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ahead *readAhead) (state, readForPlan, error) {
 	lagging := r.Registry.EventuallyConsistent()
+	var unverified string
 	if lagging {
-		if why := r.untrusted(ctx, st); why != nil {
+		why, skipped := r.untrusted(ctx, st)
+		if why != nil {
 			return r.settle(ctx, st, mode, reason, ahead, why)
 		}
+		unverified = skipped
 	}
+	st, in, err := r.readTrusting(ctx, st, mode, reason, ahead, lagging)
+	in.unverified = unverified
+	return st, in, err
+}
+
+// readTrusting is readSettled once the state owes no wait: it reads, and
+// waits only when the reads cannot name what the window's runs wrote.
+func (r *run) readTrusting(ctx context.Context, st state, mode, reason string, ahead *readAhead, lagging bool) (state, readForPlan, error) {
 	if !lagging || st.last == "" {
 		in, err := r.read(ctx, st, mode, reason, false, ahead)
 		st, err = ahead.takePending(ctx, st, err) // read beside the listings (early.go)
@@ -85,26 +96,37 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ah
 
 // untrusted says why the run must wait out the window before it reads,
 // on a registry whose reads lag: the state shows a run that failed writing
-// (failedWriting), first sync or not, or the push of a webhook run was
-// forced. Nil when neither, and for a dry run (it writes nothing: a minute
+// (failedWriting), first sync or not, or one that could not wait, or the
+// push of a webhook run was forced. Nil when neither, and for a dry run (it writes nothing: a minute
 // per preview is too dear) or a run whose deadline leaves no time to wait
 // and still run: each would fail waiting, and each failure after an
-// unclean run is unclean again, so none would ever converge (review).
-func (r *run) untrusted(ctx context.Context, st state) error {
-	var why error
+// unclean run is unclean again, so none would ever converge (review). Such
+// a run reads as it is, and skipped says why it cannot end a success: what
+// it read may predate the writes it should have waited for (review: a
+// forced push's run with MAX_DURATION=90s recorded success over a policy
+// the push had dropped). Partial, it keeps lastCommit, and the next run is
+// full.
+func (r *run) untrusted(ctx context.Context, st state) (why error, skipped string) {
 	switch {
 	case failedWriting(st):
 		why = fmt.Errorf("%w: %s", errRangeUnknown, st.unclean)
+	case st.prev != nil && st.prev.Unverified != "":
+		// what it trusted may have hidden such writes from it too
+		why = fmt.Errorf("%w: the previous run could not wait out the window", errRangeUnknown)
 	case r.opt.Forced:
 		why = fmt.Errorf("%w: the push was forced", errRangeUnknown)
 	default:
-		return nil
+		return nil, ""
 	}
-	if d := deadlineOf(ctx); r.opt.DryRun || !d.IsZero() && time.Until(d) < 2*r.opt.ConsistencyWindow {
-		r.log.Warn("not waiting out the consistency window (a dry run, or no time for it): reads are trusted as they are", logkey.Reason, why.Error())
-		return nil
+	if r.opt.DryRun {
+		r.log.Warn("not waiting out the consistency window (a dry run): reads are trusted as they are", logkey.Reason, why.Error())
+		return nil, ""
 	}
-	return why
+	if d := deadlineOf(ctx); !d.IsZero() && time.Until(d) < 2*r.opt.ConsistencyWindow {
+		r.log.Warn("no time to wait out the consistency window: reads are trusted as they are, and the run cannot end a success", logkey.Reason, why.Error())
+		return nil, fmt.Sprintf("reads not waited for (%s): the run's deadline leaves no time to wait out the registry's consistency window (%s) twice; set MAX_DURATION, or the Lambda's timeout, above that", why, r.opt.ConsistencyWindow)
+	}
+	return why, ""
 }
 
 // failedWriting says the state shows a run that died (its lease left) or

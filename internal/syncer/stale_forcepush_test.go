@@ -3,6 +3,7 @@ package syncer_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,8 +158,11 @@ func TestStaleReads_DirtyFirstSync_RepairThenForcePush_NotTrusted(t *testing.T) 
 // before it reads (failedWriting, 927d17d). A run whose deadline
 // (MAX_DURATION) is shorter than that wait failed in it, and a failed run
 // after an unclean one is itself dirty, so the next run waited again: the
-// registry never converged (review). Such a run trusts its reads, as
-// before that wait.
+// registry never converged (review). Such a run reads as it is and writes,
+// so the registry converges; it cannot say success (a later review: what
+// it trusted may predate the writes it should have waited for), so each is
+// partial, naming MAX_DURATION, never failed nor dirty, and the first run
+// with time to wait ends a success.
 func TestStaleReads_DirtyRun_DeadlineShorterThanWindow_NextRunsStillConverge(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
@@ -177,15 +181,19 @@ func TestStaleReads_DirtyRun_DeadlineShorterThanWindow_NextRunsStillConverge(t *
 	}
 	opt := r.opt
 	opt.MaxDuration = 300 * time.Millisecond // stands for MAX_DURATION=1m against the 60 s window
-	var err error
-	var res syncer.Result
 	for i := range 3 {
-		res, err = r.s.Run(context.Background(), opt)
+		res, err := r.s.Run(context.Background(), opt)
 		r.clock.Advance(2 * time.Hour)
 		t.Logf("run %d: %v (status %s, dirty %v)", i+1, err, res.Summary.Status, res.Summary.Dirty)
+		if !errors.Is(err, syncer.ErrPartial) || res.Summary.Dirty || !strings.Contains(res.Summary.Unverified, "MAX_DURATION") {
+			t.Errorf("run %d after the dirty one, with no time to wait: %v (status %s, dirty %v); want partial, not dirty, naming MAX_DURATION", i+1, err, res.Summary.Status, res.Summary.Dirty)
+		}
 	}
-	if diff := r.headMismatch(head); diff != "" || err != nil {
-		t.Errorf("three runs after the dirty one, each within its deadline: %v; %s", err, diff)
+	if diff := r.headMismatch(head); diff != "" {
+		t.Errorf("three runs after the dirty one, each within its deadline: %s", diff)
+	}
+	if res, err := r.s.Run(context.Background(), r.opt); err != nil || res.Summary.Status != policy.RunSuccess {
+		t.Errorf("a run with time to wait: %v (status %s); want success", err, res.Summary.Status)
 	}
 }
 
@@ -210,5 +218,46 @@ func TestStaleReads_DryRunAfterDirtyRun_DoesNotWaitTheWindow(t *testing.T) {
 		if w >= syncer.DefaultConsistencyWindow {
 			t.Errorf("the dry run waited %s (waits %v)", w, r.waits)
 		}
+	}
+}
+
+// A forced push's run 30 s after a clean run must wait out the window
+// (untrusted); with MAX_DURATION=90s it has no time to. It reads as it is,
+// and may miss the clean run's writes: it cannot say success. Review: it
+// recorded success while 가 held the version the push dropped. It is
+// partial, naming why, keeps lastCommit, and the next run with time waits
+// out the window and makes the registry the head.
+func TestStaleReads_ForcedPush_DeadlineTooShortToWait_PartialUnverified_NextRunRepairs(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	base := syncedTwo(r)
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit 가")
+	if _, err := r.run(30 * time.Second); err != nil {
+		t.Fatalf("setup: the clean run: %v", err)
+	}
+	before, err := r.truth.LastCommit(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := forcePushedBack(r, base) // the edit of 가 is gone
+	opt := r.opt
+	r.opt.Trigger, r.opt.After, r.opt.Forced = syncer.TriggerWebhook, head, true
+	r.opt.MaxDuration = 90 * time.Second // less than two 60 s windows
+	res, err := r.run(2 * time.Hour)
+	if res.Summary.Status == policy.RunSuccess || !errors.Is(err, syncer.ErrPartial) || !strings.Contains(res.Summary.Unverified, "MAX_DURATION") {
+		t.Fatalf("the forced push's run with no time to wait: %v (status %s, unverified %q); want partial, saying the reads were not verified and naming MAX_DURATION", err, res.Summary.Status, res.Summary.Unverified)
+	}
+	if got, _ := r.truth.LastCommit(t.Context()); got != before {
+		t.Errorf("lastCommit = %s after an unverified run; want it kept at %s", got, before)
+	}
+	r.opt = opt
+	r.waits = nil
+	res, err = r.run(time.Hour)
+	if err != nil || res.Summary.Status != policy.RunSuccess || len(r.waits) == 0 {
+		t.Errorf("the next run: %v (status %s, waits %v); want it to wait out the window and succeed", err, res.Summary.Status, r.waits)
+	}
+	if diff := r.headMismatch(head); diff != "" {
+		t.Errorf("after the next run: %s", diff)
 	}
 }

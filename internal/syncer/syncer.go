@@ -270,6 +270,8 @@ func runError(sum policy.RunSummary, err error) error {
 				names[i] = h.PolicyName
 			}
 			return fmt.Errorf("%w: %d held back by dead letters (syncjob deadletter retry --all): %s", ErrPartial, len(names), strings.Join(names, ", "))
+		case sum.Unverified != "":
+			return fmt.Errorf("%w: %s; the next run checks the whole registry", ErrPartial, sum.Unverified)
 		}
 		return nil
 	}
