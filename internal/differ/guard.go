@@ -29,11 +29,6 @@ var DefaultLimit = Limit{Count: MassDeleteMin, Percent: MassDeletePercent}
 // AllowAny, as GuardWithin's allow, lets any plan through the guard.
 const AllowAny = -1
 
-// Guard is GuardWithin the default limit, letting no plan through.
-func Guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string]string, total int) error {
-	return GuardWithin(plan, entries, renames, total, DefaultLimit, 0)
-}
-
 // GuardWithin refuses a plan that empties the registry or loses more of it
 // than lim,
 // with an error wrapping ErrRefused. Call it once titles are read. entries

@@ -264,20 +264,20 @@ func TestGuard(t *testing.T) {
 			policy.Item{Action: policy.ActAdd, PolicyName: name + " 개정", SHA: sha(i)},
 			policy.Item{Action: policy.ActDelete, PolicyName: name, Old: &policy.Old{SHA: sha(i)}})
 	}
-	if err := differ.Guard(deleteAll, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
+	if err := guard(deleteAll, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "deletes all 20") {
 		t.Errorf("an empty tree: %v", err)
 	}
-	if err := differ.Guard(renameAll, reg, nil, 0); err != nil {
+	if err := guard(renameAll, reg, nil, 0); err != nil {
 		t.Errorf("renaming every file loses nothing: %v", err)
 	}
 	some := policy.Plan{Items: deleteAll.Items[:11]}
-	if err := differ.Guard(some, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
+	if err := guard(some, reg, nil, 0); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 11 of 20") {
 		t.Errorf("11 of 20 lost: %v", err)
 	}
-	if err := differ.Guard(policy.Plan{Items: deleteAll.Items[:4]}, reg, nil, 0); err != nil {
+	if err := guard(policy.Plan{Items: deleteAll.Items[:4]}, reg, nil, 0); err != nil {
 		t.Errorf("4 of 20 lost is under the threshold: %v", err)
 	}
-	if err := differ.Guard(deleteAll, nil, nil, 0); err != nil {
+	if err := guard(deleteAll, nil, nil, 0); err != nil {
 		t.Errorf("an empty registry has nothing to lose: %v", err)
 	}
 }
@@ -315,13 +315,13 @@ func TestGuard_RenamesWithEdits_SurviveByTitleOrGitsPairing(t *testing.T) {
 		byRename.Items = append(byRename.Items, policy.Item{Action: policy.ActAdd, PolicyName: "1-2-" + old, SHA: sha(100 + i), Title: "new " + old}, del)
 		renames[old] = "1-2-" + old
 	}
-	if err := differ.Guard(byTitle, reg, nil, 0); err != nil {
+	if err := guard(byTitle, reg, nil, 0); err != nil {
 		t.Errorf("renamed and edited, titles kept: %v", err)
 	}
-	if err := differ.Guard(byRename, reg, nil, 0); !errors.Is(err, differ.ErrRefused) {
+	if err := guard(byRename, reg, nil, 0); !errors.Is(err, differ.ErrRefused) {
 		t.Errorf("renamed, edited and retitled without git's pairing must be refused: %v", err)
 	}
-	if err := differ.Guard(byRename, reg, renames, 0); err != nil {
+	if err := guard(byRename, reg, renames, 0); err != nil {
 		t.Errorf("renamed, edited and retitled, paired by git: %v", err)
 	}
 }
@@ -399,10 +399,10 @@ func TestGuard_IncrementalRun_CountsAgainstTheWholeRegistry(t *testing.T) {
 		touched[name] = entry(name, i)
 		plan.Items = append(plan.Items, policy.Item{Action: policy.ActDelete, PolicyName: name, Old: &policy.Old{SHA: sha(i)}})
 	}
-	if err := differ.Guard(plan, touched, nil, 60); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 15 of 60") {
+	if err := guard(plan, touched, nil, 60); !errors.Is(err, differ.ErrRefused) || !strings.Contains(err.Error(), "loses 15 of 60") {
 		t.Errorf("15 of 60: %v", err)
 	}
-	if err := differ.Guard(plan, touched, nil, 100); err != nil {
+	if err := guard(plan, touched, nil, 100); err != nil {
 		t.Errorf("15 of 100 is under the threshold: %v", err)
 	}
 }
@@ -463,4 +463,9 @@ func TestWithLegacy_LeavesTheGivenEntry(t *testing.T) {
 	if l := listed["학칙"].V1(); l != (policy.Legacy{FileNo: "8"}) {
 		t.Errorf("the listed entry changed: %+v", l)
 	}
+}
+
+// guard is the guard within the default limit, letting no plan through.
+func guard(plan policy.Plan, entries map[string]policy.Entry, renames map[string]string, total int) error {
+	return differ.GuardWithin(plan, entries, renames, total, differ.DefaultLimit, 0)
 }

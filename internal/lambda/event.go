@@ -30,7 +30,7 @@ type lambdaEvent struct {
 const (
 	TriggerSchedule = "schedule"
 	triggerManual   = "manual"
-	TriggerWebhook  = syncer.TriggerWebhook
+	TriggerWebhook  = "webhook"
 	eventModeFull   = "full"
 	eventModeIncr   = "incremental"
 )
@@ -61,11 +61,11 @@ func ParseEvent(payload []byte) (syncer.Options, error) {
 	opt := syncer.Options{DryRun: ev.DryRun, AllowMassDelete: ev.AllowMassDelete}
 	switch ev.Trigger {
 	case "", triggerManual:
-		opt.Trigger = triggerManual
+		opt.Trigger = syncer.TriggerManual
 	case TriggerSchedule:
-		opt.Trigger = TriggerSchedule
+		opt.Trigger = syncer.TriggerSchedule
 	case TriggerWebhook:
-		opt.Trigger, opt.Delivery, opt.After, opt.Forced, opt.Before = TriggerWebhook, ev.Delivery, ev.After, ev.Forced, ev.Before
+		opt.Trigger, opt.Delivery, opt.After, opt.Forced, opt.Before = syncer.TriggerWebhook, ev.Delivery, ev.After, ev.Forced, ev.Before
 	default:
 		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule, manual or webhook", ev.Trigger)}
 	}
