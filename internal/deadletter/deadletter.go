@@ -40,7 +40,7 @@ func Retry(ctx context.Context, reg *registry.Registry, lease *Lease, name strin
 		return errors.Join(fmt.Errorf("deadletter retry: %w", err), lease.End(ctx, false))
 	}
 	if err := reg.RetryDeadLetter(ctx, name, lease.now()); err != nil {
-		return errors.Join(fmt.Errorf("deadletter retry %s: %w", name, err), lease.End(ctx, false))
+		return errors.Join(err, lease.End(ctx, false)) // it says "registry: retry dead letter NAME"
 	}
 	return lease.End(ctx, true, name)
 }
@@ -79,7 +79,7 @@ func RetryAll(ctx context.Context, reg *registry.Registry, lease *Lease) ([]stri
 // verifying that the drop holds.
 func Drop(ctx context.Context, reg *registry.Registry, lease *Lease, name string) error {
 	if err := reg.DropDeadLetter(ctx, name); err != nil {
-		return errors.Join(fmt.Errorf("deadletter drop %s: %w", name, err), lease.End(ctx, false))
+		return errors.Join(err, lease.End(ctx, false)) // it says "registry: drop dead letter NAME"
 	}
 	return lease.End(ctx, true, name)
 }

@@ -76,7 +76,7 @@ func (r *Registry) DropDeadLetter(ctx context.Context, name string) error {
 		return fmt.Errorf("registry: drop dead letter %s: %w", name, errs[del.Key()])
 	}
 	if err := r.RequestRetry(ctx, name); err != nil {
-		return fmt.Errorf("drop dead letter %s: dropped, but the next run on an unchanged head may not look at it again: %w", name, err)
+		return fmt.Errorf("registry: drop dead letter %s: dropped, but the next run on an unchanged head may not look at it again: %w", name, err)
 	}
 	return nil
 }

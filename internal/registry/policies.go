@@ -207,7 +207,7 @@ func (r *Registry) Select(ctx context.Context, names, deadNames []string) (Selec
 	for chunk := range slices.Chunk(keys, maxManyKeys) {
 		got, err := r.getMany(ctx, chunk)
 		if err != nil {
-			return Selected{}, fmt.Errorf("registry: read %d keys: %w", len(chunk), err)
+			return Selected{}, fmt.Errorf("registry: read keys (%d asked): %w", len(chunk), err)
 		}
 		for key, raw := range got {
 			sel.decode(key, raw)

@@ -637,3 +637,35 @@ func TestQueuePair_LongLegacyFileNo_FitsAndReadsBackWhole(t *testing.T) {
 		t.Errorf("DeadLetters (-want +got):\n%s", diff)
 	}
 }
+
+// The writes an operator's dead-letter commands and a run's record make:
+// a failed key is named once, under one registry: layer (a review found
+// "deadletter retry a: registry: retry dead letter a: …" and the record's
+// key twice).
+func TestRegistry_WriteFailures_SayEachLayerOnce(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	now := time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)
+	writes := map[string]struct {
+		key   string
+		write func(r *registry.Registry) error
+	}{
+		"RetryDeadLetter": {"queue:a", func(r *registry.Registry) error { return r.RetryDeadLetter(t.Context(), "a", now) }},
+		"DropDeadLetter":  {"dead-letter:a", func(r *registry.Registry) error { return r.DropDeadLetter(t.Context(), "a") }},
+		"RecordRun": {registry.LastRunKey, func(r *registry.Registry) error {
+			return r.RecordRun(t.Context(), policy.RunSummary{RunID: "r1", Timestamp: "2026-11-25T16:00:00Z", Status: policy.RunSuccess}, now, "")
+		}},
+	}
+	for name, w := range writes {
+		f := registrytest.NewFaulty(registry.NewMemory(nil))
+		registrytest.MustPut(t, f, registry.DeadLetterPair(policy.DeadLetter{QueueEntry: policy.QueueEntry{PolicyName: "a", SHA: "s", Operation: "add", CreatedAt: "2026-11-25T15:00:00Z"}, DeadAt: "2026-11-25T15:30:00Z"}))
+		f.FailKeys(map[string]error{w.key: boom})
+		err := w.write(registry.New(f))
+		if !errors.Is(err, boom) || strings.Count(err.Error(), "registry: ") != 1 || strings.Count(err.Error(), w.key) > 1 {
+			t.Errorf("%s: %v; want boom, under one registry: layer, naming %s at most once", name, err, w.key)
+		}
+		if part := repeatedLayer(err.Error()); part != "" {
+			t.Errorf("%s: %q says %q twice", name, err, part)
+		}
+	}
+}

@@ -215,7 +215,7 @@ func (f *Faulty) Put(ctx context.Context, pairs []registry.Pair) map[string]erro
 	for _, p := range pairs {
 		if err, ok := f.keys[p.Key]; ok {
 			f.keysInjected++
-			outcome = registry.FailAll(outcome, []string{p.Key}, fmt.Errorf("faulty: put %q: %w", p.Key, err))
+			outcome = registry.FailAll(outcome, []string{p.Key}, fmt.Errorf("faulty: put: %w", err)) // the key is the map's: errors name it once
 			continue
 		}
 		pass = append(pass, p)
@@ -237,7 +237,7 @@ func (f *Faulty) Delete(ctx context.Context, keys []string) map[string]error {
 	for _, k := range keys {
 		if err, ok := f.keys[k]; ok {
 			f.keysInjected++
-			outcome = registry.FailAll(outcome, []string{k}, fmt.Errorf("faulty: delete %q: %w", k, err))
+			outcome = registry.FailAll(outcome, []string{k}, fmt.Errorf("faulty: delete: %w", err))
 			continue
 		}
 		pass = append(pass, k)
