@@ -103,7 +103,7 @@ func usageError(cmd, problem string) error {
 }
 
 // invalidFlagValue is compiled when first used, not when the program
-// starts (docs/bench.md, "Round trips, fourth pass").
+// starts (docs/bench.md, "Round trips").
 var invalidFlagValue = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]+): `)
 })

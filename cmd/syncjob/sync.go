@@ -89,7 +89,7 @@ than the registry was synced from (env ALLOW_REWIND=yes); refused otherwise`)
 }
 
 // shaPrefix is compiled when first used, not when the program starts
-// (docs/bench.md, "Round trips, fourth pass").
+// (docs/bench.md, "Round trips").
 var shaPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F]{7,40}$`) })
 
 func (c *syncCommand) Run(ctx context.Context, args []string) error {

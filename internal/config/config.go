@@ -202,7 +202,7 @@ func (f *StringFlag) Set(v string) error { *f.P = v; return nil }
 // default, 50, keeps the blast radius of one refused request small; a
 // registry of many thousands of policies raises it, so that its first sync
 // needs a dozen requests, not thousands of the 1,200 per 5 minutes the
-// token has (docs/bench.md, "BATCH_SIZE").
+// token has (docs/bench.md, "When to raise `BATCH_SIZE`").
 const MaxBatchSize = 10000
 
 // ValidateSource checks the GitHub settings, which only sync needs.
@@ -297,7 +297,7 @@ func (c Config) Validate() error {
 
 // contentSetting finds the setting a mirror.Config.Validate error names
 // (compiled when first used, not when the program starts: docs/bench.md,
-// "Round trips, fourth pass").
+// "Round trips").
 var contentSetting = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`CONTENT_[A-Z_]+`) })
 
 // validateContent checks the CONTENT_* settings with mirror.Config.Validate

@@ -30,7 +30,7 @@ func WithContent(plan policy.Plan, read map[string]policy.Content, readErrs map[
 // says the head tree gave its file (when desired wants that path and sha),
 // so that the files to read are known once desired is let go: at 200,000
 // policies the desired policies (11 MB) and the files to read (8 MB) were
-// held at once (docs/bench.md, "Memory, ninth pass").
+// held at once (docs/bench.md, "How we got here", "Memory, ninth pass").
 func Size(plan policy.Plan, desired Desired) {
 	for i := range plan.Items {
 		it := &plan.Items[i]

@@ -12,7 +12,7 @@ import (
 // name: a slice found by binary search, not a map by name, which held
 // 200,000 policies in 20 MB (a slice: 11 MB) at the moment a first sync's
 // planning peaks beside the tree's strings and the plan's items
-// (docs/bench.md, "Memory, sixth pass").
+// (docs/bench.md, "How we got here", "Memory, sixth pass").
 type Desired []policy.Desired
 
 // NewDesired returns the policies sorted by name; a name given twice

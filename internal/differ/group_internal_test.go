@@ -12,7 +12,7 @@ import (
 // candidates' own array, resolved in place (a conflict's winner, a skip
 // removed), not a second list (nor a map) of every policy beside it
 // (200,000 policies: 11 MB, as a map 20 MB, of planning's peak;
-// docs/bench.md, "Memory, sixth pass").
+// docs/bench.md, "How we got here", "Memory, sixth pass").
 func TestResolve_DesiredIsTheCandidatesArray(t *testing.T) {
 	t.Parallel()
 	sha := func(c string) string { return c + "000000000000000000000000000000000000000"[:39] }

@@ -65,7 +65,8 @@ func (s *Source) TitlesEach(ctx context.Context, commit string, files []policy.F
 // the title is the name (a heading that repeats the file's name, or none),
 // which is a part of path and takes no bytes of its own; else a copy in
 // titles' chunks (data is the read's, let go after the call). 200,000
-// titles of their own took 7 MB (docs/bench.md, "Memory, fifth pass").
+// titles of their own took 7 MB (docs/bench.md, "How we got here",
+// "Memory, fifth pass").
 func titleOf(path string, data []byte, titles *strs.Chunks) string {
 	name := policy.NameOf(path)
 	if title := policy.Title(data, name); title != name {

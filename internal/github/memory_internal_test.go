@@ -18,7 +18,7 @@ import (
 
 // A listing keeps its files' paths and shas in shared chunks, each string
 // right after the one before, not each in an allocation of its own
-// (docs/bench.md, "Memory, third pass").
+// (docs/bench.md, "How we got here", "Memory, third pass").
 func TestListing_PathsAndSHAsShareChunks(t *testing.T) {
 	t.Parallel()
 	var l listing

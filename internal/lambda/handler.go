@@ -293,8 +293,7 @@ func planParts(plan policy.Plan, budget int) []policy.Plan {
 }
 
 // cliFlag matches the CLI's way past a refusal in a message (compiled when
-// first used, not when the program starts: docs/bench.md, "Round trips,
-// fourth pass").
+// first used, not when the program starts: docs/bench.md, "Round trips").
 var cliFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`run with --allow-mass-delete(=\d+)?`) })
 
 // lambdaTerms says a message's way past a refusal in the Lambda's terms:

@@ -63,8 +63,7 @@ func (c Config) withDefaults() Config {
 
 // bucketName: S3's rule, 3 to 63 lowercase letters, digits, dots and
 // hyphens, starting and ending with a letter or digit; compiled when first
-// used, not when the program starts (docs/bench.md, "Round trips, fourth
-// pass").
+// used, not when the program starts (docs/bench.md, "Round trips").
 var bucketName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`) })
 
 // Validate names the first setting that is wrong and the form expected;

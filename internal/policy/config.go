@@ -16,7 +16,7 @@ func (e *ConfigError) Error() string { return "config: " + e.Setting + ": " + e.
 // or digit, and a name of 1 to 100 letters, digits, dots, hyphens and
 // underscores. Checked by hand, not by a regular expression compiled when
 // the program starts: its counted repeats made it the costliest package
-// initialisation of ours (docs/bench.md, "Round trips, fourth pass").
+// initialisation of ours (docs/bench.md, "Round trips").
 func IsRepo(s string) bool {
 	owner, name, ok := strings.Cut(s, "/")
 	if !ok || len(owner) < 1 || len(owner) > 39 || len(name) < 1 || len(name) > 100 || !alnum(owner[0]) {

@@ -12,7 +12,7 @@ import (
 
 // TestEntry_Compact: a full run holds every entry of the registry in a
 // map; the v1 fields almost no entry has take a pointer's eight bytes, not
-// four strings' 64 (docs/bench.md, "A full run's memory, again").
+// four strings' 64 (docs/bench.md, "A full run's memory").
 func TestEntry_Compact(t *testing.T) {
 	t.Parallel()
 	if n := unsafe.Sizeof(policy.Entry{}); n > 120 {

@@ -12,7 +12,7 @@ import (
 
 // TestItem_Compact: a plan item is 80 bytes, not 112 (an action of one byte,
 // what it replaces held apart): a first sync holds one per policy through
-// its read and apply (docs/bench.md, "Memory, sixth pass").
+// its read and apply (docs/bench.md, "How we got here", "Memory, sixth pass").
 func TestItem_Compact(t *testing.T) {
 	t.Parallel()
 	if n := unsafe.Sizeof(policy.Item{}); n > 80 {

@@ -101,7 +101,7 @@ type Entry struct {
 	// Legacy holds the v1 fields carried over from the v1 entry of the same
 	// title; nil when the entry carries none, as almost every entry does: a
 	// full run holds every entry, and eight bytes an entry beside 64 is 12
-	// MB at 200,000 (docs/bench.md, "A full run's memory, again"). Its
+	// MB at 200,000 (docs/bench.md, "A full run's memory"). Its
 	// fields read as fileNo, previewUrl, downloadUrl and legacyUntil in
 	// JSON; read them with V1 and set them with SetV1, never through the
 	// pointer, which copies of the entry share.
@@ -257,8 +257,9 @@ func (a *Action) UnmarshalText(text []byte) error {
 }
 
 // Item is one planned operation. It is compact (80 bytes: a first sync
-// holds one per policy through its read and apply; docs/bench.md, "Memory,
-// sixth pass"): its action a byte, and what it replaces held apart.
+// holds one per policy through its read and apply; docs/bench.md, "How we
+// got here", "Memory, sixth pass"): its action a byte, and what it
+// replaces held apart.
 type Item struct {
 	// not comparable: == would compare Old's pointer, not what it holds
 	_      [0]func()

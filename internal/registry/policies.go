@@ -35,7 +35,7 @@ type Share func(path, sha string) (sharedPath, sharedSHA string)
 // their paths and shas from share when it holds them, and copy them only
 // otherwise: an entry then holds no string of its own when it is what the
 // head has (200,000 policies: a full run's largest live heap 95 MB → 84;
-// docs/bench.md, "A full run's memory, again"). share is called from the
+// docs/bench.md, "A full run's memory"). share is called from the
 // listing's goroutine; nil shares nothing.
 func (r *Registry) PoliciesSharing(ctx context.Context, share Share) (entries map[string]policy.Entry, problems map[string]error, err error) {
 	entries = map[string]policy.Entry{}

@@ -122,8 +122,8 @@ func (r *Registry) put(ctx context.Context, puts []Write) map[string]error {
 // the i-th's key, made once as the puts are sent, and pair(i) its pair,
 // made when the store takes it (a PairMaker may make it more than once).
 // A batch of 10,000 puts then holds no key, function or Write a put until
-// it is sent (docs/bench.md, "Memory, eighth pass"). Its outcome is
-// Write's.
+// it is sent (docs/bench.md, "How we got here", "Memory, eighth pass").
+// Its outcome is Write's.
 func (r *Registry) WriteMade(ctx context.Context, n int, key func(i int) string, pair func(i int) Pair) map[string]error {
 	if n == 0 {
 		return nil

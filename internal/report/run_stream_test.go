@@ -23,8 +23,8 @@ func (w *writeSizes) Write(p []byte) (int, error) {
 
 // A first sync of many policies prints a line per change; the report writes
 // them as it goes, not as one text of every line built first
-// (docs/bench.md, "Memory, third pass"), and still aligns the columns over
-// all of them.
+// (docs/bench.md, "How we got here", "Memory, third pass"), and still
+// aligns the columns over all of them.
 func TestRunWrite_LongPlanIsStreamed_NotBuiltWhole(t *testing.T) {
 	t.Parallel()
 	const n = 5000

@@ -37,7 +37,7 @@ func Width(s string) int {
 // measures it. go-runewidth builds a 2 MiB table the first time it
 // measures a character past U+02FF, which costs a sync that prints its
 // plan more CPU than anything else it does between its last request and
-// its exit (docs/bench.md, "Round trips, fourth pass"). ok is false for
+// its exit (docs/bench.md, "Round trips"). ok is false for
 // any other text, which cells measures.
 func plainWidth(s string) (n int, ok bool) {
 	for i := 0; i < len(s); {

@@ -3,8 +3,9 @@
 // shared chunks: each is a slice of a chunk, not an allocation of its own
 // rounded up to a size class, and not the larger string it was cut from.
 // At 200,000 files a path and a sha of their own took 126 bytes a file
-// (docs/bench.md, "Memory, third pass"). A chunk is written once, in order,
-// and never changed, so a string taken from it stays what it was.
+// (docs/bench.md, "How we got here", "Memory, third pass"). A chunk is
+// written once, in order, and never changed, so a string taken from it
+// stays what it was.
 package strs
 
 import (

@@ -126,7 +126,7 @@ func (r *run) entryOf(it policy.Item, reg registryState, mig differ.Migration, n
 // batch's entries are made from the plan's items as its body is written
 // (itemWrites, cloudflare.Store.PutMade), so a batch in flight holds its
 // items' indices, not its 6 MB of JSON: at 50,000 policies (docs/bench.md,
-// "Batches in flight, again") two at once instead of one cost 16 MiB of
+// "When to raise `BATCH_SIZE`") two at once instead of one cost 16 MiB of
 // peak RSS (59 -> 75) and saved 0.7 s of 5.3 (1.40x -> 1.24x the minimal
 // client); four cost 30 MiB for 0.1 s more.
 const maxWritesInFlight = 20000

@@ -18,9 +18,10 @@ type batch struct {
 // itemWrites are the announcements (queue entries) or the entries of some
 // of a group's items, made by this one value: a write in flight holds the
 // index of its item (4 bytes), not an op, a registry.Write, a key and two
-// closures (some 220 bytes; docs/bench.md, "Memory, eighth pass"). Each
-// key and pair is made from its item when the store takes the batch
-// (registry.Registry.WriteMade), a key again for a failure.
+// closures (some 220 bytes; docs/bench.md, "How we got here", "Memory,
+// eighth pass"). Each key and pair is made from its item when the store
+// takes the batch (registry.Registry.WriteMade), a key again for a
+// failure.
 type itemWrites struct {
 	p        *planWrites
 	items    []policy.Item

@@ -110,7 +110,7 @@ func TestPlan_TakesTheTreeOutOfTheRead(t *testing.T) {
 // registry's entries as listed, not from a map of their paths and shas
 // made beside them (200,000 policies: some 15 MB, held with the entries
 // and the tree where a full run's heap peaks; docs/bench.md, "A full run's
-// memory, again"). Not parallel: it counts the bytes the plan step
+// memory"). Not parallel: it counts the bytes the plan step
 // allocates.
 func TestPlan_FullRun_NoMapBesideTheEntries(t *testing.T) {
 	const n = 20000
@@ -273,8 +273,8 @@ func TestItemGroup_EntriesMadeFromTheItemsWhenTheStoreTakesThem(t *testing.T) {
 
 // TestKeep_BatchMadeAtTheGroupsSize: a group's batch is made once at the
 // group's size, not grown by appends (a batch of 10,000 ops grown so
-// allocated about twice its 0.8 MB; docs/bench.md, "Memory, sixth pass"),
-// and keeps every write of the group, in order.
+// allocated about twice its 0.8 MB; docs/bench.md, "How we got here",
+// "Memory, sixth pass"), and keeps every write of the group, in order.
 func TestKeep_BatchMadeAtTheGroupsSize(t *testing.T) {
 	t.Parallel()
 	items := make([]policy.Item, 1000)
@@ -300,11 +300,11 @@ func TestKeep_BatchMadeAtTheGroupsSize(t *testing.T) {
 // TestKeep_ItemBatchHoldsAnIndexAWrite: a batch of a group of the plan's
 // items holds the index of each item it writes (4 bytes), not an op, a
 // registry.Write, a key and two closures a write (some 220 bytes: at
-// 20,000 writes in flight 4 MB; docs/bench.md, "Memory, eighth pass"). It
-// leaves out the items it does not write (a move is not announced, a
-// delete is removed) and those skip names (counted done); its keys are
-// made from the items, for the store and for a failure, and so are its
-// names for a batch kept for the next run.
+// 20,000 writes in flight 4 MB; docs/bench.md, "How we got here",
+// "Memory, eighth pass"). It leaves out the items it does not write (a
+// move is not announced, a delete is removed) and those skip names
+// (counted done); its keys are made from the items, for the store and
+// for a failure, and so are its names for a batch kept for the next run.
 func TestKeep_ItemBatchHoldsAnIndexAWrite(t *testing.T) {
 	t.Parallel()
 	items := make([]policy.Item, 1000)

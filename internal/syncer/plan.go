@@ -25,7 +25,7 @@ type planned struct {
 // takes the tree out of in, so that nothing holds it once it is grouped.
 func (r *run) plan(st state, in *readForPlan) planned {
 	var p planned
-	known := in.reg.entries // the plan reads their paths and shas: no map of its own beside them (docs/bench.md, "A full run's memory, again")
+	known := in.reg.entries // the plan reads their paths and shas: no map of its own beside them (docs/bench.md, "A full run's memory")
 	tree := in.tree
 	in.tree = nil // not needed again: planning lets go of it once the files are grouped by name (200,000 files: 8.6 MB)
 	if in.cs != nil {
@@ -50,7 +50,7 @@ func (r *run) plan(st state, in *readForPlan) planned {
 // mirror's plan step, which uses them, came before): they are let go
 // before the files to read are listed (200,000 policies: 11 MB, held beside
 // those files and the items where a first sync's heap peaked; docs/bench.md,
-// "Memory, ninth pass").
+// "How we got here", "Memory, ninth pass").
 func (p *planned) forTitles() planned {
 	p.desired = nil
 	return *p

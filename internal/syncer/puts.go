@@ -80,7 +80,8 @@ func (p *planWrites) putGroups(size int) iter.Seq[putGroup] {
 // itemGroup is the group of items: the announcement of each add and
 // update, the entry of each. Each write makes its entry from its item when
 // the store takes it (itemWrites): a batch of 10,000 holds an index each,
-// not an entry each (docs/bench.md, "Memory, fifth pass", "eighth pass").
+// not an entry each (docs/bench.md, "How we got here", "Memory, fifth
+// pass", "eighth pass").
 func (p *planWrites) itemGroup(items []policy.Item) putGroup {
 	return putGroup{size: len(items), items: items}
 }

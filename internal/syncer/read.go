@@ -221,7 +221,7 @@ func (r *run) listRegistry(ctx context.Context, share registry.Share) (map[strin
 // tree is read: the entries of the policies the head did not change then
 // hold no path, sha or name of their own beside the tree's (200,000
 // policies: 183 MiB at the run's peak, not 228; docs/bench.md, "A full
-// run's memory, again"). Entries listed before the tree is read are
+// run's memory"). Entries listed before the tree is read are
 // copies: the tree read ahead (early.go) is lent before the listing
 // starts when it has ended by then. The entries keep the tree's strings,
 // including those of files that are not policies, until the run ends.

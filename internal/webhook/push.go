@@ -24,7 +24,7 @@ type Push struct {
 const zeroSHA = "0000000000000000000000000000000000000000"
 
 // shaPattern is compiled when first used, not when the program starts
-// (docs/bench.md, "Round trips, fourth pass").
+// (docs/bench.md, "Round trips").
 var shaPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 
 // IsCommitSHA reports whether s is a full commit sha as GitHub writes it:

@@ -17,7 +17,7 @@ import (
 // buffer it reuses, where encoding/json made an encoder, a copy of the
 // value as a string and a buffer per element (four allocations, twice the
 // element's size), and the check encoded each element once more only to
-// measure it (docs/bench.md, "Memory, seventh pass").
+// measure it (docs/bench.md, "How we got here", "Memory, seventh pass").
 func appendPair(dst []byte, p registry.Pair) []byte {
 	dst = append(dst, `{"key":`...)
 	dst = appendQuoted(dst, p.Key)

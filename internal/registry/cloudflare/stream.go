@@ -29,9 +29,10 @@ func (b bulkBody) only(keys []string) payload { return b.onlyBody(keys) }
 // streamedBody is a bulk write's body made element by element as the
 // request is written: encode(dst, idx[j]) appends its jth element to dst,
 // lens[j] that element's exact length. Nothing holds the body: at 10,000 policy entries
-// a batch (docs/bench.md, "Memory, fifth pass") a body made whole was some
-// 6 MB live while it was sent. A re-send (the transport's retries, the keys
-// Cloudflare reported unsuccessful) encodes the elements again.
+// a batch (docs/bench.md, "How we got here", "Memory, fifth pass") a body
+// made whole was some 6 MB live while it was sent. A re-send (the
+// transport's retries, the keys Cloudflare reported unsuccessful) encodes
+// the elements again.
 type streamedBody struct {
 	keys   []string
 	idx    []int

@@ -75,9 +75,9 @@ func watchPuts(s *sentPuts, made *atomic.Int64) func(*cloudflare.Config) {
 // TestStore_PutMade_BodyEncodedAsItIsSent: a bulk write of made pairs goes
 // out before any of its elements is encoded (the pairs made by then are
 // those the check made, one each) and each element is made as the body is
-// read, so no body of 10,000 entries is held whole (docs/bench.md, "Memory,
-// fifth pass"). The request announces its exact length (not chunked) and
-// carries what Put would: every pair lands as made.
+// read, so no body of 10,000 entries is held whole (docs/bench.md, "How we
+// got here", "Memory, fifth pass"). The request announces its exact length
+// (not chunked) and carries what Put would: every pair lands as made.
 func TestStore_PutMade_BodyEncodedAsItIsSent(t *testing.T) {
 	t.Parallel()
 	const n = 60
