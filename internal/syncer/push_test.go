@@ -40,16 +40,7 @@ func TestPush_WebhookRun_LaggingHeadNotLastCommit_WaitsForThePush(t *testing.T) 
 // unchanged without it.
 func TestPush_WebhookRun_ForcedPushNotYetVisible_WaitsForIt(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	base := r.seed()
-	r.repo.Write("c/초안.md", "# 초안\n")
-	old := r.repo.Commit("a commit the force push drops")
-	r.mustRun()
-	r.repo.Reset(base)
-	r.repo.Write("c/새 규정.md", "# 새 규정\n")
-	forced := r.repo.Commit("forced push")
-	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(old))
-	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: forced, Forced: true})
+	res, forced, _, err := forcedPushNotYetVisible(t, false)
 	if err == nil && res.Summary.CommitSHA != forced {
 		t.Errorf("webhook run for the forced push %s: %s, mode %s, over %s; want it synced (or the run failed for Lambda to retry)",
 			forced, res.Summary.Status, res.Summary.Mode, res.Summary.CommitSHA)
@@ -114,16 +105,7 @@ func TestPush_WebhookRun_LaggingHeadBehindLastCommit_WaitsNotARewind(t *testing.
 // push is that commit, and the run still waits for the push.
 func TestPush_WebhookRun_ForcedPushNotYetVisible_BeforeKnown_WaitsForIt(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	base := r.seed()
-	r.repo.Write("c/초안.md", "# 초안\n")
-	old := r.repo.Commit("a commit the force push drops")
-	r.mustRun()
-	r.repo.Reset(base)
-	r.repo.Write("c/새 규정.md", "# 새 규정\n")
-	forced := r.repo.Commit("forced push")
-	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(old))
-	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: forced, Forced: true, Before: old})
+	res, forced, old, err := forcedPushNotYetVisible(t, true)
 	if err != nil || res.Summary.CommitSHA != forced {
 		t.Errorf("webhook run for the forced push %s (before %s): %v, %s over %s; want it synced once GitHub shows it",
 			forced, old, err, res.Summary.Status, res.Summary.CommitSHA)
@@ -154,4 +136,26 @@ func TestPush_WebhookRun_ForcedPushSupersededByALaterForcedPush_SyncsTheLaterOne
 	if err != nil || res.Summary.CommitSHA != f2 {
 		t.Errorf("the first forced push's run with the branch at the second: %v (status %s, synced %s); want %s synced", err, res.Summary.Status, res.Summary.CommitSHA, f2)
 	}
+}
+
+// forcedPushNotYetVisible runs a forced push's webhook run while GitHub
+// reports the dropped commit as the head twice, the push's before given or
+// not; it returns the run and the pushed and dropped commits.
+func forcedPushNotYetVisible(t *testing.T, withBefore bool) (res syncer.Result, forced, old string, err error) {
+	t.Helper()
+	r := newRig(t)
+	base := r.seed()
+	r.repo.Write("c/초안.md", "# 초안\n")
+	old = r.repo.Commit("a commit the force push drops")
+	r.mustRun()
+	r.repo.Reset(base)
+	r.repo.Write("c/새 규정.md", "# 새 규정\n")
+	forced = r.repo.Commit("forced push")
+	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(old))
+	opt := syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: forced, Forced: true}
+	if withBefore {
+		opt.Before = old
+	}
+	res, err = r.run(opt)
+	return res, forced, old, err
 }

@@ -59,7 +59,7 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ah
 	lagging := r.Registry.EventuallyConsistent()
 	var unverified string
 	if lagging {
-		why, skipped := r.untrusted(ctx, st)
+		skipped, why := r.untrusted(ctx, st)
 		if why != nil {
 			return r.settle(ctx, st, mode, reason, ahead, why)
 		}
@@ -106,7 +106,7 @@ func (r *run) readTrusting(ctx context.Context, st state, mode, reason string, a
 // forced push's run with MAX_DURATION=90s recorded success over a policy
 // the push had dropped). Partial, it keeps lastCommit, and the next run is
 // full.
-func (r *run) untrusted(ctx context.Context, st state) (why error, skipped string) {
+func (r *run) untrusted(ctx context.Context, st state) (skipped string, why error) {
 	switch {
 	case failedWriting(st):
 		why = fmt.Errorf("%w: %s", errRangeUnknown, st.unclean)
@@ -116,17 +116,17 @@ func (r *run) untrusted(ctx context.Context, st state) (why error, skipped strin
 	case r.opt.Forced:
 		why = fmt.Errorf("%w: the push was forced", errRangeUnknown)
 	default:
-		return nil, ""
+		return "", nil
 	}
 	if r.opt.DryRun {
 		r.log.Warn("not waiting out the consistency window (a dry run): reads are trusted as they are", logkey.Reason, why.Error())
-		return nil, ""
+		return "", nil
 	}
 	if d := deadlineOf(ctx); !d.IsZero() && time.Until(d) < 2*r.opt.ConsistencyWindow {
 		r.log.Warn("no time to wait out the consistency window: reads are trusted as they are, and the run cannot end a success", logkey.Reason, why.Error())
-		return nil, fmt.Sprintf("reads not waited for (%s): the run's deadline leaves no time to wait out the registry's consistency window (%s) twice; set MAX_DURATION, or the Lambda's timeout, above that", why, r.opt.ConsistencyWindow)
+		return fmt.Sprintf("reads not waited for (%s): the run's deadline leaves no time to wait out the registry's consistency window (%s) twice; set MAX_DURATION, or the Lambda's timeout, above that", why, r.opt.ConsistencyWindow), nil
 	}
-	return why, ""
+	return "", why
 }
 
 // failedWriting says the state shows a run that died (its lease left) or

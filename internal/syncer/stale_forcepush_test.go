@@ -113,12 +113,7 @@ func TestStaleReads_ForcePushSecondsAfterARepair_RepairsWriteIsNotTrusted(t *tes
 func TestStaleReads_ForcedPushSecondsAfterACleanRun_WebhookRunWaits(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
-	base := syncedTwo(r)
-	r.repo.Write("a/가.md", "# 가 개정\n")
-	r.repo.Commit("edit 가")
-	if _, err := r.run(30 * time.Second); err != nil {
-		t.Fatalf("setup: the clean run: %v", err)
-	}
+	base := editSyncedCleanly(r)
 	head := forcePushedBack(r, base) // the edit of 가 is gone
 	r.opt.Trigger, r.opt.After, r.opt.Forced = syncer.TriggerWebhook, head, true
 	res, err := r.run(time.Hour)
@@ -230,12 +225,7 @@ func TestStaleReads_DryRunAfterDirtyRun_DoesNotWaitTheWindow(t *testing.T) {
 func TestStaleReads_ForcedPush_DeadlineTooShortToWait_PartialUnverified_NextRunRepairs(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
-	base := syncedTwo(r)
-	r.repo.Write("a/가.md", "# 가 개정\n")
-	r.repo.Commit("edit 가")
-	if _, err := r.run(30 * time.Second); err != nil {
-		t.Fatalf("setup: the clean run: %v", err)
-	}
+	base := editSyncedCleanly(r)
 	before, err := r.truth.LastCommit(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -260,4 +250,18 @@ func TestStaleReads_ForcedPush_DeadlineTooShortToWait_PartialUnverified_NextRunR
 	if diff := r.headMismatch(head); diff != "" {
 		t.Errorf("after the next run: %s", diff)
 	}
+}
+
+// editSyncedCleanly syncs two policies, edits 가 and syncs the edit in a
+// clean run, 30 s before the clock's now; it returns the commit before the
+// edit.
+func editSyncedCleanly(r *staleRig) (base string) {
+	r.t.Helper()
+	base = syncedTwo(r)
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit 가")
+	if _, err := r.run(30 * time.Second); err != nil {
+		r.t.Fatalf("setup: the clean run: %v", err)
+	}
+	return base
 }
