@@ -102,20 +102,7 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: name, Path: e.Path, SHA: e.SHA, Title: e.Title})
 		}
 	}
-	// A put of a v1 key's own name replaces that key's value: it carries
-	// that key's fields, whatever its title matched; a v1 key its title
-	// matched instead is then no longer taken, and stays (review).
-	for key := range v1 {
-		if !puts[key] {
-			continue
-		}
-		for other, name := range m.matched {
-			if name == key && other != key {
-				delete(m.matched, other)
-			}
-		}
-		m.carry[key], m.matched[key] = v1[key], key
-	}
+	m.ownNames(puts)
 	out := Migration{Carry: m.carry}
 	for _, key := range slices.Sorted(maps.Keys(v1)) {
 		name, ok := m.matched[key]
@@ -129,6 +116,33 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 		}
 	}
 	return plan, out
+}
+
+// ownNames gives a put of a v1 key's own name, which replaces that key's
+// value, that key's fields, whatever its title matched; a v1 key its title
+// matched instead is then no longer taken, and stays (review) — or, a put
+// itself, takes its own in turn. A v1 key another policy took by its title
+// keeps that carrier: no fields are carried twice (review).
+func (m *migrator) ownNames(puts map[string]bool) {
+	var work []string
+	for _, key := range slices.Sorted(maps.Keys(m.v1)) {
+		if took, ok := m.matched[key]; puts[key] && (!ok || took == key) {
+			work = append(work, key)
+		}
+	}
+	for len(work) > 0 {
+		key := work[0]
+		work = work[1:]
+		for other, name := range m.matched {
+			if name == key && other != key {
+				delete(m.matched, other)
+				if puts[other] {
+					work = append(work, other)
+				}
+			}
+		}
+		m.carry[key], m.matched[key] = m.v1[key], key
+	}
 }
 
 // migrator matches policies to v1 entries by title.

@@ -63,3 +63,46 @@ func TestMigrate_PutNamedOneV1KeyTitledAnother_LosesNoFields(t *testing.T) {
 		}
 	}
 }
+
+// Two puts: 학칙 (a v1 key's own name) titled "학칙 전문" (the other v1
+// key's title), and 규정집 titled "학칙" (the first v1 key's title). The
+// own-name rule gives 학칙 its own key's fields and frees 학칙 전문, but
+// 규정집's title match of 학칙 is left in Carry: fileNo 1 is carried by two
+// policies (학칙 and 규정집).
+func TestMigrate_OwnNameRule_LeavesATitleMatchOfThatKey_NoFieldsCarriedTwice(t *testing.T) {
+	t.Parallel()
+	v1 := map[string]policy.Entry{
+		"학칙":    {Title: "학칙", Legacy: &policy.Legacy{FileNo: "1"}},
+		"학칙 전문": {Title: "학칙 전문", Legacy: &policy.Legacy{FileNo: "868"}},
+	}
+	plan := policy.Plan{Items: []policy.Item{
+		{Action: policy.ActAdd, PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Title: "학칙 전문"},
+		{Action: policy.ActAdd, PolicyName: "규정집", Path: "규정집.md", SHA: sha(2), Title: "학칙"},
+	}}
+	_, mig := differ.Migrate(plan, nil, v1, false, now)
+	carriers := map[string][]string{}
+	for name, e := range mig.Carry {
+		carriers[e.V1().FileNo] = append(carriers[e.V1().FileNo], name)
+	}
+	for fileNo, names := range carriers {
+		if len(names) > 1 {
+			t.Errorf("fileNo %s carried by %v: one v1 entry's fields on two policies", fileNo, names)
+		}
+	}
+}
+
+// The same on a full run with the title match an unchanged entry: the
+// rewrite (ActMigrate) of 규정집 is planned to carry 학칙's fields.
+func TestMigrate_OwnNameRule_UnchangedEntryTitleMatch_NoFieldsCarriedTwice(t *testing.T) {
+	t.Parallel()
+	v1 := map[string]policy.Entry{
+		"학칙":    {Title: "학칙", Legacy: &policy.Legacy{FileNo: "1"}},
+		"학칙 전문": {Title: "학칙 전문", Legacy: &policy.Legacy{FileNo: "868"}},
+	}
+	entries := map[string]policy.Entry{"규정집": {PolicyName: "규정집", Path: "규정집.md", SHA: sha(2), Title: "학칙"}}
+	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Title: "학칙 전문"}}}
+	_, mig := differ.Migrate(plan, entries, v1, true, now)
+	if c, ok := mig.Carry["규정집"]; ok && mig.Carry["학칙"].V1().FileNo == c.V1().FileNo {
+		t.Errorf("학칙 and 규정집 both carry fileNo %s", c.V1().FileNo)
+	}
+}

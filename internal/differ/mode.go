@@ -58,6 +58,9 @@ func Unclean(prev *policy.RunSummary, last string, leaseLeftBehind bool) string 
 	case prev.StoppedEarly:
 		// what waits may be drift a full run found, which no compare names
 		return "the previous run stopped before its deadline"
+	case prev.Unverified != "" && !prev.DryRun:
+		// it trusted reads it should have waited for, and kept lastCommit
+		return "the previous run could not wait out the registry's consistency window"
 	case prev.Waiting > 0 && !prev.DryRun:
 		// the same, left for another day; and an incremental run keeps
 		// lastCommit, so a head that moves back (a force push, a revert)

@@ -100,7 +100,7 @@ const maxMetadataFileNo = 256
 // metadataFileNo is fileNo as the metadata carries it, and whether it was
 // left out.
 func metadataFileNo(fileNo string) (string, bool) {
-	if len(fileNo) > maxMetadataFileNo {
+	if len(fileNo) > maxMetadataFileNo || len(MustJSON(fileNo)) > maxMetadataFileNo+2 { // encoded: "\u0001" is six bytes
 		return "", true
 	}
 	return fileNo, false

@@ -669,3 +669,18 @@ func TestRegistry_WriteFailures_SayEachLayerOnce(t *testing.T) {
 		}
 	}
 }
+
+// metadataFileNo bounds the fileNo's bytes (256), not its encoding: a
+// fileNo of 200 control characters (each "\u0001" in JSON, six bytes) is
+// 1,200 bytes of metadata, a pair KV refuses every run.
+func TestQueuePair_FileNoOfEscapedCharacters_Fits(t *testing.T) {
+	t.Parallel()
+	fileNo := strings.Repeat("\x01", 200)
+	q := policy.QueueEntry{PolicyName: "a", SHA: strings.Repeat("a", 40), Operation: "update", CreatedAt: "2025-03-01T16:00:00Z", FileNo: fileNo, AttemptID: "r1"}
+	d := policy.DeadLetter{QueueEntry: q, DeadAt: "2025-03-02T16:00:00Z", Reason: "three failures"}
+	for _, p := range []registry.Pair{registry.QueuePair(q), registry.DeadLetterPair(d)} {
+		if err := registry.CheckPair(p); err != nil {
+			t.Errorf("%s: CheckPair: %v (metadata %d bytes)", p.Key, err, len(p.Metadata))
+		}
+	}
+}

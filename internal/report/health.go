@@ -29,7 +29,11 @@ func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 		problems = append(problems, "no run recorded")
 	case lr.Status != policy.RunSuccess:
 		why := lr.Error
-		if why == "" {
+		switch {
+		case why != "":
+		case lr.ErrorCount == 0 && lr.Unverified != "":
+			why = lr.Unverified
+		default:
 			why = fmt.Sprintf("%d failed%s", lr.ErrorCount, failedNames(lr.Failures))
 		}
 		problems = append(problems, fmt.Sprintf("the last run (%s) is %s: %s", lr.Timestamp, lr.Status, why))

@@ -78,3 +78,19 @@ func TestUnfinished_LambdaRetrySameOwner_FailedBeforeItsLease_EarlierAttemptsLea
 		t.Errorf("attempt 1's lease, taken before attempt 2 started: Unfinished = false; status says %q", leaseText(left, true, attempt2))
 	}
 }
+
+// Lambda's retry of a failed invocation shares its request id, so its
+// lease owner. Attempt 1 failed at once (GitHub 5xx), recorded lastRun
+// and released its lease; Lambda retried a minute later, attempt 2 took
+// the lease and was killed (the Lambda timeout) before it recorded. The
+// expired lease, taken long after the recorded run ended, is attempt 2's,
+// whose end nothing recorded; status calls it the recorded run's lost
+// release, and status --check does not say a run did not finish.
+func TestUnfinished_SameOwnerLeaseTakenAfterTheRecordedRunEnded(t *testing.T) {
+	t.Parallel()
+	attempt1 := &policy.RunSummary{RunID: "run-1", LeaseOwner: "lambda req-1", Timestamp: "2026-11-25T16:00:05Z", DurationMs: 900, Status: policy.RunFailed}
+	left := &registry.Lease{Owner: "lambda req-1", AcquiredAt: "2026-11-25T16:01:10Z", ExpiresAt: "2026-11-25T16:07:10Z"}
+	if !Unfinished(left, true, attempt1) {
+		t.Errorf("attempt 2's lease, taken after attempt 1's record: Unfinished = false; status says %q", leaseText(left, true, attempt1))
+	}
+}

@@ -108,7 +108,13 @@ func Unfinished(l *registry.Lease, expired bool, lr *policy.RunSummary) bool {
 	if lr.LeaseOwner != "" {
 		// a retry of the same Lambda invocation shares the owner: a lease
 		// taken before the recorded run started is an earlier attempt's
-		return l.Owner != lr.LeaseOwner || (err1 == nil && err2 == nil && taken.Before(started))
+		if l.Owner != lr.LeaseOwner {
+			return true
+		}
+		// the same owner: an earlier attempt's (taken before the run
+		// started) or a later one's (taken after it ended) is not its own
+		return err1 == nil && err2 == nil && (taken.Before(started) ||
+			taken.After(started.Add(time.Duration(lr.DurationMs)*time.Millisecond+time.Second)))
 	}
 	if l.Owner == lr.RunID {
 		return false

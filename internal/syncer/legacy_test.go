@@ -236,3 +236,23 @@ func TestLegacy_PutNamedOneV1KeyTitledAnother_NeitherKeysFieldsLost(t *testing.T
 		t.Errorf("legacyV1 = %v; want the kept v1 key named", res.Summary.LegacyV1)
 	}
 }
+
+// The scenario of TestLegacy_V1KeyIsAlsoANewPolicyName_NotDeleted: v1
+// policy:학칙 (fileNo 868, title 학칙); the file titled 학칙 is 학칙 전문, and
+// a file named 학칙 (titled 한국교원대학교 학칙) exists too. 학칙 전문 carries
+// 868 by title, as that test asserts; since 7e5255b the put of 학칙 carries
+// 868 as well (the own-name rule overrides the title match without taking
+// the carry back): one v1 entry's fields on two policies.
+func TestLegacy_V1KeyTitleMatchedElsewhereAndPutByName_NotCarriedTwice(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.putRaw(map[string]string{"policy:학칙": `{"title":"학칙","fileNo":"868"}`})
+	r.repo.Write("a/학칙 전문.md", "# 학칙\n")
+	r.repo.Write("b/학칙.md", "# 한국교원대학교 학칙\n")
+	r.repo.Commit("seed")
+	r.mustRun()
+	p := r.policies()
+	if a, b := p["학칙"].V1().FileNo, p["학칙 전문"].V1().FileNo; a == "868" && b == "868" {
+		t.Errorf("fileNo 868 carried by both 학칙 and 학칙 전문")
+	}
+}

@@ -34,12 +34,12 @@ const (
 // not forced, one on another line (the branch rewritten since) is synced
 // as it is. A head that never moves fails the run: Lambda retries a failed
 // asynchronous invocation, and the daily run reconciles otherwise.
-func (r *run) awaitPush(ctx context.Context, head string) (string, error) {
+func (r *run) awaitPush(ctx context.Context, head, last string) (string, error) {
 	after := r.opt.After
 	if after == "" || head == after {
 		return head, nil
 	}
-	if lags, err := r.lagsPush(ctx, after, head); err != nil || !lags {
+	if lags, err := r.lagsPush(ctx, after, head, last); err != nil || !lags {
 		return head, err
 	}
 	sleep := r.Sleep
@@ -74,13 +74,16 @@ func (r *run) awaitPush(ctx context.Context, head string) (string, error) {
 // that commit or behind it (one request more): a head on another line is a
 // later forced push, synced as it is (review: the run waited for a head
 // that never came back and failed, after the later push's run succeeded).
-func (r *run) lagsPush(ctx context.Context, after, head string) (bool, error) {
+func (r *run) lagsPush(ctx context.Context, after, head, last string) (bool, error) {
 	rel, err := r.Source.Relation(ctx, after, head)
 	switch {
 	case err != nil:
 		return false, err
 	case rel == "diverged" && (!r.opt.Forced || r.opt.Before == "" || head == r.opt.Before):
 		return r.opt.Forced, nil
+	case rel == "diverged" && head == last:
+		// the commit the registry holds is no later push: GitHub's view from before this one
+		return true, nil
 	case rel == "diverged":
 		if rel, err = r.Source.Relation(ctx, r.opt.Before, head); err != nil {
 			return false, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -158,4 +159,37 @@ func forcedPushNotYetVisible(t *testing.T, withBefore bool) (res syncer.Result, 
 	}
 	res, err = r.run(opt)
 	return res, forced, old, err
+}
+
+// Two forced pushes in a row (X -> Y, then Y -> Z), each off base. The
+// second push's run (before Y, after Z) starts while GitHub still shows
+// the branch at X, the commit the registry holds: X is on another line
+// than both Z and Y, so lagsPush calls it "a later forced push" and the
+// run syncs X as news -- "unchanged", success -- and never waits for Z.
+// Without "before" (an old payload) the same run waits and syncs Z.
+func TestPush_WebhookRun_ForcedPush_StaleViewIsTheRegistrysCommit_WaitsForThePush(t *testing.T) {
+	t.Parallel()
+	for _, withBefore := range []bool{false, true} {
+		r := newRig(t)
+		base := r.seed()
+		r.repo.Write("c/초안.md", "# 초안\n")
+		x := r.repo.Commit("X")
+		r.mustRun() // the registry holds X
+		r.repo.Reset(base)
+		r.repo.Write("c/초안.md", "# 초안 1\n")
+		y := r.repo.Commit("Y: forced push 1")
+		r.repo.Reset(base)
+		r.repo.Write("c/초안.md", "# 초안 2\n")
+		z := r.repo.Commit("Z: forced push 2")
+		r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(x))
+		opt := syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: z, Forced: true}
+		if withBefore {
+			opt.Before = y
+		}
+		res, err := r.run(opt)
+		if err == nil && res.Summary.Status == policy.RunSuccess && res.Summary.CommitSHA != z {
+			t.Errorf("before=%v: Z's run, GitHub briefly still at X (the registry's commit): %s, mode %s, synced %s; want Z synced (or the run failed for a retry)",
+				withBefore, res.Summary.Status, res.Summary.Mode, res.Summary.CommitSHA[:7])
+		}
+	}
 }

@@ -65,9 +65,15 @@ func (r *run) readSettled(ctx context.Context, st state, mode, reason string, ah
 		}
 		unverified = skipped
 	}
-	st, in, err := r.readTrusting(ctx, st, mode, reason, ahead, lagging)
-	in.unverified = unverified
-	return st, in, err
+	if unverified != "" {
+		// no time to wait: read as it is, trusting even what cannot be
+		// named (settle would wait the window there is no time for)
+		in, err := r.read(ctx, st, mode, reason, false, ahead)
+		st, err = ahead.takePending(ctx, st, err)
+		in.unverified = unverified
+		return st, in, err
+	}
+	return r.readTrusting(ctx, st, mode, reason, ahead, lagging)
 }
 
 // readTrusting is readSettled once the state owes no wait: it reads, and

@@ -71,7 +71,7 @@ func (r *run) readState(ctx context.Context) (state, error) {
 	if got.err != nil {
 		return st, got.err
 	}
-	if st.head, err = r.awaitPush(ctx, st.head); err != nil {
+	if st.head, err = r.awaitPush(ctx, st.head, st.last); err != nil {
 		return st, err
 	}
 	if r.opt.Full || st.last == "" {

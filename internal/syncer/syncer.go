@@ -207,11 +207,14 @@ type Result struct {
 	Plan    policy.Plan
 }
 
-// Outcomes of a run that completed with failed items: ErrPartial when every
-// failure is recorded for retry (lastCommit advanced), ErrItemsFailed when
-// not (lastCommit stays, the next run sees the changes again).
+// Outcomes of a run that completed but not whole: ErrPartial when every
+// failure is recorded for retry, or versions are held back, changes wait,
+// or its reads went unverified (its message says which; lastCommit advances
+// only past failures and held-back versions); ErrItemsFailed when failures
+// could not be recorded (lastCommit stays, the next run sees the changes
+// again).
 var (
-	ErrPartial     = errors.New("partial: failures recorded for retry")
+	ErrPartial     = errors.New("partial")
 	ErrItemsFailed = errors.New("items failed")
 	// ErrNotRecorded: the run's own metadata could not be written, so
 	// lastCommit did not advance; the next run does the work again.
@@ -279,11 +282,14 @@ func runError(sum policy.RunSummary, err error) error {
 	for i, f := range sum.Failures {
 		names[i] = f.PolicyName
 	}
-	outcome := ErrPartial
-	if sum.Status == policy.RunFailed {
-		outcome = ErrItemsFailed
+	unverified := ""
+	if sum.Unverified != "" {
+		unverified = "; " + sum.Unverified
 	}
-	return fmt.Errorf("%w: %d: %s", outcome, len(names), strings.Join(names, ", "))
+	if sum.Status == policy.RunFailed {
+		return fmt.Errorf("%w: %d: %s%s", ErrItemsFailed, len(names), strings.Join(names, ", "), unverified)
+	}
+	return fmt.Errorf("%w: failures recorded for retry: %d: %s%s", ErrPartial, len(names), strings.Join(names, ", "), unverified)
 }
 
 func newRunID() string {
