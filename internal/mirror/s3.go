@@ -168,7 +168,7 @@ func awsConfig(ctx context.Context, cfg Config) (aws.Config, error) {
 	switch {
 	case errors.As(err, &noProfile):
 		return aws.Config{}, fmt.Errorf("s3: AWS_PROFILE is %q, a profile the AWS shared config files do not have: name one they have, or unset it: %w", noProfile.Profile, policy.ErrConfig)
-	case err != nil: // LoadDefaultConfig reads the environment and local files only: nothing here is the store's doing
+	case err != nil: // LoadDefaultConfig reads the environment and the shared files (credentials come later, with the first request): the store has no part in it
 		return aws.Config{}, fmt.Errorf("s3: load the AWS configuration (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE): %v: %w", err, policy.ErrConfig)
 	}
 	if awsCfg.Region == "" {

@@ -88,7 +88,7 @@ func (r *run) lagsPush(ctx context.Context, after, head, last string) (bool, err
 		if rel, err = r.Source.Relation(ctx, r.opt.Before, head); err != nil {
 			return false, err
 		}
-		return rel == "behind" || rel == "identical" || rel == "unknown", nil
+		return rel == "behind" || rel == "unknown", nil // identical is head == Before, taken above
 	}
 	return rel == "behind" || rel == "unknown", nil
 }
