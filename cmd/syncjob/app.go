@@ -58,8 +58,8 @@ Commands:
   version     the version and source revision of this binary
 
 Exit codes: 0 ok (also nothing to do), 1 failed, 2 usage or configuration error,
-3 partial (failures recorded for retry), 4 refused by a safety guard,
-5 changes pending (sync --dry-run --detailed-exitcode only).
+3 partial (failures queued, versions held back, changes waiting, reads unverified),
+4 refused by a safety guard, 5 changes pending (sync --dry-run --detailed-exitcode only).
 
 Run "syncjob COMMAND --help" for its flags and the settings it reads, each an
 environment variable too, with its default.
