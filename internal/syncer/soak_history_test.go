@@ -483,6 +483,9 @@ func (h *historian) revert() string {
 		return ""
 	}
 	last, parent := h.chain[len(h.chain)-1], h.chain[len(h.chain)-2]
+	if h.repo.Git("rev-parse", last+"^{tree}") == h.repo.Git("rev-parse", parent+"^{tree}") {
+		return "" // nothing to revert: git's revert of an empty change fails
+	}
 	args := []string{"revert", "--no-edit"}
 	if strings.Contains(h.repo.Git("rev-list", "--parents", "-n", "1", last), " "+parent+" ") {
 		args = append(args, "-m", "1") // a merge: back to its first parent
