@@ -123,16 +123,7 @@ func TestPush_WebhookRun_ForcedPushNotYetVisible_BeforeKnown_WaitsForIt(t *testi
 func TestPush_WebhookRun_ForcedPushSupersededByALaterForcedPush_SyncsTheLaterOne(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	base := r.seed()
-	r.repo.Write("c/초안.md", "# 초안\n")
-	old := r.repo.Commit("a commit the force pushes drop")
-	r.mustRun()
-	r.repo.Reset(base)
-	r.repo.Write("c/초안.md", "# 초안 1\n")
-	f1 := r.repo.Commit("forced push 1")
-	r.repo.Reset(base)
-	r.repo.Write("c/초안.md", "# 초안 2\n")
-	f2 := r.repo.Commit("forced push 2 (amended)")
+	old, f1, f2 := twoForcedPushes(r)
 	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: f1, Forced: true, Before: old})
 	if err != nil || res.Summary.CommitSHA != f2 {
 		t.Errorf("the first forced push's run with the branch at the second: %v (status %s, synced %s); want %s synced", err, res.Summary.Status, res.Summary.CommitSHA, f2)
@@ -171,16 +162,7 @@ func TestPush_WebhookRun_ForcedPush_StaleViewIsTheRegistrysCommit_WaitsForThePus
 	t.Parallel()
 	for _, withBefore := range []bool{false, true} {
 		r := newRig(t)
-		base := r.seed()
-		r.repo.Write("c/초안.md", "# 초안\n")
-		x := r.repo.Commit("X")
-		r.mustRun() // the registry holds X
-		r.repo.Reset(base)
-		r.repo.Write("c/초안.md", "# 초안 1\n")
-		y := r.repo.Commit("Y: forced push 1")
-		r.repo.Reset(base)
-		r.repo.Write("c/초안.md", "# 초안 2\n")
-		z := r.repo.Commit("Z: forced push 2")
+		x, y, z := twoForcedPushes(r) // the registry holds x
 		r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(x))
 		opt := syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: z, Forced: true}
 		if withBefore {
@@ -192,4 +174,22 @@ func TestPush_WebhookRun_ForcedPush_StaleViewIsTheRegistrysCommit_WaitsForThePus
 				withBefore, res.Summary.Status, res.Summary.Mode, res.Summary.CommitSHA[:7])
 		}
 	}
+}
+
+// twoForcedPushes syncs a commit (dropped) off the seed, then force-pushes
+// the branch twice, each time to a new commit off the seed: the registry
+// holds dropped, the branch is at second.
+func twoForcedPushes(r *rig) (dropped, first, second string) {
+	r.t.Helper()
+	base := r.seed()
+	r.repo.Write("c/초안.md", "# 초안\n")
+	dropped = r.repo.Commit("a commit the force pushes drop")
+	r.mustRun()
+	r.repo.Reset(base)
+	r.repo.Write("c/초안.md", "# 초안 1\n")
+	first = r.repo.Commit("forced push 1")
+	r.repo.Reset(base)
+	r.repo.Write("c/초안.md", "# 초안 2\n")
+	second = r.repo.Commit("forced push 2 (amended)")
+	return dropped, first, second
 }

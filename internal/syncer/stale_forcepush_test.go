@@ -165,15 +165,7 @@ func TestStaleReads_DirtyRun_DeadlineShorterThanWindow_NextRunsStillConverge(t *
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	head := r.repo.Commit("edit 가")
 	dirtyRun(r)
-	// the syncer's sleep as retry.Sleep's: a wait the deadline cuts fails
-	r.s.Sleep = func(ctx context.Context, d time.Duration) error {
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-			<-ctx.Done()
-			return ctx.Err()
-		}
-		r.clock.Advance(d)
-		return ctx.Err()
-	}
+	sleepCutByDeadline(r)
 	opt := r.opt
 	opt.MaxDuration = 300 * time.Millisecond // stands for MAX_DURATION=1m against the 60 s window
 	for i := range 3 {
@@ -264,4 +256,17 @@ func editSyncedCleanly(r *staleRig) (base string) {
 		r.t.Fatalf("setup: the clean run: %v", err)
 	}
 	return base
+}
+
+// sleepCutByDeadline makes the syncer's sleep retry.Sleep's: a wait the
+// run's deadline cuts fails at the deadline; one that fits moves the clock.
+func sleepCutByDeadline(r *staleRig) {
+	r.s.Sleep = func(ctx context.Context, d time.Duration) error {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		r.clock.Advance(d)
+		return ctx.Err()
+	}
 }

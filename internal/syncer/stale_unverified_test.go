@@ -115,14 +115,7 @@ func TestStaleReads_DirtyRun_ManyCommits_NoTimeToWait_PartialNotFailedInTheWait(
 		r.repo.Write("a/나.md", fmt.Sprintf("# 나 %d\n", i))
 		head = r.repo.Commit(fmt.Sprintf("edit 나 %d", i))
 	}
-	r.s.Sleep = func(ctx context.Context, d time.Duration) error {
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-			<-ctx.Done()
-			return ctx.Err()
-		}
-		r.clock.Advance(d)
-		return ctx.Err()
-	}
+	sleepCutByDeadline(r)
 	opt := r.opt
 	opt.MaxDuration = 300 * time.Millisecond // stands for MAX_DURATION=1m
 	for i := range 2 {
