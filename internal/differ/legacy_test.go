@@ -66,9 +66,9 @@ func TestMigrate_PutNamedOneV1KeyTitledAnother_LosesNoFields(t *testing.T) {
 
 // Two puts: 학칙 (a v1 key's own name) titled "학칙 전문" (the other v1
 // key's title), and 규정집 titled "학칙" (the first v1 key's title). The
-// own-name rule gives 학칙 its own key's fields and frees 학칙 전문, but
-// 규정집's title match of 학칙 is left in Carry: fileNo 1 is carried by two
-// policies (학칙 and 규정집).
+// own-name rule may not give 학칙 its own key's fields, which 규정집 took
+// by title: each v1 entry's fields are on one policy at most. Review: they
+// were, and fileNo 1 was carried by two policies (학칙 and 규정집).
 func TestMigrate_OwnNameRule_LeavesATitleMatchOfThatKey_NoFieldsCarriedTwice(t *testing.T) {
 	t.Parallel()
 	v1 := map[string]policy.Entry{

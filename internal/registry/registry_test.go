@@ -670,9 +670,10 @@ func TestRegistry_WriteFailures_SayEachLayerOnce(t *testing.T) {
 	}
 }
 
-// metadataFileNo bounds the fileNo's bytes (256), not its encoding: a
-// fileNo of 200 control characters (each "\u0001" in JSON, six bytes) is
-// 1,200 bytes of metadata, a pair KV refuses every run.
+// A fileNo is bounded in its JSON encoding, not its bytes: 200 control
+// characters (each "\u0001" in JSON, six bytes) are left to the value.
+// Review: the bound counted bytes (256), and such a fileNo made 1,200
+// bytes of metadata, a pair KV refuses every run.
 func TestQueuePair_FileNoOfEscapedCharacters_Fits(t *testing.T) {
 	t.Parallel()
 	fileNo := strings.Repeat("\x01", 200)

@@ -9,10 +9,8 @@ import (
 )
 
 // status --check after an unverified run (no time to wait out KV's
-// window): unhealthy, as it should be, but its reason reads "partial: 0
-// failed" -- it neither says the reads were unverified nor names
-// MAX_DURATION, the one setting that fixes it (DESIGN: "non-zero
-// otherwise, saying why").
+// window) is unhealthy and says why, naming MAX_DURATION, the setting that
+// fixes it. Review: its reason read "partial: 0 failed".
 func TestCheckHealth_UnverifiedRun_SaysWhy(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 25, 16, 0, 0, 0, time.UTC)

@@ -84,8 +84,8 @@ func TestUnfinished_LambdaRetrySameOwner_FailedBeforeItsLease_EarlierAttemptsLea
 // and released its lease; Lambda retried a minute later, attempt 2 took
 // the lease and was killed (the Lambda timeout) before it recorded. The
 // expired lease, taken long after the recorded run ended, is attempt 2's,
-// whose end nothing recorded; status calls it the recorded run's lost
-// release, and status --check does not say a run did not finish.
+// whose end nothing recorded. Review: status called it the recorded run's
+// lost release, and status --check did not say a run did not finish.
 func TestUnfinished_SameOwnerLeaseTakenAfterTheRecordedRunEnded(t *testing.T) {
 	t.Parallel()
 	attempt1 := &policy.RunSummary{RunID: "run-1", LeaseOwner: "lambda req-1", Timestamp: "2026-11-25T16:00:05Z", DurationMs: 900, Status: policy.RunFailed}

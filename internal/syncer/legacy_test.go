@@ -240,9 +240,9 @@ func TestLegacy_PutNamedOneV1KeyTitledAnother_NeitherKeysFieldsLost(t *testing.T
 // The scenario of TestLegacy_V1KeyIsAlsoANewPolicyName_NotDeleted: v1
 // policy:학칙 (fileNo 868, title 학칙); the file titled 학칙 is 학칙 전문, and
 // a file named 학칙 (titled 한국교원대학교 학칙) exists too. 학칙 전문 carries
-// 868 by title, as that test asserts; since 7e5255b the put of 학칙 carries
-// 868 as well (the own-name rule overrides the title match without taking
-// the carry back): one v1 entry's fields on two policies.
+// 868 by title, as that test asserts, and the put of 학칙 does not. Review:
+// since 7e5255b it carried 868 as well (the own-name rule overrode the
+// title match without taking the carry back).
 func TestLegacy_V1KeyTitleMatchedElsewhereAndPutByName_NotCarriedTwice(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

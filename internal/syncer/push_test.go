@@ -154,10 +154,10 @@ func forcedPushNotYetVisible(t *testing.T, withBefore bool) (res syncer.Result, 
 
 // Two forced pushes in a row (X -> Y, then Y -> Z), each off base. The
 // second push's run (before Y, after Z) starts while GitHub still shows
-// the branch at X, the commit the registry holds: X is on another line
-// than both Z and Y, so lagsPush calls it "a later forced push" and the
-// run syncs X as news -- "unchanged", success -- and never waits for Z.
-// Without "before" (an old payload) the same run waits and syncs Z.
+// the branch at X, the commit the registry holds: that is GitHub's view
+// from before the push, and the run waits for Z, with "before" or without.
+// Review: X is on another line than both Z and Y, so lagsPush called it "a
+// later forced push" and the run synced X as news ("unchanged", success).
 func TestPush_WebhookRun_ForcedPush_StaleViewIsTheRegistrysCommit_WaitsForThePush(t *testing.T) {
 	t.Parallel()
 	for _, withBefore := range []bool{false, true} {

@@ -14,12 +14,11 @@ import (
 )
 
 // An unverified run (no time to wait out the window) whose head is the
-// lastCommit it keeps: the next run's state reads "head unchanged, the
-// previous run clean" (partial, not dirty, commitSHA == lastCommit), so it
-// ends "unchanged" -- a success -- without ever waiting out the window that
-// the unverified run skipped. Here the unverified run missed a policy
-// (다) another run wrote seconds before it, and the run after it records
-// success while 다, which the head does not hold, is in the registry.
+// lastCommit it keeps missed a policy (다) another run wrote seconds before
+// it. The run after it is unclean: full, and it waits out the window, so it
+// removes 다. Review: its state read "head unchanged, the previous run
+// clean" (partial, not dirty, commitSHA == lastCommit), and it ended
+// "unchanged", a success, with 다 in the registry.
 func TestStaleReads_AfterAnUnverifiedRun_HeadAtLastCommit_NextRunWaitsAndRepairs(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
@@ -68,10 +67,10 @@ func TestStaleReads_AfterAnUnverifiedRun_HeadAtLastCommit_NextRunWaitsAndRepairs
 	_ = syncer.ErrPartial
 }
 
-// After an unverified run that kept lastCommit on purpose, the next run is
-// full "because the previous run's last commit was not recorded" -- a
-// lost write that did not happen (honest reports: the record names the
-// wrong cause; status and the summary line repeat it).
+// After an unverified run, which keeps lastCommit on purpose, the next run
+// is full because that run could not wait out the window. Review: it said
+// "the previous run's last commit was not recorded", a lost write that did
+// not happen, and status and the summary line repeated it.
 func TestStaleReads_AfterAnUnverifiedRun_ModeReasonSaysSo(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
@@ -97,12 +96,11 @@ func TestStaleReads_AfterAnUnverifiedRun_ModeReasonSaysSo(t *testing.T) {
 
 // After a dirty run, with more commits since lastCommit than the run reads
 // one by one (maxTouchedCommits, 100), and a deadline shorter than the
-// window: untrusted skips its wait for want of time and marks the run
-// unverified, then the read cannot name the range's names
-// (errRangeUnknown) and readTrusting settles -- waits out the very window
-// untrusted had no time for -- and the run fails in the wait. The failed
-// run after an unclean one is dirty again: every such run fails the same
-// way (the non-convergence d19d447's predecessor fixed for untrusted).
+// window: the run has no time to wait, so it is unverified and reads
+// without distrust; it is partial, and the registry reaches the head.
+// Review: the read could not name the range's names (errRangeUnknown) and
+// waited out the very window there was no time for, so the run failed in
+// the wait, dirty, and every such run after it failed the same way.
 func TestStaleReads_DirtyRun_ManyCommits_NoTimeToWait_PartialNotFailedInTheWait(t *testing.T) {
 	t.Parallel()
 	r := newStaleRig(t)
