@@ -155,20 +155,27 @@ type migrator struct {
 
 func newMigrator(v1 map[string]policy.Entry) *migrator {
 	m := &migrator{v1: v1, byTitle: map[string]string{}, carry: map[string]policy.Entry{}, matched: map[string]string{}}
-	for key, e := range v1 {
-		title := e.Title
+	for _, key := range slices.Sorted(maps.Keys(v1)) { // two keys of one title: the same one every run
+		title := v1[key].Title
 		if title == "" {
 			title = key
 		}
-		m.byTitle[title] = key
+		if _, taken := m.byTitle[title]; !taken || key == title {
+			m.byTitle[title] = key // a key that is its own title first
+		}
 	}
 	return m
 }
 
 // take gives name the fields of the v1 entry titled title, if there is one.
+// Of two policies of one title the later takes them, and the earlier no
+// longer carries them (review: both did).
 func (m *migrator) take(name, title string) bool {
 	key, ok := m.byTitle[title]
 	if ok {
+		if prev, was := m.matched[key]; was && prev != name {
+			delete(m.carry, prev)
+		}
 		m.carry[name] = m.v1[key]
 		m.matched[key] = name
 	}

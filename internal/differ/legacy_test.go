@@ -106,3 +106,113 @@ func TestMigrate_OwnNameRule_UnchangedEntryTitleMatch_NoFieldsCarriedTwice(t *te
 		t.Errorf("학칙 and 규정집 both carry fileNo %s", c.V1().FileNo)
 	}
 }
+
+func carriersOf(mig differ.Migration) map[string][]string {
+	c := map[string][]string{}
+	for name, e := range mig.Carry {
+		c[e.V1().FileNo] = append(c[e.V1().FileNo], name)
+	}
+	return c
+}
+
+// Two new policies with the same H1 title (nothing makes titles unique),
+// one v1 key of that title: one of them carries its fields. Review: both
+// did.
+func TestMigrate_TwoPutsSameTitle_FieldsCarriedOnce(t *testing.T) {
+	t.Parallel()
+	v1 := map[string]policy.Entry{"학칙": {Title: "학칙", Legacy: &policy.Legacy{FileNo: "1"}}}
+	plan := policy.Plan{Items: []policy.Item{
+		{Action: policy.ActAdd, PolicyName: "가", Path: "가.md", SHA: sha(1), Title: "학칙"},
+		{Action: policy.ActAdd, PolicyName: "나", Path: "나.md", SHA: sha(2), Title: "학칙"},
+	}}
+	_, mig := differ.Migrate(plan, nil, v1, false, now)
+	for fileNo, names := range carriersOf(mig) {
+		if len(names) > 1 {
+			t.Errorf("fileNo %s carried by %v", fileNo, names)
+		}
+	}
+}
+
+// A put named like the v1 key, titled like it, and another put of that same title.
+func TestMigrate_OwnNamePutAndTitleTwin_FieldsCarriedOnce(t *testing.T) {
+	t.Parallel()
+	v1 := map[string]policy.Entry{"학칙": {Title: "학칙", Legacy: &policy.Legacy{FileNo: "1"}}}
+	plan := policy.Plan{Items: []policy.Item{
+		{Action: policy.ActAdd, PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Title: "학칙"},
+		{Action: policy.ActAdd, PolicyName: "규정집", Path: "규정집.md", SHA: sha(2), Title: "학칙"},
+	}}
+	_, mig := differ.Migrate(plan, nil, v1, false, now)
+	for fileNo, names := range carriersOf(mig) {
+		if len(names) > 1 {
+			t.Errorf("fileNo %s carried by %v", fileNo, names)
+		}
+	}
+}
+
+// Chains: v1 A,B,C; puts A titled B, B titled C; and the cycle A<->B.
+func TestMigrate_Chains(t *testing.T) {
+	t.Parallel()
+	v1 := map[string]policy.Entry{
+		"A": {Title: "A", Legacy: &policy.Legacy{FileNo: "1"}},
+		"B": {Title: "B", Legacy: &policy.Legacy{FileNo: "2"}},
+		"C": {Title: "C", Legacy: &policy.Legacy{FileNo: "3"}},
+	}
+	cases := map[string][]policy.Item{
+		"A→B,B→C":     {{Action: policy.ActAdd, PolicyName: "A", Path: "A.md", SHA: sha(1), Title: "B"}, {Action: policy.ActAdd, PolicyName: "B", Path: "B.md", SHA: sha(2), Title: "C"}},
+		"A→C,B→A":     {{Action: policy.ActAdd, PolicyName: "A", Path: "A.md", SHA: sha(1), Title: "C"}, {Action: policy.ActAdd, PolicyName: "B", Path: "B.md", SHA: sha(2), Title: "A"}},
+		"A↔B":         {{Action: policy.ActAdd, PolicyName: "A", Path: "A.md", SHA: sha(1), Title: "B"}, {Action: policy.ActAdd, PolicyName: "B", Path: "B.md", SHA: sha(2), Title: "A"}},
+		"A→B,B→C,C→A": {{Action: policy.ActAdd, PolicyName: "A", Path: "A.md", SHA: sha(1), Title: "B"}, {Action: policy.ActAdd, PolicyName: "B", Path: "B.md", SHA: sha(2), Title: "C"}, {Action: policy.ActAdd, PolicyName: "C", Path: "C.md", SHA: sha(3), Title: "A"}},
+		"X→A,A→B":     {{Action: policy.ActAdd, PolicyName: "X", Path: "X.md", SHA: sha(4), Title: "A"}, {Action: policy.ActAdd, PolicyName: "A", Path: "A.md", SHA: sha(1), Title: "B"}},
+	}
+	for name, items := range cases {
+		for range 50 {
+			plan, mig := differ.Migrate(policy.Plan{Items: append([]policy.Item{}, items...)}, nil, v1, false, now)
+			seen := map[string]string{}
+			for fileNo, names := range carriersOf(mig) {
+				if len(names) > 1 {
+					t.Errorf("%s: fileNo %s carried by %v", name, fileNo, names)
+				}
+				seen[fileNo] = names[0]
+			}
+			// every v1 key: carried, or kept (Unmatched), and a v1 key a put replaces must be carried
+			for key, e := range v1 {
+				_, carried := seen[e.V1().FileNo]
+				kept := false
+				for _, u := range mig.Unmatched {
+					kept = kept || u == key
+				}
+				if !carried && !kept {
+					t.Errorf("%s: v1 %s lost (carry %v, unmatched %v, plan %v)", name, key, carriersOf(mig), mig.Unmatched, plan.Items)
+				}
+				replaced := false
+				for _, it := range items {
+					replaced = replaced || it.PolicyName == key
+				}
+				if replaced && !carried {
+					t.Errorf("%s: v1 %s overwritten by its put without being carried", name, key)
+				}
+			}
+		}
+	}
+}
+
+// Two v1 keys with the same title (one untitled, keyed by it; v1 keys are
+// policy:{title}, but the stored title may differ): byTitle is built by
+// ranging over the v1 map, so which key a policy of that title takes, and
+// which is reported unmatched, changes from run to run.
+func TestMigrate_TwoV1KeysSameTitle_Deterministic(t *testing.T) {
+	t.Parallel()
+	v1 := map[string]policy.Entry{
+		"학칙":    {Legacy: &policy.Legacy{FileNo: "1"}},
+		"학칙(구)": {Title: "학칙", Legacy: &policy.Legacy{FileNo: "2"}},
+	}
+	plan := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "규정", Path: "규정.md", SHA: sha(1), Title: "학칙"}}}
+	seen := map[string]bool{}
+	for range 200 {
+		_, mig := differ.Migrate(policy.Plan{Items: append([]policy.Item{}, plan.Items...)}, nil, v1, false, now)
+		seen[mig.Carry["규정"].V1().FileNo] = true
+	}
+	if len(seen) > 1 {
+		t.Errorf("규정 carries fileNo %v across identical runs: not deterministic", seen)
+	}
+}

@@ -1,6 +1,7 @@
 package syncer_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -192,4 +193,41 @@ func twoForcedPushes(r *rig) (dropped, first, second string) {
 	r.repo.Write("c/초안.md", "# 초안 2\n")
 	second = r.repo.Commit("forced push 2 (amended)")
 	return dropped, first, second
+}
+
+// Three forced pushes: X (synced) -> Y -> Z -> X again (the last one resets
+// the branch to exactly the registry's commit: a revert by force push).
+// Z's run (before Y, after Z) starts with GitHub already, and correctly,
+// at X, the registry's commit: it waits (GitHub's stale view looks the
+// same), and a head that stays at X is taken as the later push back to it
+// (success, unchanged). Review: the run failed with ErrPushNotSeen, "GitHub
+// has not caught up with the push", untrue, and its Lambda retries failed
+// the same way, recording failed after the third push's run succeeded.
+func TestPush_WebhookRun_LaterForcePushBackToTheRegistrysCommit_Synced(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	base := r.seed()
+	r.repo.Write("c/초안.md", "# 초안\n")
+	x := r.repo.Commit("X")
+	r.mustRun() // the registry holds X
+	r.repo.Reset(base)
+	r.repo.Write("c/초안.md", "# 초안 1\n")
+	y := r.repo.Commit("Y: forced push 1")
+	r.repo.Reset(base)
+	r.repo.Write("c/초안.md", "# 초안 2\n")
+	z := r.repo.Commit("Z: forced push 2")
+	r.repo.Reset(x) // forced push 3: back to X
+	// push 3's run: head == After, syncs X
+	if res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: x, Forced: true, Before: z}); err != nil {
+		t.Fatalf("push 3's run: %v (%s)", err, res.Summary.Status)
+	}
+	// push 2's run (queued, or a Lambda retry), the branch at X
+	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: z, Forced: true, Before: y})
+	if errors.Is(err, syncer.ErrPushNotSeen) || err != nil {
+		t.Errorf("push 2's run, the branch since force-pushed back to X (the registry's commit): %v; want X synced (unchanged, success)", err)
+	}
+	if lr := r.lastRun(); lr.Status != policy.RunSuccess {
+		t.Errorf("lastRun after push 2's run: %s (%s), while the registry equals the head %s", lr.Status, lr.Error, x[:7])
+	}
+	_ = res
 }

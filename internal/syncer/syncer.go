@@ -258,21 +258,25 @@ func runError(sum policy.RunSummary, err error) error {
 	if err != nil {
 		return err
 	}
+	unverified := "" // said beside whatever else made the run partial
+	if sum.Unverified != "" {
+		unverified = "; " + sum.Unverified
+	}
 	if len(sum.Failures) == 0 {
 		switch {
 		case sum.Status == policy.RunFailed:
 			// everything landed but the run could not be recorded
 			return fmt.Errorf("%w: %s", ErrNotRecorded, sum.Error)
 		case sum.Waiting > 0 && sum.StoppedEarly:
-			return fmt.Errorf("%w: %d changes wait: the run stopped before its deadline; the next run continues (%s)", ErrPartial, sum.Waiting, strings.Join(sum.WaitingNames, ", "))
+			return fmt.Errorf("%w: %d changes wait: the run stopped before its deadline; the next run continues (%s)%s", ErrPartial, sum.Waiting, strings.Join(sum.WaitingNames, ", "), unverified)
 		case sum.Waiting > 0:
-			return fmt.Errorf("%w: %d changes wait for tomorrow's write budget (DAILY_WRITE_BUDGET); the next run continues", ErrPartial, sum.Waiting)
+			return fmt.Errorf("%w: %d changes wait for tomorrow's write budget (DAILY_WRITE_BUDGET); the next run continues%s", ErrPartial, sum.Waiting, unverified)
 		case len(sum.HeldBack) > 0:
 			names := make([]string, len(sum.HeldBack))
 			for i, h := range sum.HeldBack {
 				names[i] = h.PolicyName
 			}
-			return fmt.Errorf("%w: %d held back by dead letters (syncjob deadletter retry --all): %s", ErrPartial, len(names), strings.Join(names, ", "))
+			return fmt.Errorf("%w: %d held back by dead letters (syncjob deadletter retry --all): %s%s", ErrPartial, len(names), strings.Join(names, ", "), unverified)
 		case sum.Unverified != "":
 			return fmt.Errorf("%w: %s; the next run checks the whole registry", ErrPartial, sum.Unverified)
 		}
@@ -281,10 +285,6 @@ func runError(sum policy.RunSummary, err error) error {
 	names := make([]string, len(sum.Failures))
 	for i, f := range sum.Failures {
 		names[i] = f.PolicyName
-	}
-	unverified := ""
-	if sum.Unverified != "" {
-		unverified = "; " + sum.Unverified
 	}
 	if sum.Status == policy.RunFailed {
 		return fmt.Errorf("%w: %d: %s%s", ErrItemsFailed, len(names), strings.Join(names, ", "), unverified)
