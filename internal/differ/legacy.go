@@ -169,11 +169,16 @@ func newMigrator(v1 map[string]policy.Entry) *migrator {
 
 // take gives name the fields of the v1 entry titled title, if there is one.
 // Of two policies of one title the later takes them, and the earlier no
-// longer carries them (review: both did).
+// longer carries them (review: both did), unless the earlier is the key's
+// own name: its put replaces the key's value (review: the fields went to a
+// later put, and were lost when only the first landed).
 func (m *migrator) take(name, title string) bool {
 	key, ok := m.byTitle[title]
 	if ok {
 		if prev, was := m.matched[key]; was && prev != name {
+			if prev == key {
+				return false // the put that replaces the key's own value keeps its fields (review)
+			}
 			delete(m.carry, prev)
 		}
 		m.carry[name] = m.v1[key]

@@ -256,3 +256,43 @@ func TestLegacy_V1KeyTitleMatchedElsewhereAndPutByName_NotCarriedTwice(t *testin
 		t.Errorf("fileNo 868 carried by both 학칙 and 학칙 전문")
 	}
 }
+
+// A v1 key 학칙 (fileNo 868), and two new files titled 학칙: 학칙.md (a put
+// of the v1 key's own name: it overwrites policy:학칙) and 해설.md (sorts
+// after it). The put that overwrites the key carries its fields, so a
+// budget that writes 학칙 and leaves 해설 waiting loses nothing. Review: the
+// fields went to 해설 alone, and once 학칙 landed without them 868 was gone.
+func TestLegacy_OwnNamePutAndATitleTwin_OnlyTheFirstLands_FieldsKept(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.billed()
+	r.repo.Write("a/학칙.md", "# 학칙\n")
+	r.repo.Write("a/해설.md", "# 학칙\n")
+	r.repo.Commit("v2")
+	r.putRaw(map[string]string{"policy:학칙": `{"title":"학칙","fileNo":"868","status":"active"}`})
+	cut := false
+	for b := int64(1); b < 200 && !cut; b++ {
+		r.clock.Advance(24 * time.Hour)
+		res, err := r.run(withBudget(b))
+		if errors.Is(err, syncer.ErrBudget) || res.Summary.Added == 0 {
+			continue
+		}
+		cut = true
+		t.Logf("budget %d: added %d waiting %d (%v)", b, res.Summary.Added, res.Summary.Waiting, err)
+	}
+	if !cut {
+		t.Fatal("setup: no budget cut")
+	}
+	r.clock.Advance(24 * time.Hour)
+	if _, err := r.run(leased); err != nil {
+		t.Fatalf("unbudgeted run: %v", err)
+	}
+	all, _, err := r.reg.Policies(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := all["학칙"].V1().FileNo, all["해설"].V1().FileNo
+	if a != "868" && b != "868" {
+		t.Errorf("v1 fileNo 868 lost: 학칙 carries %q, 해설 %q; want one of them to carry 868", a, b)
+	}
+}

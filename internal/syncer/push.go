@@ -63,12 +63,13 @@ func (r *run) awaitPush(ctx context.Context, head, last string) (string, error) 
 		}
 	}
 	if r.opt.Forced && head == last {
-		// the registry's own commit that stays the head after a forced
-		// push is a later push back to it more likely than a GitHub this
-		// far behind: synced as it is (review: the run failed, "GitHub has
-		// not caught up", while the registry equalled the head)
-		r.log.Info("branch head is still the synced commit: taken as a later push back to it", logkey.Commit, head, logkey.After, after)
-		return head, nil
+		// GitHub's view from before the push, or a later push back to the
+		// synced commit: the head alone cannot tell, and syncing it would
+		// record success over a registry without the push if GitHub is
+		// still behind (review). A push back has its own event, whose run
+		// syncs it; this one fails saying both.
+		return head, fmt.Errorf("github: %w: after %s GitHub still reports %s, the registry's own commit, not the pushed %s: GitHub has not caught up with the push, or a later push put the branch back to that commit (then its own run syncs it): a retry of this run or the next scheduled run syncs what the branch holds then",
+			ErrPushNotSeen, waited, head, after)
 	}
 	return head, fmt.Errorf("github: %w: after %s GitHub still reports %s, not the pushed %s, which it does not contain (GitHub has not caught up with the push): a retry of this run or the next scheduled run syncs what the branch holds then",
 		ErrPushNotSeen, waited, head, after)

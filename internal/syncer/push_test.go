@@ -2,9 +2,11 @@ package syncer_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/syncer"
@@ -136,7 +138,13 @@ func TestPush_WebhookRun_ForcedPushSupersededByALaterForcedPush_SyncsTheLaterOne
 // not; it returns the run and the pushed and dropped commits.
 func forcedPushNotYetVisible(t *testing.T, withBefore bool) (res syncer.Result, forced, old string, err error) {
 	t.Helper()
-	r := newRig(t)
+	return forcedPushNotYetVisibleFor(t, newRig(t), 2, withBefore)
+}
+
+// forcedPushNotYetVisibleFor is forcedPushNotYetVisible with GitHub
+// answering the dropped commit for the next stale head reads.
+func forcedPushNotYetVisibleFor(t *testing.T, r *rig, stale int, withBefore bool) (res syncer.Result, forced, old string, err error) {
+	t.Helper()
 	base := r.seed()
 	r.repo.Write("c/초안.md", "# 초안\n")
 	old = r.repo.Commit("a commit the force push drops")
@@ -144,7 +152,7 @@ func forcedPushNotYetVisible(t *testing.T, withBefore bool) (res syncer.Result, 
 	r.repo.Reset(base)
 	r.repo.Write("c/새 규정.md", "# 새 규정\n")
 	forced = r.repo.Commit("forced push")
-	r.gh.FailNext(githubtest.KindCommitSHA, 2, githubtest.StaleHead(old))
+	r.gh.FailNext(githubtest.KindCommitSHA, stale, githubtest.StaleHead(old))
 	opt := syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: forced, Forced: true}
 	if withBefore {
 		opt.Before = old
@@ -197,37 +205,42 @@ func twoForcedPushes(r *rig) (dropped, first, second string) {
 
 // Three forced pushes: X (synced) -> Y -> Z -> X again (the last one resets
 // the branch to exactly the registry's commit: a revert by force push).
-// Z's run (before Y, after Z) starts with GitHub already, and correctly,
-// at X, the registry's commit: it waits (GitHub's stale view looks the
-// same), and a head that stays at X is taken as the later push back to it
-// (success, unchanged). Review: the run failed with ErrPushNotSeen, "GitHub
-// has not caught up with the push", untrue, and its Lambda retries failed
-// the same way, recording failed after the third push's run succeeded.
-func TestPush_WebhookRun_LaterForcePushBackToTheRegistrysCommit_Synced(t *testing.T) {
+// Z's run (before Y, after Z) starts with GitHub, correctly, at X, the
+// registry's commit: from the head alone that is also GitHub's view from
+// before the push (next test), so the run fails, saying both, and leaves
+// the registry as it is; the third push's own run synced X. Review: it
+// said only "GitHub has not caught up with the push", untrue here.
+func TestPush_WebhookRun_LaterForcePushBackToTheRegistrysCommit_FailsSayingSo(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	base := r.seed()
-	r.repo.Write("c/초안.md", "# 초안\n")
-	x := r.repo.Commit("X")
-	r.mustRun() // the registry holds X
-	r.repo.Reset(base)
-	r.repo.Write("c/초안.md", "# 초안 1\n")
-	y := r.repo.Commit("Y: forced push 1")
-	r.repo.Reset(base)
-	r.repo.Write("c/초안.md", "# 초안 2\n")
-	z := r.repo.Commit("Z: forced push 2")
-	r.repo.Reset(x) // forced push 3: back to X
-	// push 3's run: head == After, syncs X
+	x, y, z := twoForcedPushes(r) // the registry holds x
+	r.repo.Reset(x)               // forced push 3: back to X
 	if res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: x, Forced: true, Before: z}); err != nil {
 		t.Fatalf("push 3's run: %v (%s)", err, res.Summary.Status)
 	}
-	// push 2's run (queued, or a Lambda retry), the branch at X
-	res, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: z, Forced: true, Before: y})
-	if errors.Is(err, syncer.ErrPushNotSeen) || err != nil {
-		t.Errorf("push 2's run, the branch since force-pushed back to X (the registry's commit): %v; want X synced (unchanged, success)", err)
+	before := r.policies()
+	_, err := r.run(syncer.Options{LeaseTTL: leased.LeaseTTL, Trigger: syncer.TriggerWebhook, After: z, Forced: true, Before: y})
+	if !errors.Is(err, syncer.ErrPushNotSeen) || !strings.Contains(err.Error(), "put the branch back") {
+		t.Errorf("push 2's run, the branch since force-pushed back to X (the registry's commit): %v; want ErrPushNotSeen naming a push back as a cause", err)
 	}
-	if lr := r.lastRun(); lr.Status != policy.RunSuccess {
-		t.Errorf("lastRun after push 2's run: %s (%s), while the registry equals the head %s", lr.Status, lr.Error, x[:7])
+	if diff := cmp.Diff(before, r.policies()); diff != "" {
+		t.Errorf("the failed run changed the registry (-before +after):\n%s", diff)
 	}
-	_ = res
+}
+
+// A forced push GitHub shows only after more than the run's 15 s of
+// re-reads: every read answers the registry's own commit, GitHub's view
+// from before the push. The run fails for Lambda to retry; it never
+// records success over a registry without the push (review: a version
+// that took such a head for a push back to it did).
+func TestPush_WebhookRun_ForcedPush_GitHubStaleLongerThanTheWait_Fails(t *testing.T) {
+	t.Parallel()
+	for _, withBefore := range []bool{false, true} {
+		r := newRig(t)
+		res, forced, old, err := forcedPushNotYetVisibleFor(t, r, 5, withBefore) // the first read and all four re-reads
+		if !errors.Is(err, syncer.ErrPushNotSeen) || res.Summary.Status == policy.RunSuccess {
+			t.Errorf("before=%v: forced push %s, GitHub at %s (the registry's commit) throughout: %v (status %s, synced %s); want ErrPushNotSeen",
+				withBefore, forced[:7], old[:7], err, res.Summary.Status, res.Summary.CommitSHA)
+		}
+	}
 }
