@@ -161,22 +161,11 @@ func TestLegacy_BudgetCutsTheTaker_V1KeyKept(t *testing.T) {
 	r.repo.Write("규정/기타.md", "# 기타\n")
 	r.repo.Commit("v2 layout")
 	r.putRaw(map[string]string{"policy:한국교원대학교 학칙": `{"title":"한국교원대학교 학칙","fileNo":"868","previewUrl":"https://www.knue.ac.kr/p?fileNo=868","status":"active"}`})
-	cut := false
-	for b := int64(1); b < 200 && !cut; b++ {
-		r.clock.Advance(24 * time.Hour)
-		res, err := r.run(withBudget(b))
-		if errors.Is(err, syncer.ErrBudget) || res.Summary.Added == 0 {
-			continue
-		}
-		cut = true
-		_, taken := r.policies()["학칙"]
-		_, kept := r.policies()["한국교원대학교 학칙"]
-		if !taken && !kept {
-			t.Error("v1 key removed although the policy that takes its fields waits for the budget")
-		}
-	}
-	if !cut {
-		t.Fatal("no budget cut the plan")
+	budgetCut(r)
+	_, taken := r.policies()["학칙"]
+	_, kept := r.policies()["한국교원대학교 학칙"]
+	if !taken && !kept {
+		t.Error("v1 key removed although the policy that takes its fields waits for the budget")
 	}
 	r.clock.Advance(24 * time.Hour)
 	if _, err := r.run(leased); err != nil {
@@ -270,19 +259,8 @@ func TestLegacy_OwnNamePutAndATitleTwin_OnlyTheFirstLands_FieldsKept(t *testing.
 	r.repo.Write("a/해설.md", "# 학칙\n")
 	r.repo.Commit("v2")
 	r.putRaw(map[string]string{"policy:학칙": `{"title":"학칙","fileNo":"868","status":"active"}`})
-	cut := false
-	for b := int64(1); b < 200 && !cut; b++ {
-		r.clock.Advance(24 * time.Hour)
-		res, err := r.run(withBudget(b))
-		if errors.Is(err, syncer.ErrBudget) || res.Summary.Added == 0 {
-			continue
-		}
-		cut = true
-		t.Logf("budget %d: added %d waiting %d (%v)", b, res.Summary.Added, res.Summary.Waiting, err)
-	}
-	if !cut {
-		t.Fatal("setup: no budget cut")
-	}
+	res := budgetCut(r)
+	t.Logf("the budget cut: added %d, waiting %d", res.Summary.Added, res.Summary.Waiting)
 	r.clock.Advance(24 * time.Hour)
 	if _, err := r.run(leased); err != nil {
 		t.Fatalf("unbudgeted run: %v", err)
@@ -295,4 +273,20 @@ func TestLegacy_OwnNamePutAndATitleTwin_OnlyTheFirstLands_FieldsKept(t *testing.
 	if a != "868" && b != "868" {
 		t.Errorf("v1 fileNo 868 lost: 학칙 carries %q, 해설 %q; want one of them to carry 868", a, b)
 	}
+}
+
+// budgetCut runs with daily write budgets of 1, 2, … (a day apart) until a
+// run writes part of the plan, and returns that run; none doing so is fatal.
+func budgetCut(r *rig) syncer.Result {
+	r.t.Helper()
+	for b := int64(1); b < 200; b++ {
+		r.clock.Advance(24 * time.Hour)
+		res, err := r.run(withBudget(b))
+		if errors.Is(err, syncer.ErrBudget) || res.Summary.Added == 0 {
+			continue
+		}
+		return res
+	}
+	r.t.Fatal("no budget cut the plan")
+	return syncer.Result{}
 }
