@@ -156,7 +156,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum.StoppedEarly, sum.WaitingNames = len(rep.late) > 0, firstNames(rep.late)
 	sum.Unverified = rep.unverified
 	sum.QueueOrphans = queueOrphans(rep)
-	sum.Pending = rep.mirror.withoutForeign(owed(rep, err, r.Registry.EventuallyConsistent()))
+	sum.Pending = rep.mirror.withoutForeign(owed(rep, err))
 	sum.Policies, sum.LegacyV1 = registryAfter(rep)
 	setStatus(&sum, rep, err)
 	if sum.Status == policy.RunSuccess && !sum.DryRun {
@@ -263,24 +263,17 @@ func setStatus(sum *policy.RunSummary, rep report, err error) {
 // owes them all again, beside what it queued, so that the next run reads
 // them by name (pendingKnown) and a retry left waiting keeps its count. A
 // run that never read what waits wrote nothing: it owes what the last run
-// owed (nil, unknown, when it could not read even that). On a registry
-// whose reads lag, a run that failed owes "unknown": the last run it read
-// may be older than the last run, whose list it would hide, and the next
-// run lists the queue (soak seed 10648: a failed run copied a stale list
-// and a retry was forgotten; its own changes are in the next run's range,
-// as lastCommit stays).
-func owed(rep report, err error, lagging bool) []string {
+// owed (nil, unknown, when it could not read even that).
+func owed(rep report, err error) []string {
 	st := rep.state
-	rt := rep.retried
-	queued := rt != nil && err == nil && rt.err == nil
-	switch {
-	case lagging && err != nil:
-		return nil
-	case !st.pendingRead && st.prev == nil:
-		return nil
-	case !st.pendingRead:
+	if !st.pendingRead {
+		if st.prev == nil {
+			return nil
+		}
 		return st.prev.Pending
 	}
+	rt := rep.retried
+	queued := rt != nil && err == nil && rt.err == nil
 	if queued && rep.waiting == 0 {
 		return rt.owed
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/registrytest"
@@ -126,38 +125,5 @@ func TestStaleReads_DirtyRun_ManyCommits_NoTimeToWait_PartialNotFailedInTheWait(
 	}
 	if diff := r.headMismatch(head); diff != "" {
 		t.Errorf("after two runs: %s", diff)
-	}
-}
-
-// A run that fails before it reads what waits for retry (the head
-// unreadable) records what it owes. On KV, 30 s after a partial run, it
-// reads the lastRun from before that run, whose pending list lacks the
-// failed policy; copied into its own record, it hid the retry from every
-// later run, which ended unchanged, success, with 가 old (soak seed 10648,
-// found this session). On a registry whose reads lag such a run records
-// pending unknown (nil): the next run lists the queue and retries 가.
-func TestStaleReads_RunFailingBeforeItReadsPending_DoesNotCopyAStaleList(t *testing.T) {
-	t.Parallel()
-	r := newStaleRig(t)
-	syncedTwo(r)
-	r.repo.Write("a/가.md", "# 가 개정\n")
-	r.repo.Write("a/나.md", "# 나 개정\n")
-	head := r.repo.Commit("edit 가 and 나")
-	faulty := registrytest.NewFaulty(r.lag)
-	faulty.FailKeys(map[string]error{registry.PolicyKey("가"): errors.New("refused")})
-	failing := *r.s
-	failing.Registry = registry.New(faulty)
-	if res, err := failing.Run(context.Background(), r.opt); !errors.Is(err, syncer.ErrPartial) {
-		t.Fatalf("setup: the run whose write of 가 fails: %v (%s), want partial", err, res.Summary.Status)
-	}
-	r.clock.Advance(30 * time.Second)
-	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
-	if _, err := r.run(2 * time.Hour); err == nil {
-		t.Fatal("setup: the run with the head unreadable succeeded")
-	}
-	r.gh.ClearFaults()
-	res, err := r.run(time.Hour)
-	if diff := r.headMismatch(head); diff != "" || err != nil {
-		t.Errorf("the run after: %v (status %s, mode %s); %s", err, res.Summary.Status, res.Summary.Mode, diff)
 	}
 }
