@@ -116,35 +116,24 @@ func carriersOf(mig differ.Migration) map[string][]string {
 }
 
 // Two new policies with the same H1 title (nothing makes titles unique),
-// one v1 key of that title: one of them carries its fields. Review: both
-// did.
+// one v1 key of that title: one of them carries its fields, also when one
+// of them is named like the key. Review: both did.
 func TestMigrate_TwoPutsSameTitle_FieldsCarriedOnce(t *testing.T) {
 	t.Parallel()
 	v1 := map[string]policy.Entry{"학칙": {Title: "학칙", Legacy: &policy.Legacy{FileNo: "1"}}}
-	plan := policy.Plan{Items: []policy.Item{
-		{Action: policy.ActAdd, PolicyName: "가", Path: "가.md", SHA: sha(1), Title: "학칙"},
-		{Action: policy.ActAdd, PolicyName: "나", Path: "나.md", SHA: sha(2), Title: "학칙"},
-	}}
-	_, mig := differ.Migrate(plan, nil, v1, false, now)
-	for fileNo, names := range carriersOf(mig) {
-		if len(names) > 1 {
-			t.Errorf("fileNo %s carried by %v", fileNo, names)
-		}
-	}
-}
-
-// A put named like the v1 key, titled like it, and another put of that same title.
-func TestMigrate_OwnNamePutAndTitleTwin_FieldsCarriedOnce(t *testing.T) {
-	t.Parallel()
-	v1 := map[string]policy.Entry{"학칙": {Title: "학칙", Legacy: &policy.Legacy{FileNo: "1"}}}
-	plan := policy.Plan{Items: []policy.Item{
-		{Action: policy.ActAdd, PolicyName: "학칙", Path: "학칙.md", SHA: sha(1), Title: "학칙"},
-		{Action: policy.ActAdd, PolicyName: "규정집", Path: "규정집.md", SHA: sha(2), Title: "학칙"},
-	}}
-	_, mig := differ.Migrate(plan, nil, v1, false, now)
-	for fileNo, names := range carriersOf(mig) {
-		if len(names) > 1 {
-			t.Errorf("fileNo %s carried by %v", fileNo, names)
+	for name, twins := range map[string][2]string{
+		"two new names":          {"가", "나"},
+		"one named like the key": {"학칙", "규정집"},
+	} {
+		plan := policy.Plan{Items: []policy.Item{
+			{Action: policy.ActAdd, PolicyName: twins[0], Path: twins[0] + ".md", SHA: sha(1), Title: "학칙"},
+			{Action: policy.ActAdd, PolicyName: twins[1], Path: twins[1] + ".md", SHA: sha(2), Title: "학칙"},
+		}}
+		_, mig := differ.Migrate(plan, nil, v1, false, now)
+		for fileNo, names := range carriersOf(mig) {
+			if len(names) > 1 {
+				t.Errorf("%s: fileNo %s carried by %v", name, fileNo, names)
+			}
 		}
 	}
 }

@@ -153,11 +153,11 @@ func (s *Syncer) sleep(ctx context.Context, d time.Duration) error {
 // onlyLease reports whether err is a batch error that failed nothing but
 // the lease's key.
 func onlyLease(err error) bool {
-	var be *registry.BatchError
-	if !errors.As(err, &be) || len(be.Failed) == 0 {
+	failed, ok := batchFailed(err)
+	if !ok || len(failed) == 0 {
 		return false
 	}
-	for k := range be.Failed {
+	for k := range failed {
 		if k != registry.LeaseKey {
 			return false
 		}

@@ -51,14 +51,7 @@ func s3MirrorVia(t *testing.T, srv *mirrortest.S3Server, client *http.Client) *m
 // an operator ran `deadletter retry --all`.
 func TestMirror_CredentialsRefused_ConfigErrorNotDeadLetters(t *testing.T) {
 	t.Parallel()
-	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3Mirror(t, srv))
-	r.seed()
-	r.mustRun()
-	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
-	r.repo.Commit("edit")
-	before := r.policies()["가"]
-	srv.Faults.FailNext(mirrortest.OpPut, 1000, http.StatusForbidden)
+	r, srv, before := editWithEveryUploadFailing(t, http.StatusForbidden)
 	for i := range 3 {
 		res, err := r.run(syncer.Options{})
 		t.Logf("run %d: %v (mode %s)", i+1, err, res.Summary.Mode)
@@ -94,14 +87,8 @@ func TestMirror_CredentialsRefused_ConfigErrorNotDeadLetters(t *testing.T) {
 // back after R2 recovered until an operator ran `deadletter retry`.
 func TestMirror_DownEveryUploadFails_OutageNotDeadLetter(t *testing.T) {
 	t.Parallel()
-	srv := mirrortest.NewS3Server(t)
-	r := newRig(t).withMirror(s3Mirror(t, srv))
-	r.seed()
-	r.mustRun()
-	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
-	r.repo.Commit("edit")
-	before, synced := r.policies()["가"], r.lastCommit()
-	srv.Faults.FailNext(mirrortest.OpPut, 1000, http.StatusServiceUnavailable)
+	r, srv, before := editWithEveryUploadFailing(t, http.StatusServiceUnavailable)
+	synced := r.lastCommit()
 	for i := range 3 {
 		res, err := r.run(syncer.Options{})
 		if !errors.Is(err, syncer.ErrOutage) {
@@ -301,4 +288,20 @@ func TestMirrorOutage_RegistryDeleteLandsObjectDeleteFails_NextRunRemovesIt(t *t
 	}
 	res, err = r.run(syncer.Options{})
 	t.Logf("run 3: %v, mode %s, mirror %+v", err, res.Summary.Mode, res.Summary.Mirror)
+}
+
+// editWithEveryUploadFailing syncs the seed into a registry with an S3
+// mirror, edits 가 ("새 판") and makes the store answer every upload with
+// status from now on; it returns 가's entry before the edit.
+func editWithEveryUploadFailing(t *testing.T, status int) (*rig, *mirrortest.S3Server, policy.Entry) {
+	t.Helper()
+	srv := mirrortest.NewS3Server(t)
+	r := newRig(t).withMirror(s3Mirror(t, srv))
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
+	r.repo.Commit("edit")
+	before := r.policies()["가"]
+	srv.Faults.FailNext(mirrortest.OpPut, 1000, status)
+	return r, srv, before
 }

@@ -75,11 +75,11 @@ func (r *run) record(ctx context.Context, rep report, err error) policy.RunSumma
 // the lease all the same: its first write (history, lastRun) landed, and
 // the lease's key did not fail.
 func releasedBy(err error) bool {
-	var be *registry.BatchError
-	if !errors.As(err, &be) {
+	failed, ok := batchFailed(err)
+	if !ok {
 		return false
 	}
-	for k := range be.Failed {
+	for k := range failed {
 		if k == registry.LastRunKey || k == registry.LeaseKey || strings.HasPrefix(k, registry.RunPrefix) {
 			return false
 		}
@@ -113,12 +113,22 @@ func (r *run) recordAgain(ctx context.Context, sum *policy.RunSummary, l lease, 
 // Until it has, the lease left behind is what tells the next run that
 // this one did not finish cleanly: it must not be released.
 func lastRunLanded(err error) bool {
-	var be *registry.BatchError
-	if err == nil || !errors.As(err, &be) {
+	failed, ok := batchFailed(err)
+	if err == nil || !ok {
 		return err == nil
 	}
-	_, failed := be.Failed[registry.LastRunKey]
-	return !failed
+	_, lost := failed[registry.LastRunKey]
+	return !lost
+}
+
+// batchFailed is the keys a batch write (registry.BatchError) failed, with
+// their errors; ok is false when err is not such a write's.
+func batchFailed(err error) (map[string]error, bool) {
+	var be *registry.BatchError
+	if !errors.As(err, &be) {
+		return nil, false
+	}
+	return be.Failed, true
 }
 
 // summarize builds the run's summary from what the steps returned, with its
