@@ -40,7 +40,8 @@ const reconcileSlack = time.Hour
 // lastCommit) plus what the queue records, or "" when the previous run ended
 // cleanly: it left its lease behind (killed, or its record did not land);
 // it failed after it began writing, or failed or was refused without
-// knowing or mending an unclean registry it started from (prev.Dirty); it
+// knowing or mending an unclean registry it started from (prev.Dirty), or
+// having read a lastCommit other than the stored one (a stale read); it
 // stopped before its deadline with writes left (prev.StoppedEarly), or
 // left writes for the write budget; or it recorded a success or
 // a partial run of a commit that lastCommit does not hold (its lastCommit
@@ -55,6 +56,13 @@ func Unclean(prev *policy.RunSummary, last string, leaseLeftBehind bool) string 
 		return ""
 	case prev.Dirty:
 		return "the previous run failed after it began writing, or failed or was refused after one that left the registry unclean (or without reading whether one did)"
+	case (prev.Status == policy.RunFailed || prev.Status == policy.RunRefused) && prev.PreviousCommitSHA != last:
+		// A run that records no lastCommit read another than the stored
+		// one: a read that lagged (Workers KV) a later run's writes. What
+		// it carried of the record it read (what waits for retry: a failed
+		// move is owed by name only) is an older run's, and its record
+		// replaced the later run's (soak seed 10648).
+		return "the previous run read an older lastCommit than the one stored, and its record replaced a later run's"
 	case prev.StoppedEarly:
 		// what waits may be drift a full run found, which no compare names
 		return "the previous run stopped before its deadline"

@@ -339,7 +339,12 @@ func TestUnclean_AndChooseModeAfterIt(t *testing.T) {
 		{"clean", ok, "c2", false, false},
 		{"lease left behind", ok, "c2", true, true},
 		{"failed after writing", &policy.RunSummary{Status: policy.RunFailed, CommitSHA: "c3", Dirty: true}, "c2", false, true},
-		{"failed before writing", &policy.RunSummary{Status: policy.RunFailed, CommitSHA: "c3"}, "c2", false, false},
+		{"failed before writing", &policy.RunSummary{Status: policy.RunFailed, CommitSHA: "c3", PreviousCommitSHA: "c2"}, "c2", false, false},
+		{"refused", &policy.RunSummary{Status: policy.RunRefused, CommitSHA: "c3", PreviousCommitSHA: "c2"}, "c2", false, false},
+		// it read a lagging lastCommit: its record replaced a later run's
+		{"failed before writing, having read an older lastCommit", &policy.RunSummary{Status: policy.RunFailed, CommitSHA: "c3", PreviousCommitSHA: "c1"}, "c2", false, true},
+		{"refused, having read an older lastCommit", &policy.RunSummary{Status: policy.RunRefused, CommitSHA: "c3", PreviousCommitSHA: "c1"}, "c2", false, true},
+		{"a failed first sync, a later one's lastCommit stored", &policy.RunSummary{Status: policy.RunFailed, CommitSHA: "c3"}, "c2", false, true},
 		{"last commit lost", ok, "c1", false, true},
 		{"partial, last commit lost", &policy.RunSummary{Status: policy.RunPartial, CommitSHA: "c2"}, "c1", false, true},
 		// it keeps lastCommit c1: a head moved back to c1 leaves no compare naming what it published of c2

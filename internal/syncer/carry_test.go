@@ -11,6 +11,7 @@ import (
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/registrytest"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -327,5 +328,40 @@ func TestCarry_BudgetLeavesAnIncrementalWaiting_RevertPastTheCommitCap_NextRunFu
 		if diff := r.headMismatch(head); diff != "" && err == nil {
 			t.Errorf("run %d: %s (mode %q) while %s", i+1, res.Summary.Status, res.Summary.Mode, diff)
 		}
+	}
+}
+
+// On a registry whose reads lag, a run seconds after another may read the
+// record from before it: a run that stops before its reads settle
+// (stale.go) carries an older record's list of what waits for retry, and
+// must not leave the next run trusting it (soak seed 10648: a failed lease
+// write recorded pending [] over [가], and the next run ended success with
+// 가's failed write never retried). Its record is dirty: the next run plans
+// from the head tree.
+func TestCarry_LaggingRegistry_RunFailsBeforeItsReadsSettle_RetryNotForgotten(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	faulty := registrytest.NewFaulty(r.lag)
+	r.s.Registry = registry.New(faulty)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	head := r.repo.Commit("edit")
+	faulty.FailKeys(map[string]error{"policy:가": errors.New("boom")})
+	if res, _ := r.run(5 * time.Second); !slices.Equal(res.Summary.Pending, []string{"가"}) {
+		t.Fatalf("setup: pending %q, want [가]", res.Summary.Pending)
+	}
+	faulty.FailKeys(nil)
+	faulty.FailCall(registrytest.Put, faulty.Calls(registrytest.Put)+1, errors.New("kv: 500")) // the lease
+	if _, err := r.run(2 * time.Minute); err == nil {
+		t.Fatal("run with the lease write failing succeeded")
+	}
+	res, err := r.run(time.Hour)
+	if diff := r.headMismatch(head); diff != "" {
+		t.Fatalf("the run after (%s, %v, mode %q: %q) left %s: the failed write waiting for retry was forgotten",
+			res.Summary.Status, err, res.Summary.Mode, res.Summary.ModeReason, diff)
 	}
 }

@@ -261,6 +261,13 @@ func (f *Faulty) Usage() registry.Usage {
 // Close implements registry.Store.
 func (f *Faulty) Close() error { return f.inner.Close() }
 
+// EventuallyConsistent says what the inner store says
+// (registry.Registry.EventuallyConsistent): faults on a lagging store lag.
+func (f *Faulty) EventuallyConsistent() bool {
+	ec, ok := f.inner.(interface{ EventuallyConsistent() bool })
+	return ok && ec.EventuallyConsistent()
+}
+
 func merge(a, b map[string]error) map[string]error {
 	if a == nil {
 		return b
