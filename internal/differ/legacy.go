@@ -83,7 +83,7 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 		planned[it.PolicyName] = true
 		if it.Action != policy.ActDelete {
 			puts[it.PolicyName] = true
-			m.take(it.PolicyName, it.Title)
+			m.take(it.PolicyName, it.Title, entries[it.PolicyName].V1())
 		}
 	}
 	plan.Items = slices.Clip(plan.Items) // appends copy; nothing else changes
@@ -94,9 +94,9 @@ func Migrate(plan policy.Plan, entries, v1 map[string]policy.Entry, full bool, n
 		}
 		rewrite := false
 		if full {
-			rewrite = m.take(name, e.Title) || LegacyExpired(e, now) || (e.HasLegacy() && e.V1().LegacyUntil == "")
+			rewrite = m.take(name, e.Title, e.V1()) || LegacyExpired(e, now) || (e.HasLegacy() && e.V1().LegacyUntil == "")
 		} else {
-			rewrite = m.take(name, e.Title) && !e.HasLegacy() // one that carries them already only needs the v1 key gone
+			rewrite = m.take(name, e.Title, e.V1()) && !e.HasLegacy() // one that carries them already only needs the v1 key gone
 		}
 		if rewrite {
 			plan.Items = append(plan.Items, policy.Item{Action: policy.ActMigrate, PolicyName: name, Path: e.Path, SHA: e.SHA, Title: e.Title})
@@ -167,13 +167,20 @@ func newMigrator(v1 map[string]policy.Entry) *migrator {
 	return m
 }
 
-// take gives name the fields of the v1 entry titled title, if there is one.
-// Of two policies of one title the later takes them, and the earlier no
-// longer carries them (review: both did), unless the earlier is the key's
-// own name: its put replaces the key's value (review: the fields went to a
-// later put, and were lost when only the first landed).
-func (m *migrator) take(name, title string) bool {
+// take gives name, whose entry carries held, the fields of the v1 entry
+// titled title, if there is one. Of two policies of one title the later
+// takes them, and the earlier no longer carries them (review: both did),
+// unless the earlier is the key's own name: its put replaces the key's
+// value (review: the fields went to a later put, and were lost when only
+// the first landed). An entry that carries other v1 fields already takes
+// none: they would replace its own (review: of two v1 keys of one title,
+// the second run gave the policy the other key's, and the first key's
+// fileNo was lost); that key stays, unmatched.
+func (m *migrator) take(name, title string, held policy.Legacy) bool {
 	key, ok := m.byTitle[title]
+	if ok && held.Carried() && !sameFields(held, m.v1[key].V1()) {
+		return false
+	}
 	if ok {
 		if prev, was := m.matched[key]; was && prev != name {
 			if prev == key {
@@ -185,6 +192,11 @@ func (m *migrator) take(name, title string) bool {
 		m.matched[key] = name
 	}
 	return ok
+}
+
+// sameFields reports whether a and b hold the same v1 fields.
+func sameFields(a, b policy.Legacy) bool {
+	return a.FileNo == b.FileNo && a.PreviewURL == b.PreviewURL && a.DownloadURL == b.DownloadURL
 }
 
 // LegacyExpired reports whether e's legacy fields have had their 90 days.

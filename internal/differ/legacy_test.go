@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -203,5 +204,46 @@ func TestMigrate_TwoV1KeysSameTitle_Deterministic(t *testing.T) {
 	}
 	if len(seen) > 1 {
 		t.Errorf("규정 carries fileNo %v across identical runs: not deterministic", seen)
+	}
+}
+
+// Two v1 keys of one title, over two runs: the first run carries one key's
+// fields and removes it; the next run finds the other key of that title.
+// An entry that carries v1 fields already does not take another key's:
+// they would replace the fields it has (review: the first key's fileNo was
+// lost). The other key stays, reported; a key whose fields the entry
+// carries (its removal failed) is still matched, and removed.
+func TestMigrate_EntryCarryingOtherV1Fields_DoesNotTakeAnotherKeys(t *testing.T) {
+	t.Parallel()
+	carried := policy.Entry{PolicyName: "규정", Path: "규정.md", SHA: sha(1), Title: "학칙",
+		Legacy: &policy.Legacy{FileNo: "1", LegacyUntil: now.Add(time.Hour).Format(policy.TimeLayout)}}
+	entries := map[string]policy.Entry{"규정": carried}
+	other := map[string]policy.Entry{"학칙(구)": {Title: "학칙", Legacy: &policy.Legacy{FileNo: "2"}}}
+	update := policy.Plan{Items: []policy.Item{{Action: policy.ActUpdate, PolicyName: "규정", Path: "규정.md", SHA: sha(2), Old: &policy.Old{Path: "규정.md", SHA: sha(1)}, Title: "학칙"}}}
+	for name, tc := range map[string]struct {
+		plan policy.Plan
+		full bool
+	}{
+		"full run, entry unchanged":    {policy.Plan{}, true},
+		"incremental, entry unchanged": {policy.Plan{}, false},
+		"entry updated":                {update, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			plan, mig := differ.Migrate(policy.Plan{Items: slices.Clone(tc.plan.Items)}, entries, other, tc.full, now)
+			if c, ok := mig.Carry["규정"]; ok {
+				t.Errorf("규정 takes fileNo %q over the %q it carries", c.V1().FileNo, "1")
+			}
+			if len(plan.Items) != len(tc.plan.Items) {
+				t.Errorf("plan %+v, want the run's own items only: 학칙(구) kept, 규정 not rewritten", plan.Items)
+			}
+			if !slices.Equal(mig.Unmatched, []string{"학칙(구)"}) {
+				t.Errorf("unmatched %q, want [학칙(구)]: kept and reported", mig.Unmatched)
+			}
+		})
+	}
+	same := map[string]policy.Entry{"학칙": {Legacy: &policy.Legacy{FileNo: "1"}}}
+	plan, mig := differ.Migrate(policy.Plan{}, entries, same, false, now)
+	if len(mig.Unmatched) != 0 || len(plan.Items) != 1 || plan.Items[0].PolicyName != "학칙" {
+		t.Errorf("the key whose fields 규정 carries: plan %+v, unmatched %q; want its removal", plan.Items, mig.Unmatched)
 	}
 }

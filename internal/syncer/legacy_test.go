@@ -290,3 +290,39 @@ func budgetCut(r *rig) syncer.Result {
 	r.t.Fatal("no budget cut the plan")
 	return syncer.Result{}
 }
+
+// Two v1 keys of one title: the first run carries one key's fields (학칙,
+// fileNo 1, a key that is its own title, first) and removes it; the next
+// runs find the other key (학칙(구), fileNo 2) of that title. Review: a full
+// run gave the policy fileNo 2 and removed 학칙(구), and fileNo 1 was lost;
+// an incremental one removed 학칙(구) without carrying its fields. The
+// policy keeps fileNo 1, and 학칙(구) stays, reported.
+func TestLegacy_TwoV1KeysOfOneTitle_NextRunsLoseNeither(t *testing.T) {
+	t.Parallel()
+	for _, full := range []bool{false, true} {
+		r := newRig(t)
+		r.repo.Write("규정/학칙 전문.md", "# 학칙\n")
+		r.repo.Commit("v2 layout")
+		r.putRaw(map[string]string{
+			"policy:학칙":    `{"title":"학칙","fileNo":"1","status":"active"}`,
+			"policy:학칙(구)": `{"title":"학칙","fileNo":"2","status":"active"}`,
+		})
+		r.mustRun()
+		r.repo.Write("규정/학칙 전문.md", "# 학칙\n\n개정\n")
+		r.repo.Commit("edit")
+		res, err := r.run(syncer.Options{Full: full})
+		if err != nil {
+			t.Fatalf("full %v: %v", full, err)
+		}
+		got := r.policies()
+		if fileNo := got["학칙 전문"].V1().FileNo; fileNo != "1" {
+			t.Errorf("full %v: 학칙 전문 carries fileNo %q; want the 1 it took first", full, fileNo)
+		}
+		if kept, ok := got["학칙(구)"]; !ok || kept.V1().FileNo != "2" {
+			t.Errorf("full %v: v1 policy:학칙(구) = %+v, %v; want it kept with fileNo 2", full, kept, ok)
+		}
+		if !slices.Contains(res.Summary.LegacyV1, "학칙(구)") {
+			t.Errorf("full %v: legacyV1 = %v; want the kept v1 key named", full, res.Summary.LegacyV1)
+		}
+	}
+}
