@@ -365,3 +365,44 @@ func TestCarry_LaggingRegistry_RunFailsBeforeItsReadsSettle_RetryNotForgotten(t 
 			res.Summary.Status, err, res.Summary.Mode, res.Summary.ModeReason, diff)
 	}
 }
+
+// The same at an unchanged head: a full run repairs 가 and that write
+// fails (partial, pending [가]; lastCommit stays), and the operator's
+// second full run, seconds later, reads the record from before it and
+// fails at its lease, recording pending [] over it. Its record names the stored lastCommit, so the next
+// run is not made full; it lists the queue, where the hidden run recorded
+// the failure (review).
+func TestCarry_LaggingRegistry_FailedRunReplacesAFullRunsRecordAtTheSameHead_RetryNotForgotten(t *testing.T) {
+	t.Parallel()
+	r := newStaleRig(t)
+	faulty := registrytest.NewFaulty(r.lag)
+	r.s.Registry = registry.New(faulty)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	head := r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	if errs := registry.New(r.lag).Write(context.Background(), registry.DeletePolicy("가")); errs != nil {
+		t.Fatal(errs) // drift a full run repairs
+	}
+	r.clock.Advance(2 * time.Hour)
+	faulty.FailKeys(map[string]error{"policy:가": errors.New("boom")})
+	full := r.opt
+	full.Full = true
+	if res, _ := r.s.Run(context.Background(), full); !slices.Equal(res.Summary.Pending, []string{"가"}) {
+		t.Fatalf("setup: pending %q, want [가]", res.Summary.Pending)
+	}
+	r.clock.Advance(5 * time.Second)
+	faulty.FailKeys(nil)
+	faulty.FailCall(registrytest.Put, faulty.Calls(registrytest.Put)+1, errors.New("kv: 500")) // the lease
+	if res, err := r.s.Run(context.Background(), full); err == nil || res.Summary.Mode != "" {
+		t.Fatalf("the operator's second full run, its lease write failing: %v, mode %q; want a failure before planning", err, res.Summary.Mode)
+	}
+	r.clock.Advance(2 * time.Minute)
+	res, err := r.run(time.Hour)
+	if diff := r.headMismatch(head); diff != "" {
+		t.Fatalf("the run after (%s, %v, mode %q: %q) left %s: the failed write waiting for retry was forgotten",
+			res.Summary.Status, err, res.Summary.Mode, res.Summary.ModeReason, diff)
+	}
+}

@@ -177,10 +177,17 @@ func (r *run) releasedSince(ctx context.Context, prev *policy.RunSummary) []stri
 // may have left any of them waiting (owed) — unless it also left its lease
 // or was dirty. Then the queue is not listed: after a first sync cut in
 // many runs it holds an entry per policy announced, a listing of one
-// request per 1,000.
+// request per 1,000. A run that failed or was refused before it planned
+// recorded what it read of the run before it, which may be older than the
+// record it replaced: a read that lagged (Workers KV), or a run that
+// recorded between its read and its record. The queue, listed, holds the
+// failures of that hidden run (review: a full run's failed repair at an
+// unchanged head, whose record a run seconds later replaced, was never
+// retried); its failed moves, owed by name only, need the full run
+// differ.Unclean makes when the hidden run moved lastCommit.
 func pendingKnown(st state) bool {
 	prev := st.prev
-	if prev == nil || prev.Pending == nil {
+	if prev == nil || prev.Pending == nil || (prev.Mode == "" && (prev.Status == policy.RunFailed || prev.Status == policy.RunRefused)) {
 		return false
 	}
 	return st.unclean == "" || (prev.Waiting > 0 && !prev.Dirty && !st.leftBehind)
