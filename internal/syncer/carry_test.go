@@ -406,3 +406,32 @@ func TestCarry_LaggingRegistry_FailedRunReplacesAFullRunsRecordAtTheSameHead_Ret
 			res.Summary.Status, err, res.Summary.Mode, res.Summary.ModeReason, diff)
 	}
 }
+
+// A failed move is owed by name only (no queue entry records it). A run
+// that fails before planning carries it; the next run, which lists the
+// queue after such a record, still revisits the names the record carried.
+func TestCarry_FailedMoveThenHeadUnreadable_MoveStillRetried(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Move("a/가.md", "c/가.md")
+	r.repo.Write("a/나.md", "# 나 개정\n") // lands: the run is partial, not an outage
+	head := r.repo.Commit("move")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("boom")})
+	res, _ := r.run(syncer.Options{})
+	r.store.FailKeys(nil)
+	if !slices.Equal(res.Summary.Pending, []string{"가"}) {
+		t.Fatalf("setup: pending %q, want [가] (%s, %+v, changes %+v)", res.Summary.Pending, res.Summary.Status, res.Summary.Failures, res.Plan.Items)
+	}
+	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
+	if _, err := r.run(syncer.Options{}); err == nil {
+		t.Fatal("run with the head unreadable succeeded")
+	}
+	r.gh.ClearFaults()
+	res, err := r.run(syncer.Options{})
+	if got := r.policies()["가"].Path; got != "c/가.md" {
+		t.Errorf("after a %s run (%v, mode %q) 가 is at %q, want c/가.md (head %s): the failed move was forgotten",
+			res.Summary.Status, err, res.Summary.Mode, got, head[:7])
+	}
+}

@@ -116,12 +116,17 @@ type syncState struct {
 // the worker's) — and every name the next plan must look at again: those,
 // and the names the last run could not queue (a failed move). After a run
 // that recorded them (prev.Pending: pendingKnown), only those names are
-// read; otherwise the queue is listed.
+// read; otherwise the queue is listed, and the names the record carries
+// are looked at again too (a failed move has no queue entry: review).
 func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.QueueEntry, []string, error) {
 	prev := st.prev
 	if !pendingKnown(st) {
 		pending, err := r.listPending(ctx)
-		return pending, slices.Sorted(maps.Keys(pending)), err
+		revisit := slices.Sorted(maps.Keys(pending))
+		if prev != nil {
+			revisit = appendNew(revisit, prev.Pending...)
+		}
+		return pending, revisit, err
 	}
 	pending := map[string]policy.QueueEntry{}
 	revisit := appendNew(slices.Clone(prev.Pending), r.releasedSince(ctx, prev)...)
