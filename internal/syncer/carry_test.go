@@ -446,3 +446,70 @@ func TestCarry_FailedMoveThenHeadUnreadable_MoveStillRetried(t *testing.T) {
 			res.Summary.Status, err, res.Summary.Mode, got, head[:7])
 	}
 }
+
+// A dead letter dropped after a run that failed before planning: the next
+// run, which lists the queue after such a record, still finds the name
+// released and plans it again (review: it reported it held back by a dead
+// letter that no longer existed, and told the operator to retry it).
+func TestCarry_DeadLetterDroppedAfterHeadUnreadable_NameReplanned(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	r.repo.Commit("edit")
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	for range 3 {
+		_, _ = r.run(syncer.Options{})
+	}
+	r.store.FailKeys(nil)
+	if _, ok := r.deadLetters()["가"]; !ok {
+		t.Fatal("setup: no dead letter after three failures")
+	}
+	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
+	if _, err := r.run(syncer.Options{}); err == nil {
+		t.Fatal("run with the head unreadable succeeded")
+	}
+	r.gh.ClearFaults()
+	if err := r.reg.DropDeadLetter(context.Background(), "가"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.run(syncer.Options{})
+	if got := r.policies()["가"].Title; got != "가 개정" || len(res.Summary.HeldBack) > 0 {
+		t.Errorf("after a %s run (%v, mode %q) 가 = %q, held back %v; want 가 개정, none held back: the dropped dead letter's name was not planned again",
+			res.Summary.Status, err, res.Summary.Mode, got, res.Summary.HeldBack)
+	}
+}
+
+// The same when the run that failed read the state from before the drop
+// (a read that lagged): its record does not carry the drop's request to
+// retry, only the name held back, whose dead letter is gone.
+func TestCarry_LaggingRegistry_DeadLetterDroppedUnderAFailingRun_NameReplanned(t *testing.T) {
+	t.Parallel()
+	r, faulty := faultyStaleRig(t)
+	r.repo.Write("a/가.md", "# 가\n")
+	r.repo.Write("a/나.md", "# 나\n")
+	r.repo.Commit("seed")
+	if _, err := r.run(2 * time.Hour); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Write("a/나.md", "# 나 개정\n")
+	head := r.repo.Commit("edit")
+	faulty.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	for range 3 {
+		_, _ = r.run(2 * time.Hour)
+	}
+	faulty.FailKeys(nil)
+	if err := r.s.Registry.DropDeadLetter(context.Background(), "가"); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(5 * time.Second)
+	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
+	if _, err := r.run(2 * time.Minute); err == nil {
+		t.Fatal("run with the head unreadable succeeded")
+	}
+	r.gh.ClearFaults()
+	wantNextRunRetries(t, r, head)
+}

@@ -114,26 +114,32 @@ type syncState struct {
 // still owes — failed queue entries whose registry entry does not hold their
 // version (entries a worker failed, whose version the registry holds, are
 // the worker's) — and every name the next plan must look at again: those,
-// and the names the last run could not queue (a failed move). After a run
-// that recorded them (prev.Pending: pendingKnown), only those names are
-// read; otherwise the queue is listed, and the names the record carries
-// are looked at again too (a failed move has no queue entry: review).
+// the names the last run could not queue (a failed move) and those it held
+// back whose dead letter is gone. After a run that recorded them
+// (prev.Pending: pendingKnown), only those names are read; otherwise the
+// queue is listed too, and what it owes is read beside them, in bulk (a
+// record that is not trusted whole still names what it carried: review).
 func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.QueueEntry, []string, error) {
-	prev := st.prev
+	var revisit, listed []string
+	if prev := st.prev; prev != nil && prev.Pending != nil {
+		revisit = appendNew(slices.Clone(prev.Pending), r.releasedSince(ctx, prev)...)
+	}
 	if !pendingKnown(st) {
-		pending, err := r.listPending(ctx)
-		revisit := slices.Sorted(maps.Keys(pending))
-		if prev != nil {
-			revisit = appendNew(revisit, prev.Pending...)
+		failed, err := r.Registry.FailedQueue(ctx)
+		var bad *registry.DecodeError
+		if errors.As(err, &bad) {
+			r.log.Warn("queue entries unreadable", logkey.Error, err)
+		} else if err != nil {
+			return nil, nil, err
 		}
-		return pending, revisit, err
+		listed = slices.Sorted(maps.Keys(failed))
 	}
 	pending := map[string]policy.QueueEntry{}
-	revisit := appendNew(slices.Clone(prev.Pending), r.releasedSince(ctx, prev)...)
-	if len(revisit) == 0 {
+	names := appendNew(slices.Clone(revisit), listed...)
+	if len(names) == 0 {
 		return pending, nil, nil
 	}
-	queued, entries, err := r.Registry.Owed(ctx, revisit)
+	queued, entries, err := r.Registry.Owed(ctx, names)
 	var bad *registry.DecodeError
 	if errors.As(err, &bad) {
 		r.log.Warn("queue or registry entries unreadable", logkey.Error, err)
@@ -144,6 +150,11 @@ func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.Q
 		cur, present := entries[name]
 		if queue.SyncPending(q, cur, present) {
 			pending[name] = q
+		}
+	}
+	for _, name := range listed { // a listed entry is looked at again only when the sync owes it
+		if _, owed := pending[name]; owed {
+			revisit = appendNew(revisit, name)
 		}
 	}
 	return pending, revisit, nil
@@ -196,30 +207,4 @@ func pendingKnown(st state) bool {
 		return false
 	}
 	return st.unclean == "" || (prev.Waiting > 0 && !prev.Dirty && !st.leftBehind)
-}
-
-// listPending finds the pending retries by listing the queue.
-func (r *run) listPending(ctx context.Context) (map[string]policy.QueueEntry, error) {
-	failed, err := r.Registry.FailedQueue(ctx)
-	var bad *registry.DecodeError
-	if errors.As(err, &bad) {
-		r.log.Warn("queue entries unreadable", logkey.Error, err)
-	} else if err != nil {
-		return nil, err
-	}
-	pending := map[string]policy.QueueEntry{}
-	for name, q := range failed {
-		cur, present, err := r.Registry.Policy(ctx, name)
-		if errors.As(err, &bad) {
-			// unreadable: the retried write replaces it
-			r.log.Warn("registry entry unreadable", logkey.Policy, name, logkey.Error, err)
-			present = false
-		} else if err != nil {
-			return nil, err
-		}
-		if queue.SyncPending(q, cur, present) {
-			pending[name] = q
-		}
-	}
-	return pending, nil
 }
