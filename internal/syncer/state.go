@@ -152,12 +152,8 @@ func (r *run) pendingRetries(ctx context.Context, st state) (map[string]policy.Q
 			pending[name] = q
 		}
 	}
-	for _, name := range listed { // a listed entry is looked at again only when the sync owes it
-		if _, owed := pending[name]; owed {
-			revisit = appendNew(revisit, name)
-		}
-	}
-	return pending, revisit, nil
+	owed := slices.DeleteFunc(listed, func(name string) bool { _, ok := pending[name]; return !ok })
+	return pending, appendNew(revisit, owed...), nil // a listed entry is looked at again only when the sync owes it
 }
 
 // releasedSince are the names the last run held back by a dead letter
