@@ -285,6 +285,31 @@ func (s *scaleSet) median(run string) (m scaleResult, ok bool) {
 	return m, true
 }
 
+// worstRSSKiB is the largest peak RSS of a run over the repetitions that
+// finished: a memory target is a limit, which the worst run must keep.
+func (s *scaleSet) worstRSSKiB(run string) int64 {
+	var worst int64
+	for _, rep := range s.reps {
+		if r, found := rep[run]; found && r.killed == "" {
+			worst = max(worst, r.rssKiB)
+		}
+	}
+	return worst
+}
+
+// rssLimitMiB is the peak RSS target for a first sync of n
+// policies: 64 MiB up to 50,000, 96 MiB at 200,000 and past it, and the
+// line between the two in between.
+func rssLimitMiB(n int) int {
+	switch {
+	case n <= 50_000:
+		return 64
+	case n >= 200_000:
+		return 96
+	}
+	return 64 + (n-50_000)*32/150_000
+}
+
 // killedRun returns why a run was stopped in some repetition, or "".
 func (s *scaleSet) killedRun(run string) string {
 	for _, rep := range s.reps {
