@@ -458,7 +458,9 @@ func (h *historian) forcePush() string {
 		k = len(h.chain) - 1
 	}
 	if k < 1 {
-		return "nothing to reset; " + h.add()
+		d := h.add()
+		h.commit("nothing to reset: " + d) // uncommitted, the add went into the next commit made, on any branch
+		return "nothing to reset; " + d
 	}
 	target := h.chain[len(h.chain)-1-k]
 	h.repo.Reset(target)
