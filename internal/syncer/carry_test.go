@@ -459,14 +459,7 @@ func TestCarry_DeadLetterDroppedAfterHeadUnreadable_NameReplanned(t *testing.T) 
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Write("a/나.md", "# 나 개정\n")
 	r.repo.Commit("edit")
-	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
-	for range 3 {
-		_, _ = r.run(syncer.Options{})
-	}
-	r.store.FailKeys(nil)
-	if _, ok := r.deadLetters()["가"]; !ok {
-		t.Fatal("setup: no dead letter after three failures")
-	}
+	failUntilDeadLetter(t, r)
 	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
 	if _, err := r.run(syncer.Options{}); err == nil {
 		t.Fatal("run with the head unreadable succeeded")

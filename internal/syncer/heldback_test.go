@@ -21,6 +21,20 @@ func (unplannable) Compare(context.Context, string, string) (policy.Changeset, e
 
 func (unplannable) Tree(context.Context, string) ([]policy.File, error) { return nil, errGitHubDown }
 
+// failUntilDeadLetter fails 가's write until a dead letter holds its version
+// back: three runs.
+func failUntilDeadLetter(t *testing.T, r *rig) {
+	t.Helper()
+	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	for range 3 {
+		_, _ = r.run(syncer.Options{})
+	}
+	r.store.FailKeys(nil)
+	if _, ok := r.deadLetters()["가"]; !ok {
+		t.Fatal("no dead letter after three failures")
+	}
+}
+
 // Found by the soak (seed 5, cloudflare): a run that stops before it plans
 // recorded no held-back versions, so the next incremental run did not read
 // the dead letter and exited success while it held back the head's
@@ -32,14 +46,7 @@ func TestSoakRepro_AbortedBeforePlanning_KeepsHeldBack_NoFalseSuccess(t *testing
 	r.mustRun()
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
-	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
-	for range 3 {
-		_, _ = r.run(syncer.Options{})
-	}
-	r.store.FailKeys(nil)
-	if _, ok := r.deadLetters()["가"]; !ok {
-		t.Fatal("no dead letter after three failures")
-	}
+	failUntilDeadLetter(t, r)
 	r.repo.Write("b/라.md", "# 라\n")
 	r.repo.Commit("add 라")
 	src := r.s.Source
