@@ -423,9 +423,7 @@ func TestCarry_LaggingRegistry_FailedRunReplacesAFullRunsRecordAtTheSameHead_Ret
 // queue after such a record, still revisits the names the record carried.
 func TestCarry_FailedMoveThenHeadUnreadable_MoveStillRetried(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Move("a/가.md", "c/가.md")
 	r.repo.Write("a/나.md", "# 나 개정\n") // lands: the run is partial, not an outage
 	head := r.repo.Commit("move")
@@ -453,9 +451,7 @@ func TestCarry_FailedMoveThenHeadUnreadable_MoveStillRetried(t *testing.T) {
 // letter that no longer existed, and told the operator to retry it).
 func TestCarry_DeadLetterDroppedAfterHeadUnreadable_NameReplanned(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Write("a/나.md", "# 나 개정\n")
 	r.repo.Commit("edit")

@@ -50,9 +50,7 @@ func (r *rig) mustConverge(head string) syncer.Result {
 
 func TestConverge_LastCommitLost_DeletedThenRestored_NotLost(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Remove("a/가.md")
 	r.repo.Commit("delete 가")
 	r.store.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
@@ -119,9 +117,7 @@ func TestConverge_RecordFails_WhatLandedSaysFailed(t *testing.T) {
 
 func TestConverge_LastCommitLost_AddedThenDeleted_NoGhost(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("c/유령.md", "# 유령\n")
 	r.repo.Commit("add")
 	r.store.FailKeys(map[string]error{registry.LastCommitKey: errors.New("refused")})
@@ -179,9 +175,7 @@ func TestConverge_EveryWriteRefusedThreeRuns_OutageNotDeadLetters(t *testing.T) 
 
 func TestConverge_LambdaRetriesOfOneInvocation_CountOneFailure(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Write("a/나.md", "# 나 개정\n")
 	r.repo.Commit("edit")
@@ -209,9 +203,7 @@ func TestConverge_LambdaRetriesOfOneInvocation_CountOneFailure(t *testing.T) {
 
 func TestConverge_AnnounceBeforePublish_NoUpdateWithoutItsQueueEntry(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Write("a/나.md", "# 나 개정\n")
 	head := r.repo.Commit("edit")
@@ -245,9 +237,7 @@ func TestConverge_AnnounceBeforePublish_NoUpdateWithoutItsQueueEntry(t *testing.
 
 func TestConverge_KilledBetweenAnnounceAndPublish_Published(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	head := r.repo.Commit("edit")
 	r.store.Kill(2) // the lease, the announcement; the publication never lands
@@ -507,9 +497,7 @@ func lastLine(t *testing.T, logs *bytes.Buffer, msg string) map[string]any {
 
 func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
 	start := len(r.store.Log())
@@ -529,9 +517,7 @@ func TestIncremental_ReadsOnlyTheEntriesItTouches(t *testing.T) {
 
 func TestConverge_LiveLeaseOfAnotherRun_NotMistakenForACrash(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	if _, err := r.reg.TakeLease(context.Background(), nil, "backfill", r.clock.Now(), time.Hour); err != nil {
 		t.Fatal(err)
 	}

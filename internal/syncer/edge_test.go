@@ -30,9 +30,7 @@ func TestLegacy_V1KeyIsAlsoANewPolicyName_NotDeleted(t *testing.T) {
 
 func TestIncremental_SymlinkAdded_NotAPolicy(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Symlink("a/link.md", "가.md")
 	r.repo.Commit("a symlink named .md")
 	if res := r.mustRun(); res.Summary.Added != 0 {
@@ -64,9 +62,7 @@ func TestGuard_SmallRegistryReplacedByOneUnrelatedFile_Refused(t *testing.T) {
 
 func TestDeadLetter_Unreadable_DoesNotBlockSyncs(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.putRaw(map[string]string{"dead-letter:y": `not json`})
 	r.repo.Write("a/라.md", "# 라\n")
 	r.repo.Commit("add")
@@ -80,9 +76,7 @@ func TestDeadLetter_Unreadable_DoesNotBlockSyncs(t *testing.T) {
 
 func TestRetry_PendingThenSkipped_Settles(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 2\n")
 	r.repo.Commit("edit")
 	r.store.FailKeys(map[string]error{"policy:가": errors.New("boom")})

@@ -41,9 +41,7 @@ func failUntilDeadLetter(t *testing.T, r *rig) {
 // version. A run that does not plan keeps what the last run knew.
 func TestSoakRepro_AbortedBeforePlanning_KeepsHeldBack_NoFalseSuccess(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
 	failUntilDeadLetter(t, r)

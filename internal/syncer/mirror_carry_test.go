@@ -63,10 +63,7 @@ func (r *rig) mirrorIsHead(m *mirrortest.Memory, files map[string]string, res sy
 // listing repairs the object (review).
 func TestMirrorCarry_UploadedButItsRegistryWriteFailed_HeadReverts_NextRunRepairs(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	r.edit가()
 	r.store.FailKeys(map[string]error{"policy:가": errors.New("503 write refused")})
 	if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
@@ -83,10 +80,7 @@ func TestMirrorCarry_UploadedButItsRegistryWriteFailed_HeadReverts_NextRunRepair
 // registry has it (review: the refused run had uploaded the new version).
 func TestMirrorCarry_MirrorGuardRefuses_NothingUploaded_NextRunRepairs(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	for i := range 15 {
 		m.PutRaw(t, fmt.Sprintf("%sstray%02d/policy.md", prefix, i), []byte("foreign"))
 	}
@@ -169,10 +163,7 @@ func TestMirrorCarry_DeleteOfANameNeverMirrored_OthersStillDeleted(t *testing.T)
 // which the old object still matched, and every full run said converged).
 func TestMirrorCarry_MovedWhileTheMirrorWasOff_FillUploadsTheNewPath(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	r.s.Mirror = nil
 	r.repo.Move("b/다.md", "z/다.md")
 	r.repo.Commit("move 다")
@@ -335,10 +326,7 @@ func TestMirrorCarry_DeleteOneBatchFails_OnlyItsKeysFail(t *testing.T) {
 // each upload failure cost the next run a full listing).
 func TestMirrorCarry_PutRefused_NextRunStaysIncremental(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
 	r.repo.Write("a/나.md", "# 나\n\n새 판\n") // its upload lands: the store takes the keys
 	r.repo.Commit("edit")
@@ -367,10 +355,7 @@ func TestMirrorCarry_PutRefused_NextRunStaysIncremental(t *testing.T) {
 // and names it again, until an operator removes it. Nothing is deleted.
 func TestMirrorCarry_UnsafeForeignKey_PartialNamingIt_UntilAnOperatorRemovesIt(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	unsafe := prefix + "x/../../secret-draft/policy.md"
 	m.PutRaw(t, unsafe, []byte("# not a policy of the head\n"))
 	res, err := r.run(syncer.Options{Full: true})
@@ -405,10 +390,7 @@ func TestMirrorCarry_UnsafeForeignKey_PartialNamingIt_UntilAnOperatorRemovesIt(t
 // unconverged makes the next run list and name them again.
 func TestMirrorCarry_ForeignKeysNamedAsFailures_NotOwed_LongOneDoesNotStopTheNextRun(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	long := prefix + "x/../" + strings.Repeat("a", 600) + "/policy.md"
 	stray := prefix + "stray/policy.md"
 	m.PutRaw(t, long, []byte("# not a policy of the head\n"))

@@ -124,10 +124,7 @@ func TestMirror_DownEveryUploadFails_OutageNotDeadLetter(t *testing.T) {
 // upload: the failure is the policy's, queued and retried.
 func TestMirror_OnlyUploadRejectedForItsObject_PolicyQueued(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
 	r.repo.Commit("edit")
 	m.FailPut(mirror.Key(prefix, "가"), fmt.Errorf("%w: 400 InvalidArgument", mirror.ErrRejected))
@@ -235,10 +232,7 @@ func TestMirrorOutage_BucketInAnotherRegion_EveryUpload301_ConfigNotDeadLetter(t
 // was back.
 func TestMirrorOutage_StoreDownPlusOneRejectedObject_StillOutage(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
 	r.repo.Write("a/나.md", "# 나\n\n새 판\n")
 	r.repo.Write("c/라.md", "# 라\n")
@@ -268,10 +262,7 @@ func TestMirrorOutage_StoreDownPlusOneRejectedObject_StillOutage(t *testing.T) {
 // the object as foreign, now that no registry entry wants it.
 func TestMirrorOutage_RegistryDeleteLandsObjectDeleteFails_NextRunRemovesIt(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	r.repo.Remove("b/다.md")
 	r.repo.Commit("delete 다")
 	m.FailDelete(mirror.Key(prefix, "다"), fmt.Errorf("%w: 503", mirror.ErrUnavailable))

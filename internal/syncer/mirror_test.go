@@ -27,6 +27,16 @@ func (r *rig) withMirror(t mirror.Target) *rig {
 	return r
 }
 
+// syncedMirroredRig is syncedRig with a content mirror in memory.
+func syncedMirroredRig(t *testing.T) (*rig, *mirrortest.Memory) {
+	t.Helper()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	return r, m
+}
+
 // mirrored is what a target holds under the prefix: policy name → the
 // front matter's sha and path, and the file as in git.
 type mirrored struct{ SHA, Path, Content string }
@@ -151,10 +161,7 @@ func TestMirror_ExactOverHistory_RenamesMovesDeletes(t *testing.T) {
 
 func TestMirror_FailedUploadKeepsPolicyUnpublished_Queued(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	r.repo.Write("a/가.md", "# 가\n\n새 판\n")
 	r.repo.Write("e/라.md", "# 라\n")
 	r.repo.Write("a/나.md", "# 나\n\n새 판\n") // its upload lands: the store is up, 가's and 라's failed
@@ -237,10 +244,7 @@ func TestMirror_KillBetweenUploadAnnouncementValue_NoVersionWithoutText(t *testi
 
 func TestMirror_FullRunRepairsEditedMissingForeign_OutsideUntouched(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	m.PutRaw(t, mirror.Key(prefix, "가"), []byte("edited by hand"))
 	if _, err := m.Delete(context.Background(), []string{mirror.Key(prefix, "나")}); err != nil {
 		t.Fatal(err)
@@ -274,9 +278,7 @@ func TestMirror_FullRunRepairsEditedMissingForeign_OutsideUntouched(t *testing.T
 
 func TestMirror_TurnedOnForExistingRegistry_FillsIt(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	m := mirrortest.NewMemory(prefix)
 	r.withMirror(m)
 	res := r.mustRun() // the head has not moved
@@ -322,10 +324,7 @@ func failedNames(fs []policy.Failure) []string {
 
 func TestMirror_SkippedFileKeepsItsObject_StillConverged(t *testing.T) {
 	t.Parallel()
-	m := mirrortest.NewMemory(prefix)
-	r := newRig(t).withMirror(m)
-	r.seed()
-	r.mustRun()
+	r, m := syncedMirroredRig(t)
 	r.repo.Write("a/가.md", "") // empty: skipped, its entry and object kept
 	r.repo.Commit("empty 가")
 	res, err := r.run(syncer.Options{Full: true})

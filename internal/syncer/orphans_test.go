@@ -17,9 +17,7 @@ import (
 // the policy's version.
 func TestFullRun_RepairsOrphanAndStaleQueueEntries(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	ctx := context.Background()
 	orphan := policy.QueueEntry{PolicyName: "유령", SHA: "1111111111111111111111111111111111111111", Operation: policy.OpAdd, CreatedAt: "2026-11-25T16:00:00Z"}
 	stale := policy.QueueEntry{PolicyName: "가", SHA: "2222222222222222222222222222222222222222", Operation: policy.OpAdd, CreatedAt: "2026-11-25T16:00:00Z"}
@@ -66,9 +64,7 @@ func TestFullRun_RepairsOrphanAndStaleQueueEntries(t *testing.T) {
 // would retry a policy that never comes.
 func TestOrphans_FullRun_AnnouncementOfASkippedName_Removed(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	ctx := context.Background()
 	r.repo.Write("c/새.md", "")
 	r.repo.Commit("a new file, emptied before its first sync")

@@ -19,9 +19,7 @@ import (
 // success and leave the push to the daily run.
 func TestPush_WebhookRun_LaggingHeadNotLastCommit_WaitsForThePush(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("c/하나.md", "# 하나\n")
 	earlier := r.repo.Commit("a push whose delivery failed")
 	r.repo.Write("c/새 규정.md", "# 새 규정\n")
@@ -87,9 +85,7 @@ func TestPush_WebhookRun_StaleLastCommitAndLaggingHead_WaitsForThePush(t *testin
 // push, instead of being refused as a rewind.
 func TestPush_WebhookRun_LaggingHeadBehindLastCommit_WaitsNotARewind(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("c/하나.md", "# 하나\n")
 	x := r.repo.Commit("push X")
 	r.repo.Write("c/둘.md", "# 둘\n")

@@ -38,9 +38,7 @@ func (r *rig) deadLetters() map[string]policy.DeadLetter {
 
 func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Write("a/나.md", "# 나 개정\n")
 	r.repo.Remove("b/다.md")
@@ -96,9 +94,7 @@ func TestRetry_WriteFailsOnce_RetriedNextRunAndLands(t *testing.T) {
 
 func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Write("a/나.md", "# 나 개정\n")
 	r.repo.Commit("edit")
@@ -153,9 +149,7 @@ func TestRetry_FailsThreeTimes_DeadLetterOthersUnaffected(t *testing.T) {
 
 func TestRetry_NewVersionOfDeadLetter_GoesAhead(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 v2\n")
 	r.repo.Commit("v2")
 	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
@@ -179,9 +173,7 @@ func TestRetry_NewVersionOfDeadLetter_GoesAhead(t *testing.T) {
 
 func TestRetry_DeletedFromRepoWhileQueued_NotResurrected(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("c/라.md", "# 라\n")
 	r.repo.Write("c/마.md", "# 마\n")
 	r.repo.Commit("add")
@@ -233,9 +225,7 @@ func TestRetry_RecordingFails_RunFailedLastCommitStays_NextRunRepairs(t *testing
 
 func TestRetry_WorkerFailuresAreNotTheSyncs(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	// a worker takes an entry and fails it, under the queue's rules
 	taken, ok := r.queueEntries()["가"]
 	if !ok {
@@ -434,9 +424,7 @@ func (b *billingStore) Usage() registry.Usage {
 // writes failing (each run partial); the failure stays armed.
 func editFailing(t *testing.T, n int) *rig {
 	t.Helper()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
 	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
@@ -482,9 +470,7 @@ func TestRetry_DeadLetterWriteFails_QueueEntryKeepsItsCount(t *testing.T) {
 // limit and failed the run).
 func TestRetry_NameTooLongForADeadLetter_StaysOwed_NoRunFails(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	name := strings.Repeat("가", 168) + "a" // 505 bytes: fits policy: and queue:, not dead-letter:
 	r.putRaw(map[string]string{"policy:" + name: `{"policyName":"` + name + `","title":"긴 이름","status":"active","lastUpdated":"2026-11-01T00:00:00Z","sha":"0123456789abcdef0123456789abcdef01234567","path":"규정/` + name + `.md"}`})
 	r.store.FailKeys(map[string]error{"policy:" + name: errors.New("kv down")})

@@ -54,9 +54,7 @@ func runArmed(ctx context.Context, r *rig, s *syncer.Syncer, ks *killSwitch, opt
 // announces the old version.
 func TestSoakRepro_QueueWriteFails_PolicyNotPublishedUnannounced(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	head := r.repo.Commit("edit")
 	r.store.FailKeys(map[string]error{"queue:가": errors.New("queue write refused")})
@@ -73,9 +71,7 @@ func TestSoakRepro_QueueWriteFails_PolicyNotPublishedUnannounced(t *testing.T) {
 // leaves the update unannounced.
 func TestSoakRepro_KilledBetweenBatches_PolicyNotPublishedUnannounced(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	head := r.repo.Commit("edit")
 	s, ks := killable(r)
@@ -151,9 +147,7 @@ func TestSoakRepro_UncleanRunThenRevert_NextRunRestoresHead(t *testing.T) {
 // registry differs from the head".
 func TestSoakRepro_DeadLetterHoldsBack_RunIsPartial(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
 	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})

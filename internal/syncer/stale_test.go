@@ -367,9 +367,7 @@ func TestStaleReads_StateReadAgainShowsAnUncleanRun_RunIsFull(t *testing.T) {
 // records nothing, so it has no record to keep from replacing another's.
 func TestUnchangedHead_AnotherRunsLease_DryRunNotRefused(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	if _, err := r.reg.TakeLease(context.Background(), nil, "other-run", r.clock.Now(), 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,16 @@ type rig struct {
 	s     *syncer.Syncer
 }
 
+// syncedRig is a rig whose seed commit is synced: three policies in the
+// registry, the starting point of most tests.
+func syncedRig(t *testing.T) *rig {
+	t.Helper()
+	r := newRig(t)
+	r.seed()
+	r.mustRun()
+	return r
+}
+
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	repo := githubtest.NewRepo(t)
@@ -256,9 +266,7 @@ func TestRun_BatchesBoundedPutsBeforeDeletesMetadataLast(t *testing.T) {
 
 func TestRun_ReconcileIntervalPassed_FullRun(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	r.repo.Write("c/라.md", "# 라\n")
 	r.repo.Commit("add")
 	res := r.mustRun()
@@ -279,9 +287,7 @@ func TestRun_ReconcileIntervalPassed_FullRun(t *testing.T) {
 
 func TestRun_ReconcileRepairsDrift(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	r.seed()
-	r.mustRun()
+	r := syncedRig(t)
 	// Someone deletes an entry by hand; an incremental run cannot see it,
 	// a full run puts it back.
 	if errs := r.store.Delete(context.Background(), []string{"policy:나"}); len(errs) > 0 {
