@@ -158,6 +158,10 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 // the pair of keys[i].
 func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) registry.Pair) map[string]error {
 	lens := make([]int, 0, len(keys))
+	release, err := s.making.take(ctx) // each pair is made to check it: one body at a time
+	if err != nil {
+		return registry.FailAll(nil, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), err))
+	}
 	idx, outcome := registry.ValidateEach(keys, func(i int) error {
 		p := pair(i)
 		if err := registry.CheckPair(p); err != nil {
@@ -166,6 +170,7 @@ func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) reg
 		lens = append(lens, pairLen(p)) // measured, not encoded
 		return nil
 	})
+	release()
 	if len(idx) == 0 {
 		return outcome // nothing to send, as Put
 	}
@@ -309,6 +314,15 @@ func (s *Store) bulk(ctx context.Context, op bulkOp, b payload, outcome map[stri
 // unsuccessful_keys; the others are billed.
 func (s *Store) send(ctx context.Context, op bulkOp, b payload) ([]string, error) {
 	keys := b.keyList()
+	if sb, ok := b.(streamedBody); ok { // made as it is sent: one body at a time
+		release, err := s.making.take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release() // when the answer came before the body was all made
+		sb.made = release
+		b = sb
+	}
 	r, err := s.api.Raw(ctx, op.method, op.path, b.data(), http.Header{"Content-Type": {"application/json"}})
 	if err == nil && !r.Success {
 		err = fmt.Errorf("answer not successful: %v", r.Errors)

@@ -111,6 +111,8 @@ type Store struct {
 	writes  atomic.Int64
 	deletes atomic.Int64
 	closed  atomic.Bool
+	// making lets one streamed body be made at a time (makingGate).
+	making makingGate
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -151,7 +153,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	return &Store{
 		cfg: cfg, api: api, rc: cf.AccountIdentifier(cfg.AccountID),
-		client: client, rt: rt, log: log,
+		client: client, rt: rt, log: log, making: make(makingGate, 1),
 	}, nil
 }
 
