@@ -21,12 +21,6 @@ const MetricsNamespace = "syncjob"
 // RunSucceeded/RunFailed/RunPartial count, so that alarms need neither an SDK
 // nor a metric filter.
 func RunMetrics(repo, branch string, s policy.RunSummary, requestID string, at time.Time) emf.Line {
-	one := func(status string) float64 {
-		if s.Status == status {
-			return 1
-		}
-		return 0
-	}
 	c := func(name string, v int) emf.Metric { return emf.Metric{Name: name, Unit: emf.Count, Value: float64(v)} }
 	line := emf.Line{
 		Namespace:  MetricsNamespace,
@@ -42,17 +36,14 @@ func RunMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 			c("Failed", s.ErrorCount),
 			// versions held back by dead letters, each waiting for a person
 			c("HeldBack", len(s.HeldBack)),
+			// items the daily write budget or the deadline left for a later run
+			c("Waiting", s.Waiting),
 			c("GitHubRequests", int(s.Requests["github"])),
 			c("RegistryRequests", int(s.Requests["registry"]+s.Requests["cloudflare"])),
 			c("CloudflareRequests", int(s.Requests["cloudflare"])),
 			c("BillableWrites", int(s.BillableWrites)),
 			c("BillableDeletes", int(s.BillableDeletes)),
 			{Name: "DurationMs", Unit: emf.Milliseconds, Value: float64(s.DurationMs)},
-			{Name: "RunSucceeded", Unit: emf.Count, Value: one(policy.RunSuccess)},
-			// a refused run waits for a person as a failed one does
-			{Name: "RunFailed", Unit: emf.Count, Value: one(policy.RunFailed) + one(policy.RunRefused)},
-			{Name: "RunRefused", Unit: emf.Count, Value: one(policy.RunRefused)},
-			{Name: "RunPartial", Unit: emf.Count, Value: one(policy.RunPartial)},
 		},
 		Properties: map[string]any{
 			slog.MessageKey:  "run metrics",
@@ -68,12 +59,37 @@ func RunMetrics(repo, branch string, s policy.RunSummary, requestID string, at t
 		},
 		Time: at,
 	}
+	line.Metrics = append(line.Metrics, statusMetrics(s)...)
 	line.Metrics = append(line.Metrics, mirrorMetrics(s)...)
 	for _, phase := range slices.Sorted(maps.Keys(s.PhasesMs)) { // PhaseReadMs, PhasePlanMs, ...
 		name := "Phase" + strings.ToUpper(phase[:1]) + phase[1:] + "Ms"
 		line.Metrics = append(line.Metrics, emf.Metric{Name: name, Unit: emf.Milliseconds, Value: float64(s.PhasesMs[phase])})
 	}
 	return line
+}
+
+// statusMetrics are one RunSucceeded/RunFailed/RunRefused/RunPartial
+// count, and why a run is partial when nothing failed.
+func statusMetrics(s policy.RunSummary) []emf.Metric {
+	c := func(name string, b bool) emf.Metric {
+		v := 0.0
+		if b {
+			v = 1
+		}
+		return emf.Metric{Name: name, Unit: emf.Count, Value: v}
+	}
+	return []emf.Metric{
+		c("RunSucceeded", s.Status == policy.RunSuccess),
+		// a refused run waits for a person as a failed one does
+		c("RunFailed", s.Status == policy.RunFailed || s.Status == policy.RunRefused),
+		c("RunRefused", s.Status == policy.RunRefused),
+		c("RunPartial", s.Status == policy.RunPartial),
+		// it stopped before its deadline, or trusted reads it could not wait
+		// to verify (the next run is full; every run stays so while
+		// MAX_DURATION is under two consistency windows)
+		c("RunStoppedEarly", s.StoppedEarly),
+		c("RunUnverified", s.Unverified != ""),
+	}
 }
 
 // writeMetrics prints the run's EMF line as one raw line: Lambda forwards it
