@@ -157,20 +157,10 @@ func (s *Store) Put(ctx context.Context, pairs []registry.Pair) map[string]error
 // is sent (at 10,000 a batch: some 5 and 6 MB; docs/bench.md). pair(i) is
 // the pair of keys[i].
 func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) registry.Pair) map[string]error {
-	lens := make([]int, 0, len(keys))
-	release, err := s.making.take(ctx) // each pair is made to check it: one body at a time
+	idx, outcome, lens, err := s.check(ctx, keys, pair)
 	if err != nil {
 		return registry.FailAll(nil, keys, fmt.Errorf("cloudflare: bulk write %d keys: %w", len(keys), err))
 	}
-	idx, outcome := registry.ValidateEach(keys, func(i int) error {
-		p := pair(i)
-		if err := registry.CheckPair(p); err != nil {
-			return err
-		}
-		lens = append(lens, pairLen(p)) // measured, not encoded
-		return nil
-	})
-	release()
 	if len(idx) == 0 {
 		return outcome // nothing to send, as Put
 	}
@@ -189,6 +179,28 @@ func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) reg
 		outcome = s.bulk(ctx, op, b, outcome)
 	}
 	return outcome
+}
+
+// check makes each pair of keys to check and measure it (pairLen, not
+// encoded), one batch at a time (makingGate): it returns the indexes of
+// the valid pairs, the failures of the others and the valid ones' lengths.
+// The error is the context's, ended while another batch was made.
+func (s *Store) check(ctx context.Context, keys []string, pair func(i int) registry.Pair) (idx []int, failed map[string]error, lens []int, err error) {
+	release, err := s.making.take(ctx, len(keys))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer release()
+	lens = make([]int, 0, len(keys))
+	idx, failed = registry.ValidateEach(keys, func(i int) error {
+		p := pair(i)
+		if err := registry.CheckPair(p); err != nil {
+			return err
+		}
+		lens = append(lens, pairLen(p))
+		return nil
+	})
+	return idx, failed, lens, nil
 }
 
 // canSend says why a bulk verb of keys cannot be sent: the store is
@@ -315,7 +327,7 @@ func (s *Store) bulk(ctx context.Context, op bulkOp, b payload, outcome map[stri
 func (s *Store) send(ctx context.Context, op bulkOp, b payload) ([]string, error) {
 	keys := b.keyList()
 	if sb, ok := b.(streamedBody); ok { // made as it is sent: one body at a time
-		release, err := s.making.take(ctx)
+		release, err := s.making.take(ctx, len(sb.keys))
 		if err != nil {
 			return nil, err
 		}

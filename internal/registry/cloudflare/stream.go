@@ -165,21 +165,39 @@ func (r *bodyReader) fill() error {
 	return nil
 }
 
-func (r *bodyReader) Close() error { return nil }
+// Close lets the next body be made, if this one was not made to its end:
+// the transport closes a body it gave up on (a failed try).
+func (r *bodyReader) Close() error {
+	if r.body.made != nil {
+		r.body.made()
+	}
+	return nil
+}
 
-// makingGate lets one bulk body be made at a time (Store.making): its
-// check pass (PutMade) or its encoding as it is sent. Two batches of
+// makingGate lets one large bulk body be made at a time (Store.making):
+// its check pass (PutMade) or its encoding as it is sent. Two batches of
 // 10,000 in flight then overlap one's wait for its answer with the
 // other's making, as before, but are never made at once: at 50,000
-// policies and 10,000 a batch, peak RSS went from 62-65 MiB to 54-56 at
-// the same speed, while one batch in flight at a time took 52 MiB but
-// 0.7 s more (docs/bench.md, "Where the memory goes"). A memory bound,
-// not a lock: a re-send after the body was made goes without it.
+// policies and 10,000 a batch, peak RSS went from 60.6-65.3 MiB to
+// 54.0-57.7 at the same speed; one batch in flight at a time instead took
+// 52.7 MiB but 1.32x the minimal client, not 1.17x (docs/bench.md, "Where
+// the memory goes"). A memory bound, not a lock: a body is let go once
+// made, closed or answered; a re-send after that goes without it.
 type makingGate chan struct{}
 
-// take waits for the gate, or for ctx to end. release lets it go; it may
-// be called more than once.
-func (g makingGate) take(ctx context.Context) (release func(), err error) {
+// gatedPairs is the fewest pairs whose making takes the gate: a lease
+// write or a batch of the default 50 never waits behind a large body,
+// which a stalled upload may hold for minutes of retries (review: the
+// lease's renewal waited behind one).
+const gatedPairs = 1000
+
+// take waits for the gate, or for ctx to end, to make a body of n pairs
+// (at once when n is under gatedPairs). release lets it go; it may be
+// called more than once.
+func (g makingGate) take(ctx context.Context, n int) (release func(), err error) {
+	if n < gatedPairs {
+		return func() {}, nil
+	}
 	select {
 	case g <- struct{}{}:
 		return sync.OnceFunc(func() { <-g }), nil
