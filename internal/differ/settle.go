@@ -82,7 +82,7 @@ func SettleQueue(plan policy.Plan, desired Desired, entries map[string]policy.En
 	return plan, work
 }
 
-// plannedOf are the names of pending that items plan: all that settling
+// plannedOf are the names of pending whose queue entry an item rewrites: all that settling
 // asks of the plan, not a map of every planned name (a first sync of
 // 200,000 policies made one of 4 MB, grown by doubling, where planning's
 // heap peaks; docs/bench.md, "How we got here", "Memory, fifth pass").
@@ -92,11 +92,21 @@ func plannedOf(items []policy.Item, pending map[string]policy.QueueEntry) map[st
 		return planned
 	}
 	for _, it := range items {
-		if _, ok := pending[it.PolicyName]; ok {
+		if _, ok := pending[it.PolicyName]; ok && rewritesQueue(it) {
 			planned[it.PolicyName] = true
 		}
 	}
 	return planned
+}
+
+// rewritesQueue says whether the item's own writes replace its policy's
+// queue entry: an add's or an update's announcement, a delete's removal.
+// A move or a migration writes the entry alone, so a failed write the
+// queue records for its name is settled as for a name the plan leaves
+// alone (review: a failed delete's record outlived the move that brought
+// the same blob back, and no run ever cleared it).
+func rewritesQueue(it policy.Item) bool {
+	return it.Action == policy.ActAdd || it.Action == policy.ActUpdate || it.Action == policy.ActDelete
 }
 
 // holdsBack reports whether a dead letter holds back the item: the same
