@@ -122,16 +122,24 @@ func holdsBack(dead map[string]policy.DeadLetter, it policy.Item) bool {
 	return dl.Operation != policy.OpDelete && dl.SHA == it.SHA
 }
 
-// SupersededDeadLetters returns the dead letters whose policy the plan
-// writes anyway: another version goes ahead (an add, an update, a move to
-// the version the registry holds, a delete), so the given-up one is
-// history. A migration rewrites an entry as it is, which may be the one a
-// dead letter holds back: it supersedes nothing.
+// SupersededDeadLetters returns the dead letters that hold nothing back:
+// every dead letter read was planned from the head (a full run plans
+// every name, an incremental one the names of the dead letters it read),
+// and one whose version the plan did not hold back is history: another
+// version goes ahead (an add, an update, a move, a delete), or the
+// registry already holds what the head wants (the edit it gave up on was
+// reverted; the file whose delete failed came back), or the head's
+// version is skipped. A migration's entry rewritten beside a held-back
+// update keeps its dead letter, which still holds that update back.
 func SupersededDeadLetters(plan policy.Plan, dead map[string]policy.DeadLetter) []string {
+	held := make(map[string]bool, len(plan.HeldBack))
+	for _, sk := range plan.HeldBack {
+		held[sk.PolicyName] = true
+	}
 	var out []string
-	for _, it := range plan.Items {
-		if _, ok := dead[it.PolicyName]; ok && it.Action != policy.ActMigrate {
-			out = append(out, it.PolicyName)
+	for _, name := range slices.Sorted(maps.Keys(dead)) {
+		if !held[name] {
+			out = append(out, name)
 		}
 	}
 	return out
