@@ -182,9 +182,10 @@ func (s *Store) PutMade(ctx context.Context, keys []string, pair func(i int) reg
 }
 
 // check makes each pair of keys to check and measure it (pairLen, not
-// encoded), one batch at a time (makingGate): it returns the indexes of
-// the valid pairs, the failures of the others and the valid ones' lengths.
-// The error is the context's, ended while another batch was made.
+// encoded), a large batch one at a time (makingGate): it returns the
+// indexes of the valid pairs, the failures of the others and the valid
+// ones' lengths. The error is the context's, ended while another batch
+// was made.
 func (s *Store) check(ctx context.Context, keys []string, pair func(i int) registry.Pair) (idx []int, failed map[string]error, lens []int, err error) {
 	release, err := s.making.take(ctx, len(keys))
 	if err != nil {

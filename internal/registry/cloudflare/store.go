@@ -111,7 +111,7 @@ type Store struct {
 	writes  atomic.Int64
 	deletes atomic.Int64
 	closed  atomic.Bool
-	// making lets one streamed body be made at a time (makingGate).
+	// making lets one large streamed body be made at a time (makingGate).
 	making makingGate
 }
 
