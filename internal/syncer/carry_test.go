@@ -455,7 +455,7 @@ func TestCarry_DeadLetterDroppedAfterHeadUnreadable_NameReplanned(t *testing.T) 
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Write("a/나.md", "# 나 개정\n")
 	r.repo.Commit("edit")
-	failUntilDeadLetter(t, r)
+	failUntilDeadLetter(t, r, "가")
 	r.gh.FailNext(githubtest.KindCommitSHA, -1, githubtest.ServerError(502))
 	if _, err := r.run(syncer.Options{}); err == nil {
 		t.Fatal("run with the head unreadable succeeded")

@@ -2,7 +2,6 @@ package syncer_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -23,16 +22,7 @@ func TestDeadLetter_EditReverted_DeadLetterGoes_HealthCheckHealthy(t *testing.T)
 	r.repo.Write("b/다.md", "# 다 개정\n")
 	r.repo.Write("a/나.md", "# 나 개정\n")
 	r.repo.Commit("edit 다")
-	r.store.FailKeys(map[string]error{"policy:다": errors.New("HTTP 500")})
-	for i := 1; i <= 3; i++ {
-		if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
-			t.Fatalf("failing run %d: %v", i, err)
-		}
-	}
-	r.store.FailKeys(nil)
-	if _, ok := r.deadLetters()["다"]; !ok {
-		t.Fatal("setup: no dead letter for 다")
-	}
+	failUntilDeadLetter(t, r, "다")
 
 	r.repo.Write("b/다.md", "# 다\n") // the edit reverted: the registry's version again
 	r.repo.Commit("revert 다")
@@ -69,15 +59,9 @@ func TestDeadLetter_DeleteGivenUp_FileBack_DeadLetterGoes(t *testing.T) {
 	r.repo.Remove("b/다.md")
 	r.repo.Write("a/나.md", "# 나 개정\n") // another write, so the run is not an outage
 	r.repo.Commit("delete 다")
-	r.store.FailKeys(map[string]error{"policy:다": errors.New("HTTP 500")})
-	for i := 1; i <= 3; i++ {
-		if _, err := r.run(syncer.Options{}); !errors.Is(err, syncer.ErrPartial) {
-			t.Fatalf("failing run %d: %v", i, err)
-		}
-	}
-	r.store.FailKeys(nil)
-	if dl, ok := r.deadLetters()["다"]; !ok || dl.Operation != "delete" {
-		t.Fatalf("setup: dead letter of 다 = %+v, %v; want a delete given up", dl, ok)
+	failUntilDeadLetter(t, r, "다")
+	if dl := r.deadLetters()["다"]; dl.Operation != "delete" {
+		t.Fatalf("setup: dead letter of 다 = %+v; want a delete given up", dl.QueueEntry)
 	}
 	r.repo.Write("b/다.md", "# 다\n") // back as it was
 	r.repo.Commit("다 back")

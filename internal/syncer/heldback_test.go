@@ -21,17 +21,17 @@ func (unplannable) Compare(context.Context, string, string) (policy.Changeset, e
 
 func (unplannable) Tree(context.Context, string) ([]policy.File, error) { return nil, errGitHubDown }
 
-// failUntilDeadLetter fails 가's write until a dead letter holds its version
-// back: three runs.
-func failUntilDeadLetter(t *testing.T, r *rig) {
+// failUntilDeadLetter fails the write of name's entry until a dead letter
+// holds its version back: three runs.
+func failUntilDeadLetter(t *testing.T, r *rig, name string) {
 	t.Helper()
-	r.store.FailKeys(map[string]error{"policy:가": errors.New("kv down")})
+	r.store.FailKeys(map[string]error{"policy:" + name: errors.New("kv down")})
 	for range 3 {
 		_, _ = r.run(syncer.Options{})
 	}
 	r.store.FailKeys(nil)
-	if _, ok := r.deadLetters()["가"]; !ok {
-		t.Fatal("no dead letter after three failures")
+	if _, ok := r.deadLetters()[name]; !ok {
+		t.Fatalf("no dead letter of %s after three failures", name)
 	}
 }
 
@@ -44,7 +44,7 @@ func TestSoakRepro_AbortedBeforePlanning_KeepsHeldBack_NoFalseSuccess(t *testing
 	r := syncedRig(t)
 	r.repo.Write("a/가.md", "# 가 개정\n")
 	r.repo.Commit("edit")
-	failUntilDeadLetter(t, r)
+	failUntilDeadLetter(t, r, "가")
 	r.repo.Write("b/라.md", "# 라\n")
 	r.repo.Commit("add 라")
 	src := r.s.Source
