@@ -98,11 +98,27 @@ func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Unwrap() error { return e.err }
 
 // URL returns u as text without its user info, query and fragment (a signed
-// download token, credentials written into the URL).
+// download token, credentials written into the URL). Credentials a
+// mistyped URL holds where url.Parse finds no user info
+// ("https:/KEY:SECRET@host", "KEY:SECRET@host") are cut too: all that
+// comes before the last '@', but an http(s) scheme, shows as "…"
+// (an adversarial helper found such a secret quoted in the error).
 func URL(u *url.URL) string {
 	c := *u
 	c.RawQuery, c.User, c.Fragment, c.RawFragment = "", nil, "", ""
-	return c.String()
+	s := c.String()
+	at := strings.LastIndex(s, "@")
+	if at < 0 {
+		return s
+	}
+	keep := 0
+	if lower := strings.ToLower(s); strings.HasPrefix(lower, "https:") || strings.HasPrefix(lower, "http:") {
+		keep = strings.Index(s, ":") + 1
+		for keep < at && s[keep] == '/' {
+			keep++
+		}
+	}
+	return s[:keep] + "…" + s[at:]
 }
 
 // URLSecrets returns the credentials written into a URL

@@ -109,3 +109,31 @@ func TestPlan_CopiesItemsOnlyWhenASecretIsMasked(t *testing.T) {
 		t.Error("an empty plan's items became nil")
 	}
 }
+
+// TestURL_MistypedURLWithCredentials_SecretCut: a URL mistyped so that
+// url.Parse finds no user info in it still shows nothing before its last
+// '@' (an adversarial helper found CONTENT_ENDPOINT's error quoting the
+// secret of "https:/KEY:SECRET@host").
+func TestURL_MistypedURLWithCredentials_SecretCut(t *testing.T) {
+	t.Parallel()
+	const secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+	for raw, want := range map[string]string{
+		"https:/AKIAIOSFODNN7EXAMPLE:" + secret + "@acct.r2.cloudflarestorage.com":  "https:/…@acct.r2.cloudflarestorage.com",
+		"AKIAIOSFODNN7EXAMPLE:" + secret + "@acct.r2.cloudflarestorage.com":         "…@acct.r2.cloudflarestorage.com",
+		"https//AKIAIOSFODNN7EXAMPLE:" + secret + "@acct.r2.cloudflarestorage.com":  "…@acct.r2.cloudflarestorage.com",
+		"https://AKIAIOSFODNN7EXAMPLE:" + secret + "@acct.r2.cloudflarestorage.com": "https://acct.r2.cloudflarestorage.com",
+		"https://host/a@b": "https://…@b",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue // not a URL: its callers show none of it
+		}
+		got := redact.URL(u)
+		if strings.Contains(got, secret) || strings.Contains(got, "AKIA") {
+			t.Errorf("URL(%q) = %q: shows the credentials", raw, got)
+		}
+		if got != want {
+			t.Errorf("URL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
