@@ -61,12 +61,13 @@ func (r Repairs) Empty() bool { return len(r.Upload) == 0 && len(r.Delete) == 0 
 // listed ETag differs from the recorded one is uploaded again; a listed
 // key under prefix that is not the key of a wanted policy (a deleted
 // policy's object left behind, a stray file) is deleted. Listed keys
-// outside the prefix are ignored: they are never touched. Pure.
+// outside the prefix, and folder markers, are ignored: they are never
+// touched. Pure.
 func Drift(prefix string, want map[string]Want, listed []Listed) Repairs {
 	var r Repairs
 	seen := make(map[string]string, len(listed)) // key → etag
 	for _, l := range listed {
-		if !strings.HasPrefix(l.Key, prefix) {
+		if !strings.HasPrefix(l.Key, prefix) || folderMarker(l) {
 			continue
 		}
 		seen[l.Key] = NormalizeETag(l.ETag)
@@ -92,6 +93,16 @@ func Drift(prefix string, want map[string]Want, listed []Listed) Repairs {
 	slices.Sort(r.Unsafe)
 	r.Unsafe = slices.Compact(r.Unsafe)
 	return r
+}
+
+// folderMarker says whether l is an empty object whose key ends in "/":
+// what the S3 console's "Create folder" (and rclone, Cyberduck) stores to
+// show a folder, such as the prefix itself made by hand before the first
+// sync. No policy's key ends so; it is left as it is, neither a stray to
+// delete nor an unsafe key to report (an adversarial helper found one
+// keeping every run partial, and full, for good).
+func folderMarker(l Listed) bool {
+	return l.Size == 0 && strings.HasSuffix(l.Key, "/")
 }
 
 func wanted(want map[string]Want, name string) bool {

@@ -25,6 +25,14 @@ func TestDrift(t *testing.T) {
 			listed: []mirror.Listed{{Key: key("a"), ETag: `"E1"`}},
 		},
 		{
+			name: "folder markers (empty, the key ending in /) are left alone; a non-empty one is unsafe",
+			want: map[string]mirror.Want{"a": ok},
+			listed: []mirror.Listed{
+				{Key: key("a"), ETag: "e1"}, {Key: p, Size: 0}, {Key: p + "가/", Size: 0}, {Key: p + "x/", Size: 3},
+			},
+			repair: mirror.Repairs{Unsafe: []string{p + "x/"}},
+		},
+		{
 			name:   "missing object",
 			want:   map[string]mirror.Want{"a": ok, "b": ok},
 			listed: []mirror.Listed{{Key: key("a"), ETag: "e1"}},
