@@ -78,7 +78,12 @@ const RecordWrites = MetadataWrites + 1
 // release. A budgeted run records it before it applies, so a kill cannot
 // lose the count of what it wrote.
 func Reserve(plan policy.Plan, work QueueWork, unread int) int64 {
-	n := int64(len(plan.Items)+unread+len(work.Requeue)) + RecordWrites
+	return int64(len(plan.Items)+unread+len(work.Requeue)) + RecordWrites + Writes(plan)
+}
+
+// Writes is what the plan's items write (ItemWrites).
+func Writes(plan policy.Plan) int64 {
+	var n int64
 	for _, it := range plan.Items {
 		n += ItemWrites(it)
 	}

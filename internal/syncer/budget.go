@@ -54,11 +54,13 @@ func (r *run) leaseBudget(ctx context.Context, st state, mode string) ([]registr
 // fitBudget is the budget step: it fits the plan to the daily write budget.
 // With the writes the day's earlier runs were billed for and the run's own
 // fixed writes (differ.FixedWrites, differ.ReserveWrites), it keeps the
-// items that fit (differ.FitBudget) and says how many must wait for another
-// day; then it records what the run may still write (differ.Reserve, with a
-// failure record for each of unread) before the run applies. A run whose
-// fixed writes alone do not fit is refused (ErrBudget) before it applies.
-func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.Plan, work differ.QueueWork, unread int) (policy.Plan, int, error) {
+// items that fit (differ.FitBudget), then the content mirror's repairs
+// whose entries fit after them (mirrorRun.fitRepairs), and says how many
+// must wait for another day; then it records what the run may still write
+// (differ.Reserve, with a failure record for each of unread, and the
+// repairs' entries) before the run applies. A run whose fixed writes alone
+// do not fit is refused (ErrBudget) before it applies.
+func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.Plan, work differ.QueueWork, unread int, m *mirrorRun) (policy.Plan, int, error) {
 	if !r.budgeted() {
 		return plan, 0, nil
 	}
@@ -74,8 +76,10 @@ func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.
 			ErrBudget, spent, r.opt.DailyWriteBudget, r.start.Format("2006-01-02"), fixed)
 	}
 	plan, waiting := differ.FitBudget(plan, left)
+	repairs, cut := m.fitRepairs(left - differ.Writes(plan))
+	waiting += cut
 	r.log.Info("write budget", logkey.Spent, spent, logkey.Budget, r.opt.DailyWriteBudget, logkey.Waiting, waiting)
-	res := r.reservation(ctx, st, mode, differ.Reserve(plan, work, unread))
+	res := r.reservation(ctx, st, mode, differ.Reserve(plan, work, unread)+int64(repairs))
 	if failed := r.Registry.Write(ctx, res); failed != nil {
 		return plan, waiting, fmt.Errorf("write budget: reserve writes: %w", failed[res.Key()])
 	}

@@ -308,6 +308,26 @@ func (m *mirrorRun) keepRepairs(plan policy.Plan, reg registryState) {
 	}
 }
 
+// fitRepairs keeps the repairs whose registry writes (each repaired
+// policy's entry, recording its new ETag: repairedEntries) fit in left,
+// the daily write budget's rest after the plan's items: the others wait
+// for another day, the mirror not converged, so that the next run is full
+// and repairs them (an adversarial helper found the repairs' writes
+// outside the budget and its reservation). It returns how many it kept and
+// how many wait.
+func (m *mirrorRun) fitRepairs(left int64) (kept, waiting int) {
+	if m == nil {
+		return 0, 0
+	}
+	n := len(m.drift.Upload)
+	kept = int(min(int64(n), max(left, 0)))
+	if kept < n {
+		m.drift.Upload = m.drift.Upload[:kept]
+		m.unrepaired = true
+	}
+	return kept, n - kept
+}
+
 // changedElsewhere drops the repairs of policies the plan writes (it
 // uploads them) or the registry does not hold (nothing of them is
 // published, so the mirror owes nothing; their objects are kept).

@@ -83,7 +83,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	if err = outage(t.files, t.failures); err != nil {
 		return
 	}
-	plan, waiting, err := r.fitBudget(ctx, rep.state, rep.mode, t.plan, p.work, len(t.failures))
+	plan, waiting, err := r.fitBudget(ctx, rep.state, rep.mode, t.plan, p.work, len(t.failures), rep.mirror)
 	if rep.waiting = waiting; err != nil {
 		return
 	}
