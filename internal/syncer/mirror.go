@@ -456,13 +456,27 @@ func (r *run) uploadPending(ctx context.Context, m *mirrorRun, head string, docs
 		files[i] = policy.File{Path: d.Path, SHA: d.SHA, Size: -1}
 	}
 	up := r.newUploader(ctx, m, docs)
-	readErrs, err := r.readContents(ctx, head, files, up, func(string, policy.Content) {})
+	tooLarge := map[string]int64{}
+	readErrs, err := r.readContents(ctx, head, files, up, func(path string, c policy.Content) {
+		if c.Size > r.opt.MaxFileSize {
+			tooLarge[path] = c.Size
+		}
+	})
 	for _, d := range docs {
 		switch {
 		case err != nil:
 			m.up.done(d.PolicyName, "", fileError{fmt.Errorf("read content: %w", err)})
 		case readErrs[d.Path] != nil:
 			m.up.done(d.PolicyName, "", fileError{fmt.Errorf("read content: %w", readErrs[d.Path])})
+		case m.up.tried(d.PolicyName):
+		case tooLarge[d.Path] > 0:
+			// a version the registry publishes, over MAX_FILE_SIZE since it
+			// was lowered: the mirror cannot hold it, so the run must not
+			// say it does (an adversarial helper found a repair of one
+			// recorded success, the object missing, run after run)
+			m.up.done(d.PolicyName, "", fileError{fmt.Errorf("read content: too large (%d bytes > MAX_FILE_SIZE %d)", tooLarge[d.Path], r.opt.MaxFileSize)})
+		default:
+			m.up.done(d.PolicyName, "", fileError{fmt.Errorf("read content: %s not delivered by the read", d.Path)})
 		}
 	}
 }
