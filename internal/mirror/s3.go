@@ -317,6 +317,7 @@ func listedKey(key *string, enc types.EncodingType) (string, error) {
 func (s *S3) List(ctx context.Context) ([]Listed, error) {
 	var out []Listed
 	var token, after *string
+	tokens := map[string]bool{} // each continuation token the store gave
 	for {
 		page, err := do(ctx, s, &s.count.lists, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
 			return s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
@@ -347,7 +348,11 @@ func (s *S3) List(ctx context.Context) ([]Listed, error) {
 		if !aws.ToBool(page.IsTruncated) {
 			break
 		}
-		if aws.ToString(page.NextContinuationToken) != "" {
+		if next := aws.ToString(page.NextContinuationToken); next != "" {
+			if tokens[next] { // a store that gives a token twice would be listed for ever
+				return nil, fmt.Errorf("s3: list %s: %w: the continuation token %q came twice", s.prefix, ErrRejected, next)
+			}
+			tokens[next] = true
 			token, after = page.NextContinuationToken, nil
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/policy"
@@ -130,5 +131,39 @@ func TestNewS3_ProfileNotInTheSharedFiles_ConfigErrorNamingAWSProfile(t *testing
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v; want it to name %s", err, want)
 		}
+	}
+}
+
+// sameToken answers every listing with one key, "truncated", and the same
+// continuation token: a store that would be listed for ever.
+type sameToken struct{ lists int }
+
+func (s *sameToken) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.lists++
+	body := `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>policies-prod</Name><Prefix>policies/</Prefix><KeyCount>1</KeyCount>` +
+		`<IsTruncated>true</IsTruncated><NextContinuationToken>again</NextContinuationToken>` +
+		`<Contents><Key>policies/a.md</Key><ETag>"e"</ETag><Size>1</Size></Contents></ListBucketResult>`
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/xml"}}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// TestS3_List_ContinuationTokenRepeated_Error: a store that gives the same
+// continuation token again is an error, not a listing that never ends (an
+// adversarial helper's note: only a page without a token was checked).
+func TestS3_List_ContinuationTokenRepeated_Error(t *testing.T) {
+	awsEnv(t, "ap-northeast-2")
+	rt := &sameToken{}
+	s, err := mirror.NewS3(context.Background(), mirror.Config{Bucket: "policies-prod", Region: "ap-northeast-2", HTTPClient: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := s.List(context.Background()); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, mirror.ErrRejected) || !strings.Contains(err.Error(), "came twice") {
+			t.Errorf("List = %v; want the repeated token named", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("List still going after 10 s (%d pages)", rt.lists)
 	}
 }
