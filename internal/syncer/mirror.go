@@ -183,10 +183,11 @@ func mayHaveStored(err error) bool {
 // titlesUploader is the uploader of the titles step: the adds and updates
 // of the plan, uploaded as their files stream by. nil (read titles only)
 // without a mirror, on a dry run, and when the plan might not pass the
-// mass-delete guard once read (guardSure): a refused plan must not change
-// the mirror (else the apply step reads what it uploads again).
+// mass-delete guard: a refused plan must not change the mirror, and
+// without titles the guard can only be stricter, so a plan it lets through
+// here passes later too (else the apply step reads what it uploads again).
 func (r *run) titlesUploader(ctx context.Context, m *mirrorRun, plan policy.Plan, reg registryState, renames map[string]string) *uploader {
-	if m == nil || r.opt.DryRun || !r.guardSure(plan, reg, renames) {
+	if m == nil || r.opt.DryRun || r.guard(plan, reg, renames) != nil {
 		return nil
 	}
 	now := r.start.Format(policy.TimeLayout)
@@ -325,25 +326,6 @@ func (m *mirrorRun) fitRepairs(left int64) (kept, waiting int) {
 		m.unrepaired = true
 	}
 	return kept, n - kept
-}
-
-// guardSure says whether the plan passes the mass-delete guard however its
-// reads go. A read that fails, or that the deadline cuts, takes its add or
-// update out of the plan, and with it what that item saved of a delete
-// (its blob, its title), and may take deletes out with it
-// (differ.Titling.LeaveUnreached): so the plan is judged without its adds
-// and updates, which only makes the guard stricter, and never when
-// --allow-mass-delete=N asks for exactly N deletes (an adversarial helper
-// found a cut read refusing such a run after the titles step had uploaded
-// an update the registry never published).
-func (r *run) guardSure(plan policy.Plan, reg registryState, renames map[string]string) bool {
-	if r.opt.AllowDeletes > 0 {
-		return false
-	}
-	plan.Items = slices.DeleteFunc(slices.Clone(plan.Items), func(it policy.Item) bool {
-		return it.Action == policy.ActAdd || it.Action == policy.ActUpdate
-	})
-	return r.guard(plan, reg, renames) == nil
 }
 
 // changedElsewhere drops the repairs of policies the plan writes (it
