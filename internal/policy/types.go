@@ -420,7 +420,7 @@ type RunSummary struct {
 	CommitSHA         string     `json:"commitSHA"`
 	PreviousCommitSHA string     `json:"previousCommitSHA"`
 	RunID             string     `json:"runId"`
-	Repo              string     `json:"repo,omitempty"`   // owner/name the run synced from
+	Repo              string     `json:"repo,omitempty"`   // owner/name the registry was synced from after the run (a failed or refused run's: the last run's)
 	Branch            string     `json:"branch,omitempty"` // its branch
 	Trigger           string     `json:"trigger"`
 	Delivery          string     `json:"delivery,omitempty"` // the GitHub delivery id of a webhook run

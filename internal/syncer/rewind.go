@@ -16,11 +16,14 @@ import (
 var ErrRewind = fmt.Errorf("%w: rewind or retarget", differ.ErrRefused)
 
 // checkTarget refuses, before the lease, a run of another repository or
-// branch than the run that synced the lastCommit read (a run at another
-// commit, e.g. one refused, says nothing of it).
+// branch than the one the registry was synced from: the last run's
+// (lastRun.repo and branch), which a failed or refused run carries from
+// the run before it (targetOf), so that a refusal holds for every run of
+// the wrong setting, not the first only (an adversarial helper found the
+// second run, or Lambda's retry of the first, syncing the wrong branch).
 func (r *run) checkTarget(st state) error {
 	prev := st.prev
-	if r.opt.AllowRewind || prev == nil || prev.Repo == "" || prev.CommitSHA != st.last {
+	if r.opt.AllowRewind || prev == nil || prev.Repo == "" {
 		return nil
 	}
 	if strings.EqualFold(prev.Repo, r.Repo) && prev.Branch == r.Branch {
@@ -51,4 +54,16 @@ func (r *run) checkRewind(ctx context.Context, st state, cs *policy.Changeset) e
 func (r *run) rewound(st state) error {
 	return fmt.Errorf("%w: the branch head %s is behind the synced commit %s: syncing it would undo what the registry holds (--allow-rewind or ALLOW_REWIND=yes to sync it anyway)",
 		ErrRewind, st.head, st.last)
+}
+
+// targetOf is the repository and branch a run's record names: what the
+// registry was synced from after it. A run that succeeded or is partial
+// applied its plan from its own; a failed or refused one synced nothing
+// whole, so the registry is still the last run's (a first one names its
+// own).
+func targetOf(sum policy.RunSummary, prev *policy.RunSummary, repo, branch string) (string, string) {
+	if (sum.Status == policy.RunFailed || sum.Status == policy.RunRefused) && prev != nil && prev.Repo != "" {
+		return prev.Repo, prev.Branch
+	}
+	return repo, branch
 }
