@@ -10,6 +10,20 @@ import (
 // ErrRefused is returned when a safety guard refuses the plan (exit code 4).
 var ErrRefused = errors.New("refused by the mass-delete guard")
 
+// RefusedBy is the refusal of a safety guard other than the mass-delete
+// one (the daily write budget, a rewind or retarget, an expected head):
+// it matches ErrRefused, so that it exits 4 as every refusal does, but
+// reads "refused: why", not as the mass-delete guard's, whose way past
+// (--allow-mass-delete) is not its own (an adversarial helper found a
+// retarget refused "by the mass-delete guard" in the run's line, its
+// record and status --check).
+func RefusedBy(why string) error { return refusedBy(why) }
+
+type refusedBy string
+
+func (e refusedBy) Error() string        { return "refused: " + string(e) }
+func (e refusedBy) Is(target error) bool { return target == ErrRefused }
+
 // Mass-delete guard thresholds: a plan loses too much when it deletes more
 // than MassDeleteMin policies and more than MassDeletePercent of the
 // registry, counting only content that does not survive under another name.

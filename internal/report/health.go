@@ -36,6 +36,7 @@ func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 		default:
 			why = fmt.Sprintf("%d failed%s", lr.ErrorCount, failedNames(lr.Failures))
 		}
+		why = strings.TrimPrefix(why, lr.Status+": ") // "refused: daily write budget: …" (differ.RefusedBy)
 		problems = append(problems, fmt.Sprintf("the last run (%s) is %s: %s", lr.Timestamp, lr.Status, why))
 	}
 	switch {

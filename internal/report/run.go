@@ -163,15 +163,13 @@ func (r Run) headline(pal Palette) string {
 // refusal is the guard's reason, without the words of the sentinel.
 func refusal(err error) string {
 	msg := err.Error()
-	_, rest, ok := strings.Cut(msg, differ.ErrRefused.Error())
-	switch {
-	case !ok:
-		return msg
-	case errors.Is(err, syncer.ErrBudget), errors.Is(err, syncer.ErrHeadMoved):
-		return strings.TrimPrefix(rest, ": ")
-	default:
+	if rest, ok := strings.CutPrefix(msg, "refused: "); ok { // another guard's (differ.RefusedBy)
+		return rest
+	}
+	if _, rest, ok := strings.Cut(msg, differ.ErrRefused.Error()); ok {
 		return "mass-delete guard" + rest
 	}
+	return msg
 }
 
 func requestCounts(s policy.RunSummary) string {

@@ -14,7 +14,7 @@ import (
 
 // ErrBudget is returned when a run would spend more billable writes than
 // the daily write budget leaves (exit code 4, like a safety guard).
-var ErrBudget = fmt.Errorf("%w: daily write budget", differ.ErrRefused)
+var ErrBudget = differ.RefusedBy("daily write budget")
 
 // The day's count of billable writes is the run history's: each run's key
 // carries what it was billed for. A budgeted run writes its key before it

@@ -13,7 +13,7 @@ import (
 // repository or branch is not the one the registry was synced from: a
 // GITHUB_BRANCH pointing at a stale branch would otherwise replace the
 // registry with that branch's policies. Options.AllowRewind lets it through.
-var ErrRewind = fmt.Errorf("%w: rewind or retarget", differ.ErrRefused)
+var ErrRewind = differ.RefusedBy("rewind or retarget")
 
 // checkTarget refuses, before the lease, a run of another repository or
 // branch than the one the registry was synced from: the last run's

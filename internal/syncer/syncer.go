@@ -235,7 +235,7 @@ func expectHead(want, head string) error {
 }
 
 // ErrHeadMoved refuses a run whose head is not Options.ExpectHead.
-var ErrHeadMoved = fmt.Errorf("%w: expected head", differ.ErrRefused)
+var ErrHeadMoved = differ.RefusedBy("expected head")
 
 // stopped is err, or the cause of ctx's end when it ended (a lost lease).
 // A lost lease is the cause of any error once it is lost, whatever the
