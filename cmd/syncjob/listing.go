@@ -14,8 +14,9 @@ import (
 // listing runs a command that prints one kind of registry value: it parses
 // its flags (--json), opens the registry read-only (it works while a sync
 // runs), reads, and prints JSON or a table. read returns what it could read
-// and an error; with values, the error names those it could not (printed
-// after them); without, the listing failed.
+// and an error naming what it could not: then what it read is printed,
+// none of it when nothing was, and the command fails (exit 1), never "0
+// dead letters" while one is unreadable (an adversarial helper's find).
 func listing[T any](ctx context.Context, p *program, h help, args []string,
 	read func(context.Context, *registry.Registry) ([]T, error), table func(io.Writer, []T)) error {
 	fs := p.flagSet(h.name)
@@ -30,7 +31,7 @@ func listing[T any](ctx context.Context, p *program, h help, args []string,
 	}
 	defer closeReg()
 	values, err := read(ctx, reg)
-	if err != nil && values == nil {
+	if err != nil && len(values) == 0 {
 		return cfg.Redact(fmt.Errorf("%s: %w", h.name, err))
 	}
 	if *asJSON {
@@ -38,9 +39,8 @@ func listing[T any](ctx context.Context, p *program, h help, args []string,
 	} else {
 		table(p.stdout, values)
 	}
-	if err != nil {
-		// what could be read is shown; say what could not
-		fmt.Fprintf(p.stderr, "syncjob: %s: %v\n", h.name, cfg.Redact(err))
+	if err != nil { // what could be read is shown; say what could not
+		return cfg.Redact(fmt.Errorf("%s: %w", h.name, err))
 	}
 	return nil
 }
