@@ -84,7 +84,9 @@ func (b *Bolt) openError(err error) error {
 	case errors.As(err, &corrupt):
 		return err
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("bolt: registry file %s: another process kept it busy for %s: %w", b.path, opTimeout, err)
+		// in use, as by another writer: the command fails (exit 1), it is
+		// no setting's fault (an adversarial helper found it exit 2)
+		return fmt.Errorf("bolt: registry file %s: another process kept it busy for %s: %w (%w)", b.path, opTimeout, ErrInUse, err)
 	case isSystemError(err):
 		return fmt.Errorf("bolt: open registry file %s: %w", b.path, err)
 	}
