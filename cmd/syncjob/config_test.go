@@ -103,6 +103,27 @@ func TestCLI_CredentialsInAPIURL_Exit2NamesTheSettingNotTheSecret(t *testing.T) 
 	}
 }
 
+// TestCLI_TokenWithAControlCharacter_Exit2WithoutShowingIt: a token that
+// holds a control character (a pasted line break inside it) could never
+// be sent: it is refused naming the setting, not the value. (An
+// adversarial helper found GITHUB_TOKEN's failing the run, exit 1, and
+// CLOUDFLARE_API_TOKEN's retried for 25 s.)
+func TestCLI_TokenWithAControlCharacter_Exit2WithoutShowingIt(t *testing.T) {
+	t.Parallel()
+	for _, env := range []string{"GITHUB_TOKEN", "CLOUDFLARE_API_TOKEN", "CONTENT_SECRET_ACCESS_KEY"} {
+		t.Run(env, func(t *testing.T) {
+			w := newCloudflareWorld(t)
+			w.env["CONTENT_BUCKET"], w.env["CONTENT_ACCESS_KEY_ID"] = "policies-prod", "AKIAEXAMPLE"
+			w.env["CONTENT_SECRET_ACCESS_KEY"] = strings.Repeat("s", 40)
+			w.env[env] = "ghp_0123456789abcdef\x010123456789abcdef0123"
+			r := w.run("sync")
+			if r.code != exitUsage || !strings.Contains(r.stderr, env) || !strings.Contains(r.stderr, "control character") || strings.Contains(r.stderr, "0123456789abcdef") {
+				t.Errorf("exit %d, stderr %q; want 2 naming %s, not its value", r.code, r.stderr, env)
+			}
+		})
+	}
+}
+
 // TestCLI_ShortToken_Exit2WithoutShowingIt: a token of a few characters is
 // a mistake that could not be masked wherever it appears; it is refused
 // naming the setting, not the value.

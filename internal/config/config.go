@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/mirror"
@@ -333,8 +334,13 @@ func (c Config) MirrorConfig() mirror.Config {
 // not be masked wherever it appears in a line (redact.MinSecretLen).
 // The token is not shown.
 func checkToken(name, v string) error {
-	if v != "" && len(v) < redact.MinSecretLen {
+	switch {
+	case v != "" && len(v) < redact.MinSecretLen:
 		return &policy.ConfigError{Setting: name, Problem: fmt.Sprintf("is %d characters long: too short to be a token (at least %d; GitHub's and Cloudflare's have 40 or more)", len(v), redact.MinSecretLen)}
+	case strings.ContainsFunc(v, unicode.IsControl):
+		// it could never be sent in a header: a run failed (exit 1) or
+		// retried for 25 s, never naming the setting (an adversarial helper)
+		return &policy.ConfigError{Setting: name, Problem: "holds a control character (a pasted line break or tab?): a token has none"}
 	}
 	return nil
 }
