@@ -78,8 +78,10 @@ func TestOps_DeadLetterRetryLands_DropAsksOnTerminal(t *testing.T) {
 	})
 }
 
-func TestOps_UnreadableDeadLetter_CanBeDropped(t *testing.T) {
-	t.Parallel()
+// unreadableDeadLetterWorld is a synced world whose registry holds a dead
+// letter, 고장, that does not decode.
+func unreadableDeadLetterWorld(t *testing.T) *world {
+	t.Helper()
 	w := newWorld(t)
 	seed(w)
 	w.sync(0)
@@ -88,6 +90,12 @@ func TestOps_UnreadableDeadLetter_CanBeDropped(t *testing.T) {
 		t.Fatal(errs)
 	}
 	_ = s.Close()
+	return w
+}
+
+func TestOps_UnreadableDeadLetter_CanBeDropped(t *testing.T) {
+	t.Parallel()
+	w := unreadableDeadLetterWorld(t)
 	if r := w.run("deadletter", "retry", "고장"); r.code != exitFailed || !strings.Contains(r.stderr, "unreadable") {
 		t.Errorf("retry of an unreadable dead letter: %d %s", r.code, r.stderr)
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"github.com/knue/syncjob/internal/registry"
 )
 
 // TestDeadLetterList_OneUnreadable_NotZeroNotOK: a dead letter whose value
@@ -13,14 +11,7 @@ import (
 // none. (An adversarial helper found it printing "0 dead letters", exit 0.)
 func TestDeadLetterList_OneUnreadable_NotZeroNotOK(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	seed(w)
-	w.sync(0)
-	s := w.store()
-	if errs := s.Put(t.Context(), []registry.Pair{{Key: "dead-letter:고장", Value: []byte("not json")}}); len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	_ = s.Close()
+	w := unreadableDeadLetterWorld(t)
 	chk := w.run("status", "--check")
 	t.Logf("status --check: exit %d\n%s", chk.code, chk.stdout)
 	for _, args := range [][]string{{"deadletter", "list"}, {"deadletter", "list", "--json"}} {

@@ -17,16 +17,7 @@ import (
 // adversarial helper found those writes outside the budget: 26 billed.)
 func TestBudget_MirrorFill_RepairWritesFitTheDailyBudget(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	b := r.billed()
-	for i := range 20 {
-		r.repo.Write(fmt.Sprintf("p/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
-	}
-	r.repo.Commit("20 policies")
-	if _, err := r.run(withBudget(1000)); err != nil {
-		t.Fatal(err)
-	}
-	r.clock.Advance(24 * time.Hour) // the next UTC day
+	r, b := syncedBeforeTheMirror(t, 20)
 	before := b.writes.Load()
 	r.withMirror(mirrortest.NewMemory(prefix))
 	const budget = 15
@@ -70,16 +61,7 @@ func TestBudget_MirrorFill_KilledAfterRepairWrites_HistoryCountsThem(t *testing.
 	for _, at := range []int{2, 3, 4} {
 		t.Run(fmt.Sprint(at), func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t)
-			b := r.billed()
-			for i := range 100 {
-				r.repo.Write(fmt.Sprintf("p/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
-			}
-			r.repo.Commit("100 policies")
-			if _, err := r.run(withBudget(1000)); err != nil {
-				t.Fatal(err)
-			}
-			r.clock.Advance(24 * time.Hour)
+			r, b := syncedBeforeTheMirror(t, 100)
 			before := b.writes.Load()
 			r.withMirror(mirrortest.NewMemory(prefix))
 			r.store.Kill(at)
@@ -92,4 +74,21 @@ func TestBudget_MirrorFill_KilledAfterRepairWrites_HistoryCountsThem(t *testing.
 			}
 		})
 	}
+}
+
+// syncedBeforeTheMirror is a billed rig of n policies synced without a
+// mirror, its clock a day later (the next UTC day's budget).
+func syncedBeforeTheMirror(t *testing.T, n int) (*rig, *billingStore) {
+	t.Helper()
+	r := newRig(t)
+	b := r.billed()
+	for i := range n {
+		r.repo.Write(fmt.Sprintf("p/규정 %02d.md", i), fmt.Sprintf("# 규정 %d\n", i))
+	}
+	r.repo.Commit(fmt.Sprintf("%d policies", n))
+	if _, err := r.run(withBudget(1000)); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(24 * time.Hour)
+	return r, b
 }
