@@ -82,10 +82,11 @@ func SettleQueue(plan policy.Plan, desired Desired, entries map[string]policy.En
 	return plan, work
 }
 
-// plannedOf are the names of pending whose queue entry an item rewrites: all that settling
-// asks of the plan, not a map of every planned name (a first sync of
-// 200,000 policies made one of 4 MB, grown by doubling, where planning's
-// heap peaks; docs/bench.md, "How we got here", "Memory, fifth pass").
+// plannedOf are the names of pending whose queue entry an item rewrites
+// (rewritesQueue): all that settling asks of the plan, not a map of every
+// planned name (a first sync of 200,000 policies made one of 4 MB, grown
+// by doubling, where planning's heap peaks; docs/bench.md, "How we got
+// here", "Memory, fifth pass").
 func plannedOf(items []policy.Item, pending map[string]policy.QueueEntry) map[string]bool {
 	planned := make(map[string]bool, len(pending))
 	if len(pending) == 0 {
