@@ -21,13 +21,27 @@ var ErrRewind = differ.RefusedBy("rewind or retarget")
 // the run before it (targetOf), so that a refusal holds for every run of
 // the wrong setting, not the first only (an adversarial helper found the
 // second run, or Lambda's retry of the first, syncing the wrong branch).
-func (r *run) checkTarget(st state) error {
+// A failed or refused record that read another lastCommit than the one
+// stored carries a target that may be stale (a run within the
+// consistency window of a deliberate retarget): then the commit graph
+// decides, and a head that holds the stored lastCommit passes (review:
+// one stale read refused every later run of the new branch).
+func (r *run) checkTarget(ctx context.Context, st state) error {
 	prev := st.prev
 	if r.opt.AllowRewind || prev == nil || prev.Repo == "" {
 		return nil
 	}
 	if strings.EqualFold(prev.Repo, r.Repo) && prev.Branch == r.Branch {
 		return nil
+	}
+	if stale := (prev.Status == policy.RunFailed || prev.Status == policy.RunRefused) && prev.PreviousCommitSHA != st.last; stale && st.last != "" {
+		rel, err := r.Source.Relation(ctx, st.last, st.head)
+		if err != nil {
+			return err
+		}
+		if rel == "identical" || rel == "ahead" {
+			return nil
+		}
 	}
 	return fmt.Errorf("%w: the registry was synced from %s branch %s, not %s branch %s (--allow-rewind or ALLOW_REWIND=yes to sync it from here)",
 		ErrRewind, prev.Repo, prev.Branch, r.Repo, r.Branch)
@@ -59,11 +73,15 @@ func (r *run) rewound(st state) error {
 // targetOf is the repository and branch a run's record names: what the
 // registry was synced from after it. A run that succeeded or is partial
 // applied its plan from its own; a failed or refused one synced nothing
-// whole, so the registry is still the last run's (a first one names its
-// own).
+// whole, so the registry is still the last run's: none when there was no
+// last run, or it named none (review: a failed first sync of a wrong
+// branch, recording its own, refused the right one).
 func targetOf(sum policy.RunSummary, prev *policy.RunSummary, repo, branch string) (string, string) {
-	if (sum.Status == policy.RunFailed || sum.Status == policy.RunRefused) && prev != nil && prev.Repo != "" {
-		return prev.Repo, prev.Branch
+	if sum.Status != policy.RunFailed && sum.Status != policy.RunRefused {
+		return repo, branch
 	}
-	return repo, branch
+	if prev == nil {
+		return "", ""
+	}
+	return prev.Repo, prev.Branch
 }
