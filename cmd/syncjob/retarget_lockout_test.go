@@ -64,7 +64,6 @@ func TestSync_StaleLastRunAfterARetarget_NewBranchNotLockedOut(t *testing.T) {
 	oldCommit, _, _ := w.cf.Value(registry.LastCommitKey)
 	w.env["GITHUB_BRANCH"] = "release"
 	w.sync(0, "--allow-rewind") // A: the operator retargets on purpose
-	fresh, _, _ := w.cf.Value(registry.LastRunKey)
 	freshCommit, _, _ := w.cf.Value(registry.LastCommitKey)
 	w.cf.Set(registry.LastRunKey, old, nil, 0) // B reads A's lastRun and lastCommit stale...
 	w.cf.Set(registry.LastCommitKey, oldCommit, nil, 0)
@@ -73,18 +72,16 @@ func TestSync_StaleLastRunAfterARetarget_NewBranchNotLockedOut(t *testing.T) {
 	if r.code != exitRefused {
 		t.Fatalf("setup: B, reading from before the retarget, not refused (exit %d)", r.code)
 	}
-	_ = fresh
-	w.cf.Set(registry.LastCommitKey, freshCommit, nil, 0) // ...the cache expires: lastCommit reads A's again (B, refused, did not write it)
-	r = w.run("sync")                                     // C, reads fresh: lastRun is B's record
+	// the cache expires: lastCommit reads A's again (B, refused, did not
+	// write it); lastRun is B's record
+	w.cf.Set(registry.LastCommitKey, freshCommit, nil, 0)
+	r = w.run("sync") // C, reading fresh
 	t.Logf("C (fresh reads): exit %d: %s", r.code, firstLine(r.stdout))
 	if r.code != 0 {
 		t.Errorf("C, the new branch with fresh reads, exit %d: one stale read locked the deliberate retarget out: %s", r.code, firstLine(r.stdout))
 	}
 }
 
-// A lastRun from before Repo/Branch existed: a wrong-branch run refused by
-// another guard (here the expected head) now records the wrong branch
-// (targetOf falls back to the run's own), and the right branch is refused next.
 // TestSync_RecordWithoutRepo_WrongBranchRefusedByAnother_RightBranchNotRefused:
 // after a record from before repo and branch were recorded, a wrong
 // branch's run refused by another guard (--expect-head) names no branch
