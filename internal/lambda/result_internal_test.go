@@ -159,3 +159,19 @@ func TestLogPlan_50000Items_LinesUnderCloudWatchsEventLimit(t *testing.T) {
 		t.Errorf("%d items logged over %d lines, want %d in order", len(items), len(lines), n)
 	}
 }
+
+// TestLambdaTerms_RewindRefusal_NamesTheCLI: a rewind or retarget refusal
+// in the Lambda's error names the way past it the function has not: the
+// CLI's --allow-rewind, once, not ALLOW_REWIND=yes, which the function
+// does not read (a reviewer's note).
+func TestLambdaTerms_RewindRefusal_NamesTheCLI(t *testing.T) {
+	t.Parallel()
+	msg := "refused: rewind or retarget: the registry was synced from knue/policies branch main, not knue/policies branch draft (--allow-rewind or ALLOW_REWIND=yes to sync it from here)"
+	got := lambdaTerms(msg)
+	if strings.Contains(got, "ALLOW_REWIND=yes") || !strings.Contains(got, "syncjob sync --allow-rewind, run once from the CLI, to sync it from here") {
+		t.Errorf("lambdaTerms(%q) = %q", msg, got)
+	}
+	if got := lambdaTerms("refused: the plan loses 15 of 60 policies; run with --allow-mass-delete=15 if that is meant"); !strings.Contains(got, `invoke with {"allowMassDelete": true} in the payload`) {
+		t.Errorf("the mass-delete guard's way past: %q", got)
+	}
+}
