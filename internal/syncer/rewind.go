@@ -21,27 +21,19 @@ var ErrRewind = differ.RefusedBy("rewind or retarget")
 // the run before it (targetOf), so that a refusal holds for every run of
 // the wrong setting, not the first only (an adversarial helper found the
 // second run, or Lambda's retry of the first, syncing the wrong branch).
-// A failed or refused record that read another lastCommit than the one
-// stored carries a target that may be stale (a run within the
-// consistency window of a deliberate retarget): then the commit graph
-// decides, and a head that holds the stored lastCommit passes (review:
-// one stale read refused every later run of the new branch).
-func (r *run) checkTarget(ctx context.Context, st state) error {
+// A run within the consistency window of a deliberate retarget may read
+// the lastRun from before it and record the old branch again: the next
+// runs of the new branch are refused until one passes --allow-rewind
+// again (docs/design.md, "Stale reads"). Refusing is the safe side: a
+// reviewer broke each way of telling such a record apart (the commit
+// graph let a feature branch cut from main's tip through).
+func (r *run) checkTarget(st state) error {
 	prev := st.prev
 	if r.opt.AllowRewind || prev == nil || prev.Repo == "" {
 		return nil
 	}
 	if strings.EqualFold(prev.Repo, r.Repo) && prev.Branch == r.Branch {
 		return nil
-	}
-	if stale := (prev.Status == policy.RunFailed || prev.Status == policy.RunRefused) && prev.PreviousCommitSHA != st.last; stale && st.last != "" {
-		rel, err := r.Source.Relation(ctx, st.last, st.head)
-		if err != nil {
-			return err
-		}
-		if rel == "identical" || rel == "ahead" {
-			return nil
-		}
 	}
 	return fmt.Errorf("%w: the registry was synced from %s branch %s, not %s branch %s (--allow-rewind or ALLOW_REWIND=yes to sync it from here)",
 		ErrRewind, prev.Repo, prev.Branch, r.Repo, r.Branch)
@@ -72,16 +64,20 @@ func (r *run) rewound(st state) error {
 
 // targetOf is the repository and branch a run's record names: what the
 // registry was synced from after it. A run that succeeded or is partial
-// applied its plan from its own; a failed or refused one synced nothing
-// whole, so the registry is still the last run's: none when there was no
-// last run, or it named none (review: a failed first sync of a wrong
-// branch, recording its own, refused the right one).
-func targetOf(sum policy.RunSummary, prev *policy.RunSummary, repo, branch string) (string, string) {
-	if sum.Status != policy.RunFailed && sum.Status != policy.RunRefused {
+// applied its plan from its own. A failed or refused one synced nothing
+// whole, so the registry is still the last run's, as that names it; none
+// when the registry, read, held no lastRun nor lastCommit (nothing was
+// ever synced: review, a failed first sync of a wrong branch refused the
+// right one); its own when the state could not be read or named no run
+// (review: naming none then let a wrong branch through).
+func targetOf(sum policy.RunSummary, st state, repo, branch string) (string, string) {
+	switch {
+	case sum.Status != policy.RunFailed && sum.Status != policy.RunRefused:
 		return repo, branch
-	}
-	if prev == nil {
+	case st.prev != nil:
+		return st.prev.Repo, st.prev.Branch
+	case st.read && st.last == "":
 		return "", ""
 	}
-	return prev.Repo, prev.Branch
+	return repo, branch
 }

@@ -43,7 +43,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	if rep.state, err = r.readState(ctx); err != nil {
 		return
 	}
-	if err = r.refuse(ctx, rep.state); err != nil {
+	if err = r.refuse(rep.state); err != nil {
 		return
 	}
 	mode, reason := r.chooseMode(rep.state)
@@ -264,11 +264,11 @@ func (p *phases) enter(phase string) {
 // refuse is the check before the mode: the head an operator pinned a
 // reviewed plan to (expectHead), and the repository and branch the registry
 // was synced from (rewind.go).
-func (r *run) refuse(ctx context.Context, st state) error {
+func (r *run) refuse(st state) error {
 	if err := expectHead(r.opt.ExpectHead, st.head); err != nil {
 		return err
 	}
-	return r.checkTarget(ctx, st)
+	return r.checkTarget(st)
 }
 
 // applyAll is the apply step: the content mirror's objects first
