@@ -18,11 +18,7 @@ func TestSync_FirstSyncFailedOnAWrongBranch_RightBranchNotRefused(t *testing.T) 
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, w *world) {
 		seed(w)
-		w.repo.Branch("draft")
-		w.repo.Checkout("draft")
-		w.repo.Write("규정/제3편/초안.md", "# 초안\n")
-		w.repo.Commit("a draft")
-		w.repo.Checkout("main")
+		commitOnBranch(w, "draft", "a draft", func() { w.repo.Write("규정/제3편/초안.md", "# 초안\n") })
 		w.env["GITHUB_BRANCH"] = "draft" // a wrong setting
 		w.gh.FailNext(githubtest.KindTree, 1000, githubtest.ServerError(502))
 		r := w.run("sync")
@@ -55,11 +51,7 @@ func TestSync_StaleLastRunAfterARetarget_RefusedUntilAllowRewindAgain(t *testing
 	w := newCloudflareWorld(t)
 	seed(w)
 	w.sync(0)
-	w.repo.Branch("release")
-	w.repo.Checkout("release")
-	w.repo.Write("규정/제3편/새 규정.md", "# 새 규정\n")
-	w.repo.Commit("release branch")
-	w.repo.Checkout("main")
+	commitOnBranch(w, "release", "release branch", func() { w.repo.Write("규정/제3편/새 규정.md", "# 새 규정\n") })
 	old, _, _ := w.cf.Value(registry.LastRunKey)
 	oldCommit, _, _ := w.cf.Value(registry.LastCommitKey)
 	w.env["GITHUB_BRANCH"] = "release"
@@ -98,11 +90,7 @@ func TestSync_RecordWithoutRepo_WrongBranchRefusedByAnother_RightBranchNotRefuse
 	seed(w)
 	w.sync(0)
 	stripRepo(t, w) // as a record from before repo/branch existed
-	w.repo.Branch("draft")
-	w.repo.Checkout("draft")
-	w.repo.Write("규정/제3편/초안.md", "# 초안\n")
-	w.repo.Commit("a draft")
-	w.repo.Checkout("main")
+	commitOnBranch(w, "draft", "a draft", func() { w.repo.Write("규정/제3편/초안.md", "# 초안\n") })
 	w.env["GITHUB_BRANCH"] = "draft"
 	r := w.run("sync", "--expect-head", strings.Repeat("a", 40))
 	t.Logf("draft, refused by --expect-head: exit %d: %s", r.code, firstLine(r.stdout))
@@ -155,4 +143,14 @@ func TestSync_FirstSyncOfAMisspeltBranch_FixedSettingNotRefused(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("exit %d", r.code)
 	}
+}
+
+// commitOnBranch commits what edit writes on a new branch, name, cut from
+// main's head, and checks main out again.
+func commitOnBranch(w *world, name, msg string, edit func()) {
+	w.repo.Branch(name)
+	w.repo.Checkout(name)
+	edit()
+	w.repo.Commit(msg)
+	w.repo.Checkout("main")
 }

@@ -7,8 +7,6 @@ import (
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
 )
 
-// featureWorld: main synced at its head M2 (after M1); "feature" branches
-// from M2 and removes a policy: it holds main's lastCommit (ahead of it).
 // featureWorld has synced main twice (lastCommit m1, then m2) and has a
 // branch "feature" cut from main's tip with an unapproved change.
 func featureWorld(t *testing.T, w *world) (m1, m2 []byte) {
@@ -20,12 +18,10 @@ func featureWorld(t *testing.T, w *world) (m1, m2 []byte) {
 	w.repo.Commit("main moves on")
 	w.sync(0)
 	m2, _, _ = w.cf.Value(registry.LastCommitKey)
-	w.repo.Branch("feature")
-	w.repo.Checkout("feature")
-	w.repo.Remove("규정/제1편/대학원 학칙.md")
-	w.repo.Write("규정/제1편/학칙.md", "# 초안: 학칙\n")
-	w.repo.Commit("an unapproved feature")
-	w.repo.Checkout("main")
+	commitOnBranch(w, "feature", "an unapproved feature", func() {
+		w.repo.Remove("규정/제1편/대학원 학칙.md")
+		w.repo.Write("규정/제1편/학칙.md", "# 초안: 학칙\n")
+	})
 	return m1, m2
 }
 
