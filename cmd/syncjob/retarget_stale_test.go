@@ -25,10 +25,6 @@ func featureWorld(t *testing.T, w *world) (m1, m2 []byte) {
 	return m1, m2
 }
 
-// (a) One stale read of lastCommit (KV, within a minute of main's sync)
-// by the refused run of a wrong branch makes its record "stale"; the next
-// run of the wrong branch (or Lambda's retry) passes: the feature branch
-// holds main's lastCommit.
 // TestSync_StaleLastCommit_FeatureBranchFromMainsTip_Refused: a wrong
 // GITHUB_BRANCH names a feature branch cut from main's tip; its first run
 // reads a stale lastCommit and is refused. The next run (Lambda's retry,
@@ -52,10 +48,6 @@ func TestSync_StaleLastCommit_FeatureBranchFromMainsTip_Refused(t *testing.T) {
 	}
 }
 
-// (b) After a deliberate retarget, a run reading a stale lastRun but a
-// fresh lastCommit (KV caches each key apart) is refused and records the
-// old branch with the fresh lastCommit: not "stale", so every later run
-// of the new branch is refused.
 // TestSync_FailedStateRead_TargetKept_WrongBranchRefused: a run on main
 // whose registry state read fails records main (it could not read the
 // last run's), so a wrong branch's next run is refused. (A reviewer found
