@@ -31,12 +31,11 @@ func listing[T any](ctx context.Context, p *program, h help, args []string,
 	}
 	defer closeReg()
 	values, err := read(ctx, reg)
-	if err != nil && len(values) == 0 {
-		return cfg.Redact(fmt.Errorf("%s: %w", h.name, err))
-	}
-	if *asJSON {
+	switch {
+	case err != nil && len(values) == 0:
+	case *asJSON:
 		report.PrintJSON(p.stdout, values)
-	} else {
+	default:
 		table(p.stdout, values)
 	}
 	if err != nil { // what could be read is shown; say what could not

@@ -21,7 +21,11 @@ func RefusedBy(why string) error { return refusedBy(why) }
 
 type refusedBy string
 
-func (e refusedBy) Error() string        { return "refused: " + string(e) }
+// RefusedPrefix begins a RefusedBy refusal's text: the run status it ends
+// in, as the report and status --check strip it.
+const RefusedPrefix = policy.RunRefused + ": "
+
+func (e refusedBy) Error() string        { return RefusedPrefix + string(e) }
 func (e refusedBy) Is(target error) bool { return target == ErrRefused }
 
 // Mass-delete guard thresholds: a plan loses too much when it deletes more

@@ -163,7 +163,7 @@ func (r Run) headline(pal Palette) string {
 // refusal is the guard's reason, without the words of the sentinel.
 func refusal(err error) string {
 	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, "refused: "); ok { // another guard's (differ.RefusedBy)
+	if rest, ok := strings.CutPrefix(msg, differ.RefusedPrefix); ok { // another guard's (differ.RefusedBy)
 		return rest
 	}
 	if _, rest, ok := strings.Cut(msg, differ.ErrRefused.Error()); ok {
