@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/logkey"
-	"github.com/knue/syncjob/internal/retry"
 )
 
 // ErrPushNotSeen ends a webhook run whose pushed commit GitHub never
@@ -42,15 +41,11 @@ func (r *run) awaitPush(ctx context.Context, head, last string) (string, error) 
 	if lags, err := r.lagsPush(ctx, after, head, last); err != nil || !lags {
 		return head, err
 	}
-	sleep := r.Sleep
-	if sleep == nil {
-		sleep = retry.Sleep
-	}
 	first := head
 	wait, waited := pushWait, time.Duration(0)
 	for range pushWaits {
 		r.log.Info("branch head not yet the pushed commit", logkey.Commit, head, logkey.After, after, logkey.Wait, wait)
-		if err := sleep(ctx, wait); err != nil {
+		if err := r.sleep(ctx, wait); err != nil {
 			return head, err
 		}
 		waited += wait
