@@ -40,12 +40,15 @@ func TestSync_FirstSyncFailedOnAWrongBranch_RightBranchNotRefused(t *testing.T) 
 
 // TestSync_StaleLastRunAfterARetarget_RefusedUntilAllowRewindAgain: on
 // Workers KV a run B seconds after a deliberate retarget A (--allow-rewind,
-// success) reads lastRun and lastCommit from before A, is refused, and
-// records the old branch over A's (the stale read is simulated by putting
-// back what B would have read). The next run of the new branch is refused
-// too, naming --allow-rewind: the safe side, since a reviewer broke each
-// rule that told such a record apart. One run with --allow-rewind again
-// settles it: the runs after it pass.
+// success) reads lastRun and lastCommit from before A. B waits out the
+// consistency window and reads again before refusing (the syncer's
+// TestStaleReads_RunSecondsAfterARetarget_WaitsInsteadOfRefusing); here
+// the stale read outlasts that wait, as KV does not promise it cannot
+// (simulated by putting back what B would have read), so B is refused and
+// records the old branch over A's. The next run of the new branch is
+// refused too, naming --allow-rewind: the safe side, since a reviewer
+// broke each rule that told such a record apart. One run with
+// --allow-rewind again settles it: the runs after it pass.
 func TestSync_StaleLastRunAfterARetarget_RefusedUntilAllowRewindAgain(t *testing.T) {
 	t.Parallel()
 	w := newCloudflareWorld(t)

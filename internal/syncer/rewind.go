@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/knue/syncjob/internal/differ"
+	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
 )
 
@@ -21,12 +22,11 @@ var ErrRewind = differ.RefusedBy("rewind or retarget")
 // the run before it (targetOf), so that a refusal holds for every run of
 // the wrong setting, not the first only (an adversarial helper found the
 // second run, or Lambda's retry of the first, syncing the wrong branch).
-// A run within the consistency window of a deliberate retarget may read
-// the lastRun from before it and record the old branch again: the next
-// runs of the new branch are refused until one passes --allow-rewind
-// again (docs/design.md, "Stale reads"). Refusing is the safe side: a
-// reviewer broke each way of telling such a record apart (the commit
-// graph let a feature branch cut from main's tip through).
+// On a registry whose reads lag, the lastRun a run reads within the
+// consistency window of a deliberate retarget may be from before it: the
+// run waits the window out and reads the state again before it refuses
+// (settleTarget), for a refusal on the stale record would record the old
+// branch again and lock every later run of the new one out (review).
 func (r *run) checkTarget(st state) error {
 	prev := st.prev
 	if r.opt.AllowRewind || prev == nil || prev.Repo == "" {
@@ -60,6 +60,27 @@ func (r *run) checkRewind(ctx context.Context, st state, cs *policy.Changeset) e
 func (r *run) rewound(st state) error {
 	return fmt.Errorf("%w: the branch head %s is behind the synced commit %s: syncing it would undo what the registry holds (--allow-rewind or ALLOW_REWIND=yes to sync it anyway)",
 		ErrRewind, st.head, st.last)
+}
+
+// waitsForTarget says whether a run refused for another target waits out
+// the consistency window and reads the state again first: on a registry
+// whose reads lag, unless it is a dry run (it records nothing, so a stale
+// refusal locks nothing out) or its deadline leaves no time to wait and
+// still run (it refuses on what it read; a later run reads afresh, unless
+// this one's record is the stale one: then --allow-rewind once more).
+func (r *run) waitsForTarget(ctx context.Context) bool {
+	return r.Registry.EventuallyConsistent() && !r.opt.DryRun && r.timeToWait(ctx)
+}
+
+// settleTarget waits out the consistency window, before the lease (it
+// writes nothing), and reads the state again, head and all: every write
+// made before the wait is visible then.
+func (r *run) settleTarget(ctx context.Context) (state, error) {
+	r.log.Info("waiting out the consistency window", logkey.Reason, "the registry names another repository or branch: its record may predate a retarget", logkey.Wait, r.opt.ConsistencyWindow)
+	if err := r.sleep(ctx, r.opt.ConsistencyWindow); err != nil {
+		return state{}, err
+	}
+	return r.readState(ctx)
 }
 
 // targetOf is the repository and branch a run's record names: what the

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -43,7 +44,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 	if rep.state, err = r.readState(ctx); err != nil {
 		return
 	}
-	if err = r.refuse(rep.state); err != nil {
+	if rep.state, err = r.refuse(ctx, rep.state); err != nil {
 		return
 	}
 	mode, reason := r.chooseMode(rep.state)
@@ -263,8 +264,21 @@ func (p *phases) enter(phase string) {
 
 // refuse is the check before the mode: the head an operator pinned a
 // reviewed plan to (expectHead), and the repository and branch the registry
-// was synced from (rewind.go).
-func (r *run) refuse(st state) error {
+// was synced from (rewind.go), read again after the consistency window
+// before a retarget is refused on a registry whose reads lag (settleTarget).
+func (r *run) refuse(ctx context.Context, st state) (state, error) {
+	err := r.refusal(st)
+	if !errors.Is(err, ErrRewind) || !r.waitsForTarget(ctx) {
+		return st, err
+	}
+	if st, err = r.settleTarget(ctx); err != nil {
+		return st, err
+	}
+	return st, r.refusal(st)
+}
+
+// refusal is refuse's checks of st as read.
+func (r *run) refusal(st state) error {
 	if err := expectHead(r.opt.ExpectHead, st.head); err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
-	"github.com/knue/syncjob/internal/retry"
 )
 
 // DefaultConsistencyWindow is how long a read of an eventually consistent
@@ -128,11 +127,18 @@ func (r *run) untrusted(ctx context.Context, st state) (skipped string, why erro
 		r.log.Warn("not waiting out the consistency window (a dry run): reads are trusted as they are", logkey.Reason, why.Error())
 		return "", nil
 	}
-	if d := deadlineOf(ctx); !d.IsZero() && time.Until(d) < 2*r.opt.ConsistencyWindow {
+	if !r.timeToWait(ctx) {
 		r.log.Warn("no time to wait out the consistency window: reads are trusted as they are, and the run cannot end a success", logkey.Reason, why.Error())
 		return fmt.Sprintf("reads not waited for (%s): the run's deadline leaves no time to wait out the registry's consistency window (%s) twice; set MAX_DURATION, or the Lambda's timeout, above that", why, r.opt.ConsistencyWindow), nil
 	}
 	return "", why
+}
+
+// timeToWait says whether the run's deadline, if any, leaves time to wait
+// out the consistency window and still run: two windows.
+func (r *run) timeToWait(ctx context.Context) bool {
+	d := deadlineOf(ctx)
+	return d.IsZero() || time.Until(d) >= 2*r.opt.ConsistencyWindow
 }
 
 // failedWriting says the state shows a run that died (its lease left) or
@@ -152,11 +158,7 @@ func failedWriting(st state) bool {
 func (r *run) settle(ctx context.Context, st state, mode, reason string, ahead *readAhead, why error) (state, readForPlan, error) {
 	var in readForPlan
 	r.log.Info("waiting out the consistency window", logkey.Reason, why.Error(), logkey.Wait, r.opt.ConsistencyWindow)
-	sleep := r.Sleep
-	if sleep == nil {
-		sleep = retry.Sleep
-	}
-	if err := sleep(ctx, r.opt.ConsistencyWindow); err != nil {
+	if err := r.sleep(ctx, r.opt.ConsistencyWindow); err != nil {
 		return st, in, err
 	}
 	st, err := r.refreshState(ctx, st)
