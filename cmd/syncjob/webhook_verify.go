@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/knue/syncjob/internal/lambda"
-	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/webhook"
 )
 
@@ -46,8 +45,8 @@ func (c *webhookVerifyCommand) Run(_ context.Context, args []string) error {
 	}
 	usageErr := func(problem string) error { return usageError(webhookVerifyHelp.name, problem) }
 	secret := c.p.getenv(*secretEnv)
-	if secret == "" {
-		return &exitError{exitUsage, &policy.ConfigError{Setting: *secretEnv, Problem: "empty or not set: it must hold the webhook secret"}}
+	if err := lambda.CheckWebhookSecret(*secretEnv, secret); err != nil {
+		return &exitError{exitUsage, err}
 	}
 	headers, err := verifyHeaders(*signature, *headersFile, usageErr)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/redact"
 )
 
 // BoolForms are the accepted spellings of a yes/no setting, as an error
@@ -22,7 +23,7 @@ func ParseBool(v string) (bool, error) {
 	case "0", "false", "f", "no", "n", "off":
 		return false, nil
 	}
-	return false, fmt.Errorf("%q is not one of %s", v, BoolForms)
+	return false, fmt.Errorf("%s is not one of %s", redact.Quote(v, maxShown), BoolForms)
 }
 
 // BoolFlag is a flag.Value for a yes/no flag that takes the spellings of

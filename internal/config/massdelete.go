@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/knue/syncjob/internal/redact"
 )
 
 // MassDeleteFlag is --allow-mass-delete: alone (or yes/no) any plan, or =N
@@ -31,7 +33,7 @@ func (m *MassDeleteFlag) Set(v string) error {
 	}
 	b, err := ParseBool(v)
 	if err != nil {
-		return fmt.Errorf("%q is not a count of policies or a yes/no value", v)
+		return fmt.Errorf("%s is not a count of policies or a yes/no value", redact.Quote(v, maxShown))
 	}
 	*m = MassDeleteFlag{Any: b}
 	return nil

@@ -171,8 +171,10 @@ func (s *Source) fetchArchive(ctx context.Context, w *watch, link *url.URL, want
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return &statusError{status: resp.StatusCode, header: resp.Header, message: strings.TrimSpace(string(body))}
+		// read past the 1 KiB kept, so that a secret the answer echoes
+		// across that edge is masked before the cut (redact.Cut)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
+		return &statusError{status: resp.StatusCode, header: resp.Header, message: redact.Cut(strings.TrimSpace(string(body)), 1<<10, s.secrets...)}
 	}
 	return untar(w.body(resp.Body), want, budget, r)
 }

@@ -224,7 +224,7 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 	}
 	sha = strings.TrimSpace(sha)
 	if !isSHA(sha) {
-		return "", s.masked(fmt.Errorf("github: %s: answer %.60q is not a commit sha", op, sha))
+		return "", s.masked(fmt.Errorf("github: %s: answer %q is not a commit sha", op, redact.Cut(sha, 60, s.secrets...)))
 	}
 	return sha, nil
 }

@@ -73,14 +73,21 @@ func LoadWebhookConfig(getenv func(string) string) (WebhookConfig, error) {
 	case c.Repo == "":
 		return c, &policy.ConfigError{Setting: "GITHUB_REPO", Problem: "required: the repository whose pushes start a sync, as owner/name"}
 	case !policy.IsRepo(c.Repo):
-		return c, &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%q is not owner/name", c.Repo)}
+		return c, &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%s is not owner/name", redact.Quote(c.Repo, maxShown))}
 	case c.secretARN != "" && c.secret != "":
 		return c, &policy.ConfigError{Setting: EnvWebhookSecretARN, Problem: "set " + EnvWebhookSecret + " or " + EnvWebhookSecretARN + ", not both"}
 	case c.secretARN == "" && strings.TrimSpace(c.secret) == "":
 		return c, &policy.ConfigError{Setting: EnvWebhookSecret, Problem: "required: the webhook's secret (in Lambda: " + EnvWebhookSecretARN + ", a Secrets Manager secret)"}
+	case c.secretARN == "":
+		return c, CheckWebhookSecret(EnvWebhookSecret, c.secret)
 	}
 	return c, nil
 }
+
+// maxShown bounds how much of a refused value (a setting, a payload's
+// field) an error quotes: an adversarial helper had a 5 MB field echoed
+// whole into one log line.
+const maxShown = 100
 
 // Receiver serves Function URL requests. It keeps no state between
 // them.
@@ -180,7 +187,25 @@ func (r *Receiver) secret(ctx context.Context, cfg WebhookConfig) (string, error
 	if err != nil {
 		return "", &policy.ConfigError{Setting: EnvWebhookSecretARN, Problem: err.Error()}
 	}
+	if err := CheckWebhookSecret(EnvWebhookSecretARN, s); err != nil {
+		return "", err
+	}
 	return s, nil
+}
+
+// CheckWebhookSecret refuses a webhook secret shorter than
+// redact.MinSecretLen, as every secret setting is (design): a short HMAC
+// key falls to a guess offline from one captured delivery, and masking it
+// wherever it stands alone hid words of the log (an adversarial helper).
+// The secret is not shown.
+func CheckWebhookSecret(setting, secret string) error {
+	switch n := len(secret); {
+	case n == 0:
+		return &policy.ConfigError{Setting: setting, Problem: "empty or not set: it must hold the webhook secret"}
+	case n < redact.MinSecretLen:
+		return &policy.ConfigError{Setting: setting, Problem: fmt.Sprintf("the secret is %d characters long: too short (at least %d; GitHub suggests a long random string)", n, redact.MinSecretLen)}
+	}
+	return nil
 }
 
 // handOff queues the sync of a verified push; a failure is a 502, which

@@ -7,6 +7,7 @@ package redact
 import (
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -23,8 +24,10 @@ const MinSecretLen = 8
 
 // String returns s with every non-empty secret replaced by Mask, the
 // longest first (so a secret that contains another is masked whole); see
-// MinSecretLen for short ones.
+// MinSecretLen for short ones. A word shaped as a GitHub token is masked
+// too, given or not (Tokens).
 func String(s string, secrets ...string) string {
+	s = Tokens(s)
 	if len(secrets) > 1 {
 		secrets = slices.Clone(secrets)
 		slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
@@ -39,6 +42,93 @@ func String(s string, secrets ...string) string {
 		}
 	}
 	return s
+}
+
+// Cut returns s with the secrets masked, then cut to at most n bytes at a
+// character boundary. Masked first: a secret cut in two is no longer found
+// (an adversarial helper found 53 characters of a token a server echoed
+// shown so).
+func Cut(s string, n int, secrets ...string) string {
+	s = String(s, secrets...)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// tokenPrefixes begin GitHub's token formats (personal, fine-grained,
+// OAuth, user-to-server, server-to-server, refresh).
+var tokenPrefixes = []string{"github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"}
+
+// minTokenTail is how many token characters after a prefix make a word a
+// token: GitHub's have 36 or more, and a token cut short keeps some.
+const minTokenTail = 8
+
+// Tokens returns s with every word shaped as a GitHub token masked: one
+// that is no setting's secret (pasted into GITHUB_REPO, or another token a
+// server echoes) or was cut where only its start is left.
+func Tokens(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], 'g') // every prefix begins so
+		if j < 0 {
+			break
+		}
+		j += i
+		i = j + 1
+		if j > 0 && isTokenByte(s[j-1]) {
+			continue
+		}
+		for _, p := range tokenPrefixes {
+			if !strings.HasPrefix(s[j:], p) {
+				continue
+			}
+			end := j + len(p)
+			for end < len(s) && isTokenByte(s[end]) {
+				end++
+			}
+			if end-j-len(p) >= minTokenTail {
+				b.WriteString(s[last:j])
+				b.WriteString(Mask)
+				last, i = end, end
+			}
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func isTokenByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// Setting returns a setting's value as an error may quote it: what comes
+// before its last '@' cut as URL cuts it (a clone URL with a token, pasted
+// where owner/name belongs), and words shaped as tokens masked.
+func Setting(v string) string {
+	if at := strings.LastIndex(v, "@"); at >= 0 {
+		v = v[:schemeEnd(v, at)] + "…" + v[at:]
+	}
+	return Tokens(v)
+}
+
+// Quote is a refused value as an error shows it: cut as Setting cuts it,
+// quoted, and no longer than n bytes (then followed by "…"): a 5 MB value
+// is not echoed into a log line whole.
+func Quote(v string, n int) string {
+	s := Setting(v)
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(Cut(s, n)) + "…"
 }
 
 // replaceWhole masks the occurrences of sec in s that no letter or digit
@@ -111,6 +201,12 @@ func URL(u *url.URL) string {
 	if at < 0 {
 		return s
 	}
+	return s[:schemeEnd(s, at)] + "…" + s[at:]
+}
+
+// schemeEnd is where an http(s) scheme and its slashes end in s, before
+// at; 0 when s has none.
+func schemeEnd(s string, at int) int {
 	keep := 0
 	if lower := strings.ToLower(s); strings.HasPrefix(lower, "https:") || strings.HasPrefix(lower, "http:") {
 		keep = strings.Index(s, ":") + 1
@@ -118,7 +214,7 @@ func URL(u *url.URL) string {
 			keep++
 		}
 	}
-	return s[:keep] + "…" + s[at:]
+	return keep
 }
 
 // URLSecrets returns the credentials written into a URL

@@ -137,3 +137,55 @@ func TestURL_MistypedURLWithCredentials_SecretCut(t *testing.T) {
 		}
 	}
 }
+
+// A secret a server echoes is masked before the text is cut: cut first, the
+// part left was no longer the secret and showed (an adversarial helper
+// found 53 characters of a 93-character token in the first line).
+func TestCut_MasksBeforeCutting(t *testing.T) {
+	t.Parallel()
+	const token = "x9Kq2LmN8pR4sT6vW1yZ3aB5cD7eF0gH2iJ4kL6mN8oP0qR2sT4uV6wX8yZ0aB2cD4eF6gH8iJ0kL2mN4oP6qR8sT0uV"
+	for _, n := range []int{10, 20, 60, 200} {
+		got := redact.Cut("Bearer "+token, n, token)
+		if strings.Contains(got, token[:6]) || len(got) > n {
+			t.Errorf("redact.Cut(…, %d) = %q: holds the token's start or is longer than %d", n, got, n)
+		}
+	}
+	if got := redact.Cut("가나다", 4); got != "가" {
+		t.Errorf("Cut splits a character: %q", got)
+	}
+}
+
+// Words shaped as GitHub tokens are masked whether or not a setting holds
+// them, whole or cut short; the prefixes alone, or inside a word, are not.
+func TestTokens_GitHubShapedWordsMasked(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"Bearer github_pat_11ABCDEFG0123456789abcd_EFGHIJKLMNOPQRSTUV": "Bearer " + redact.Mask,
+		"token ghp_abcdefghijklmnopqrstuvwxyz0123456789 was sent":      "token " + redact.Mask + " was sent",
+		`"https://x-access-token:ghs_CLONEURLSECRET1234567890@host"`:   `"https://x-access-token:` + redact.Mask + `@host"`,
+		"ghu_12345678 and gho_abcdefgh, ghr_ABCDEFGH":                  redact.Mask + " and " + redact.Mask + ", " + redact.Mask,
+		"ghp_ alone, ghp_short, aghp_abcdefghijkl, ghx_abcdefghijkl":   "ghp_ alone, ghp_short, aghp_abcdefghijkl, ghx_abcdefghijkl",
+		"규정 ghs_abcdefgh1234":                                          "규정 " + redact.Mask,
+		"":                                                             "",
+	} {
+		if got := redact.String(in); got != want {
+			t.Errorf("redact.String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A refused setting is quoted without the credentials of a URL pasted into
+// it, without a token-shaped word, and at most n bytes long.
+func TestQuote_RefusedSettingValue(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"knue policies": `"knue policies"`,
+		"https://x-access-token:SECRETSECRET@github.com/knue/policies.git": `"https://…@github.com/knue/policies.git"`,
+		"ghp_abcdefghijklmnopqrstuvwxyz0123456789":                         `"` + redact.Mask + `"`,
+		strings.Repeat("x", 300):                                           `"` + strings.Repeat("x", 100) + `"…`,
+	} {
+		if got := redact.Quote(in, 100); got != want {
+			t.Errorf("redact.Quote(%.40q) = %q, want %q", in, got, want)
+		}
+	}
+}
