@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/knue/syncjob/internal/redact"
 	"github.com/knue/syncjob/internal/syncer"
 )
 
@@ -67,7 +69,7 @@ func ParseEvent(payload []byte) (syncer.Options, error) {
 	case TriggerWebhook:
 		opt.Trigger, opt.Delivery, opt.After, opt.Forced, opt.Before = syncer.TriggerWebhook, ev.Delivery, ev.After, ev.Forced, ev.Before
 	default:
-		return opt, &EventError{"trigger", fmt.Sprintf("%q is not schedule, manual or webhook", ev.Trigger)}
+		return opt, &EventError{"trigger", fmt.Sprintf("%s is not schedule, manual or webhook", redact.Quote(ev.Trigger, maxShown))}
 	}
 	if err := checkWebhookFields(ev); err != nil {
 		return opt, err
@@ -79,7 +81,7 @@ func ParseEvent(payload []byte) (syncer.Options, error) {
 	case eventModeFull:
 		opt.Full = true
 	default:
-		return opt, &EventError{"mode", fmt.Sprintf("%q is not full or incremental", ev.Mode)}
+		return opt, &EventError{"mode", fmt.Sprintf("%s is not full or incremental", redact.Quote(ev.Mode, maxShown))}
 	}
 	return opt, nil
 }
@@ -100,20 +102,53 @@ func decodeEvent(payload []byte) (lambdaEvent, error) {
 	if dec.More() {
 		return ev, &EventError{Problem: "more than one JSON value; " + acceptedEvent}
 	}
-	// encoding/json matches names regardless of case ("Mode" fills Mode);
-	// an operator's typo should not pass silently.
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(p, &fields); err != nil {
-		return ev, eventDecodeError(err)
+	return ev, checkFields(p)
+}
+
+// checkFields refuses what encoding/json lets through: a name in another
+// case ("Mode" fills Mode: an operator's typo), a name given twice (the
+// last wins: {"dryRun":true,…,"dryRun":false} ran a real sync, an
+// adversarial helper found) and a null (read as "not given"). p is one
+// JSON object, decoded once already.
+func checkFields(p []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(p))
+	if _, err := dec.Token(); err != nil {
+		return eventDecodeError(err)
 	}
-	for name := range fields {
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return eventDecodeError(err)
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return eventDecodeError(err)
+		}
 		switch name {
 		case "trigger", "mode", "dryRun", "allowMassDelete", "after", "delivery", "forced", "before":
 		default:
-			return ev, &EventError{name, "unknown field (names are case-sensitive); " + acceptedEvent}
+			return &EventError{fieldShown(name), "unknown field (names are case-sensitive); " + acceptedEvent}
 		}
+		switch {
+		case seen[name]:
+			return &EventError{name, "given twice: give each field once"}
+		case string(v) == "null":
+			return &EventError{name, "null: give a value, or leave the field out"}
+		}
+		seen[name] = true
 	}
-	return ev, nil
+	return nil
+}
+
+// fieldShown is an unknown field's name as an error shows it: cut as a
+// refused value is (redact.Quote), unquoted when it needs no cut.
+func fieldShown(name string) string {
+	if q := redact.Quote(name, maxShown); q != strconv.Quote(name) {
+		return q
+	}
+	return name
 }
 
 func eventDecodeError(err error) error {
@@ -133,7 +168,7 @@ func eventDecodeError(err error) error {
 	}
 	// encoding/json reports an unknown field as `json: unknown field "x"`.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return &EventError{strings.Trim(name, `"`), "unknown field; " + acceptedEvent}
+		return &EventError{fieldShown(strings.Trim(name, `"`)), "unknown field; " + acceptedEvent}
 	}
 	return &EventError{Problem: err.Error()}
 }

@@ -3,6 +3,7 @@ package lambda_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,5 +81,45 @@ func TestEvent_Webhook_FieldsAreChecked(t *testing.T) {
 				t.Errorf("err = %v, want an EventError on %s saying %q", err, tc.field, tc.words)
 			}
 		})
+	}
+}
+
+// A field given twice, or null, is refused: encoding/json keeps the last
+// of a name and reads a null as "not given", so {"dryRun":true, …,
+// "dryRun":false} ran a real sync (an adversarial helper).
+func TestEvent_FieldTwiceOrNull_Refused(t *testing.T) {
+	t.Parallel()
+	for payload, want := range map[string]string{
+		`{"dryRun":true,"mode":"full","dryRun":false}`: "event: dryRun: given twice",
+		`{"mode":"full","mode":"incremental"}`:         "event: mode: given twice",
+		`{"dryRun":null}`:                              "event: dryRun: null",
+		`{"trigger":null}`:                             "event: trigger: null",
+		`{"Mode":"full"}`:                              "event: Mode: unknown field",
+	} {
+		_, err := lambda.ParseEvent([]byte(payload))
+		var ee *lambda.EventError
+		if !errors.As(err, &ee) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want an EventError %q", payload, err, want)
+		}
+	}
+	if _, err := lambda.ParseEvent([]byte(`{"dryRun":true,"mode":"full"}`)); err != nil {
+		t.Errorf("each field once: %v", err)
+	}
+}
+
+// A refused value (or unknown field name) is quoted at most 100 bytes long:
+// a 5 MB value came back whole in the error and one log line.
+func TestEvent_HugeRefusedValue_QuotedCut(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 5<<20)
+	for _, p := range []string{
+		`{"mode":"` + big + `"}`,
+		`{"` + big + `":1}`,
+		`{"trigger":"webhook","after":"` + big + `","delivery":"d"}`,
+	} {
+		_, err := lambda.ParseEvent([]byte(p))
+		if err == nil || len(err.Error()) > 1000 {
+			t.Errorf("payload of %d bytes: error of %d bytes, want a refusal of under 1,000", len(p), len(fmt.Sprint(err)))
+		}
 	}
 }
