@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -284,4 +285,40 @@ func TestTranslateFS_StoreFailures_ConfigOrUnavailable(t *testing.T) {
 	if err := mirror.TranslateFS(fs.ErrNotExist); errors.Is(err, mirror.ErrUnavailable) || errors.Is(err, policy.ErrConfig) {
 		t.Errorf("a missing file: %v; want it as it was", err)
 	}
+}
+
+// The temporary files a killed write leaves are not objects: List skips
+// them; a put of their key, or its delete, removes them (so its folder goes
+// too); a foreign file of another shape is still listed.
+func TestFolder_DebrisOfAKilledWrite_NotListed_RemovedByPutAndDelete(t *testing.T) {
+	t.Parallel()
+	f, dir := mustFolder(t)
+	ctx := context.Background()
+	a, b := mirror.Key(mirror.DefaultPrefix, "a"), mirror.Key(mirror.DefaultPrefix, "b")
+	debrisA := filepath.Join(dir, mirror.DefaultPrefix, "a", ".policy.md.tmp-123")
+	debrisB := filepath.Join(dir, mirror.DefaultPrefix, "b", ".policy.md.tmp-456")
+	foreign := filepath.Join(dir, mirror.DefaultPrefix, "b", ".policy.md.tmp-x")
+	for _, p := range []string{debrisA, debrisB, foreign} {
+		mustWriteFile(t, p, []byte("half"))
+	}
+	mustWriteFile(t, filepath.Join(dir, b), []byte("b"))
+	l, err := f.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, x := range l {
+		keys = append(keys, x.Key)
+	}
+	if want := []string{mirror.DefaultPrefix + "b/.policy.md.tmp-x", b}; !slices.Equal(keys, want) {
+		t.Errorf("listed %q, want %q", keys, want)
+	}
+	if _, err := f.Put(ctx, mirror.Object{Key: a, Body: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	assertExists(t, debrisA, false)
+	if _, err := f.Delete(ctx, []string{b, mirror.DefaultPrefix + "b/.policy.md.tmp-x"}); err != nil {
+		t.Fatal(err)
+	}
+	assertExists(t, filepath.Join(dir, mirror.DefaultPrefix, "b"), false)
 }
