@@ -76,7 +76,7 @@ func Do[T any](ctx context.Context, p Policy, try func(ctx context.Context) (T, 
 		}
 		wait := p.Wait(n, d.After)
 		if pastDeadline(ctx, wait) {
-			return zero, err
+			return zero, &PastDeadline{Err: err, Wait: wait}
 		}
 		if p.OnRetry != nil {
 			p.OnRetry(ctx, Retry{N: n + 1, Wait: wait, Err: err, Decision: d})
@@ -86,6 +86,21 @@ func Do[T any](ctx context.Context, p Policy, try func(ctx context.Context) (T, 
 		}
 	}
 }
+
+// PastDeadline is what Do returns when the retry the schedule wanted
+// would end after ctx's deadline: the last try's error (its text, and what
+// it unwraps to), cut by the deadline rather than given up on. A caller
+// that has the run's time run out wait (not count a failure) tells it so
+// (an adversarial helper: a 429 whose Retry-After fitted but whose jitter
+// did not, and a re-send of unsuccessful keys 0.9 s before the deadline,
+// each counted a retry against every key of a batch).
+type PastDeadline struct {
+	Err  error
+	Wait time.Duration // the wait the retry wanted
+}
+
+func (e *PastDeadline) Error() string { return e.Err.Error() }
+func (e *PastDeadline) Unwrap() error { return e.Err }
 
 // pastDeadline says whether waiting d would end after ctx's deadline.
 func pastDeadline(ctx context.Context, d time.Duration) bool {

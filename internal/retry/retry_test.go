@@ -312,8 +312,12 @@ func TestDo_WaitPastDeadline_LastErrorAtOnce(t *testing.T) {
 	calls := 0
 	sw := &serverWait{d: 2 * time.Hour}
 	_, err := retry.Do(ctx, p, failing(&calls, sw))
-	if err != sw {
+	if !errors.Is(err, sw) || err.Error() != sw.Error() {
 		t.Fatalf("Do = %v, want the try's own error, not the context's", err)
+	}
+	// and it says the deadline cut it, with the wait the retry wanted
+	if cut := (*retry.PastDeadline)(nil); !errors.As(err, &cut) || cut.Wait != 2*time.Hour {
+		t.Errorf("Do = %#v, want a *retry.PastDeadline of 2h", err)
 	}
 	if calls != 1 || len(s) != 0 || len(heard) != 0 {
 		t.Errorf("tries = %d, waits = %v, retries heard = %d; want 1 try, no wait, none heard", calls, s, len(heard))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/retry"
 )
 
 // DefaultStopBefore is how long before its context's deadline a run stops
@@ -130,13 +131,15 @@ func deadlineOf(ctx context.Context) time.Time {
 }
 
 // timeUp says whether a write failed only because the run's time ran out:
-// the deadline came while it was in flight, or the registry's rate window
-// (or a 429's block) would let it go only after the deadline.
+// the deadline came while it was in flight, a retry it was owed would end
+// after it (retry.PastDeadline), or the registry's rate window (or a 429's
+// block) would let it go only after the deadline.
 func timeUp(err error, deadline time.Time) bool {
 	if deadline.IsZero() {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	var cut *retry.PastDeadline
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &cut) {
 		return true
 	}
 	var rl *policy.RateLimitError

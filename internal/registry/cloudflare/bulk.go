@@ -294,14 +294,17 @@ func (s *Store) bulk(ctx context.Context, op bulkOp, b payload, outcome map[stri
 			s.log.WarnContext(ctx, "re-sending keys cloudflare reported unsuccessful", logkey.Op, "bulk "+op.verb, logkey.Entries, len(pending.keyList()), logkey.Attempt, r.N, logkey.Wait, r.Wait.String())
 		},
 	}
+	var last error // the last try's, which Do does not return when the context ends
 	_, err := retry.Do(ctx, p, func(ctx context.Context) (struct{}, error) {
 		tries++
 		failed, err := s.send(ctx, op, pending)
 		if err != nil {
-			return struct{}{}, &requestFailed{err: err}
+			last = &requestFailed{err: err}
+			return struct{}{}, last
 		}
 		if pending = pending.only(failed); len(failed) > 0 {
-			return struct{}{}, errSomeUnsuccessful
+			last = errSomeUnsuccessful
+			return struct{}{}, last
 		}
 		return struct{}{}, nil
 	})
@@ -311,10 +314,16 @@ func (s *Store) bulk(ctx context.Context, op bulkOp, b payload, outcome map[stri
 		return outcome
 	case errors.As(err, &rf):
 		return registry.FailAll(outcome, pending.keyList(), fmt.Errorf("cloudflare: bulk %s %d keys: %w", op.verb, n, s.edge(ctx, rf.err)))
+	case errors.As(last, &rf): // the context ended while the request was out: no answer, not an unsuccessful key (an adversarial helper)
+		return registry.FailAll(outcome, pending.keyList(), fmt.Errorf("cloudflare: bulk %s %d keys: %w", op.verb, n, s.edge(ctx, err)))
 	}
 	for _, k := range pending.keyList() {
 		kerr := fmt.Errorf("cloudflare: bulk %s %d keys: %q: %w (%d tries)", op.verb, n, k, ErrUnsuccessful, tries)
-		if err != errSomeUnsuccessful { // the context ended before a re-send
+		var cut *retry.PastDeadline
+		switch {
+		case errors.As(err, &cut): // a re-send would end after the deadline: the run waits, counting no failure
+			kerr = fmt.Errorf("%w; a re-send in %s would pass the run's deadline: %w", kerr, cut.Wait, cut)
+		case err != errSomeUnsuccessful: // the context ended before a re-send
 			kerr = fmt.Errorf("%w: %w", kerr, err)
 		}
 		outcome = registry.FailAll(outcome, []string{k}, kerr)

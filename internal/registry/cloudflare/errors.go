@@ -9,6 +9,7 @@ import (
 
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/redact"
+	"github.com/knue/syncjob/internal/retry"
 )
 
 // ErrUnsuccessful fails a key that Cloudflare listed in a bulk answer's
@@ -31,6 +32,9 @@ func (s *Store) edge(ctx context.Context, err error) error {
 func (s *Store) translate(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
+	}
+	if cut := (*retry.PastDeadline)(nil); errors.As(err, &cut) { // kept: the run waits, counting no failure
+		return &retry.PastDeadline{Err: s.translate(ctx, cut.Err), Wait: cut.Wait}
 	}
 	var tries *attemptsError
 	if errors.As(err, &tries) {

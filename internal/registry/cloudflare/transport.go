@@ -81,7 +81,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	})
 	if errors.As(err, &last) {
-		return nil, &attemptsError{tries: tries, err: last.err}
+		aerr := error(&attemptsError{tries: tries, err: last.err})
+		if cut := (*retry.PastDeadline)(nil); errors.As(err, &cut) { // a retry would have ended after the deadline
+			aerr = &retry.PastDeadline{Err: aerr, Wait: cut.Wait}
+		}
+		return nil, aerr
 	}
 	return resp, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +141,21 @@ func TestStore_Usage_CountsEveryRequestRetriesAndReSendsIncluded(t *testing.T) {
 	}
 	if want <= 5 {
 		t.Errorf("the fake saw %d requests: the faults should have caused retries and re-sends", want)
+	}
+}
+
+// A bulk write whose context ends while its request is out got no answer:
+// each key failed as "cloudflare reported the key unsuccessful", though
+// Cloudflare said nothing (an adversarial helper; a killed run recorded it
+// as such in its outage). It fails with the context's error now.
+func TestBulk_ContextEndsWhileTheRequestIsOut_NotUnsuccessful(t *testing.T) {
+	t.Parallel()
+	w := mustWorld(t, nil, nil)
+	w.fake.FailNext(cloudflaretest.Hang())
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	err := w.store.Put(ctx, []registry.Pair{{Key: "policy:a", Value: []byte("v")}})["policy:a"]
+	if !errors.Is(err, context.Canceled) || errors.Is(err, cloudflare.ErrUnsuccessful) || strings.Contains(fmt.Sprint(err), "reported") {
+		t.Errorf("err = %v, want the context's, not Cloudflare's unsuccessful_keys", err)
 	}
 }
