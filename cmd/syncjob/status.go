@@ -26,7 +26,8 @@ them).
 
 --check is a health check: one line, and exit 0 when the last run succeeded,
 the last success is younger than STATUS_MAX_AGE and no dead letter holds a
-version back; else exit 1, saying why.`,
+version back, and the registry file (read whole) is readable; else exit 1,
+saying why.`,
 	groups: config.Registry | config.Logging | config.Health | config.Label,
 }
 
@@ -47,7 +48,8 @@ func (c *statusCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeReg()
-	rep, err := report.ReadStatus(ctx, reg, c.p.now(), *runs, *check && !*asJSON)
+	// the check reads little on Workers KV (requests cost), a file whole: one unreadable is unhealthy
+	rep, err := report.ReadStatus(ctx, reg, c.p.now(), *runs, *check && !*asJSON && cfg.Cloudflare())
 	if err != nil {
 		return cfg.Redact(fmt.Errorf("status: %w", err))
 	}

@@ -136,5 +136,13 @@ func (rep *Status) Describe(cfg config.Config) {
 		return
 	}
 	rep.Registry = "file " + cfg.RegistryPath
-	rep.Writer, _ = registry.BoltHolder(cfg.RegistryPath) // who writes it is a courtesy: no error for it
+	w, err := registry.BoltHolder(cfg.RegistryPath) // who writes it is a courtesy: no error for it
+	rep.Writer = w
+	if err == nil && w == nil && rep.Lease != nil && !rep.Lease.Released() {
+		// No process holds the file: the lease's run is gone, as the next
+		// sync finds (it takes the lease at once), not when the lease
+		// expires 6 minutes on; health said healthy after a SIGKILL
+		// until then (an adversarial helper).
+		rep.LeaseExpired = true
+	}
 }
