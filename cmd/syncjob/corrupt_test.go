@@ -6,6 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/knue/syncjob/internal/registry"
 )
 
 // TestRegistryFile_TruncatedOrEmpty_ClearErrorNamingTheWayOut: every
@@ -37,10 +41,10 @@ func TestRegistryFile_TruncatedOrEmpty_ClearErrorNamingTheWayOut(t *testing.T) {
 }
 
 // TestStatusCheck_DamagedPoliciesInTheFile_NotHealthy: with bytes flipped
-// in the file where a policy is stored, list, status and a full sync
-// failed, yet status --check (which read only the state and the dead
-// letters) said healthy until STATUS_MAX_AGE ran out (an adversarial
-// helper). The check reads the file whole.
+// in the file where a policy is stored, status --check (which read only
+// the state and the dead letters) said healthy until STATUS_MAX_AGE ran
+// out (an adversarial helper). The check reads the file whole, and names
+// the policy and the way out.
 func TestStatusCheck_DamagedPoliciesInTheFile_NotHealthy(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -68,9 +72,58 @@ func TestStatusCheck_DamagedPoliciesInTheFile_NotHealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := w.run("list"); r.code == exitOK {
-		t.Fatalf("setup: list reads the damaged file (exit 0): the damage missed the policies")
+		t.Fatalf("setup: list reads every policy (exit 0): the damage missed them")
 	}
-	if r := w.run("status", "--check"); r.code == exitOK {
-		t.Errorf("status --check: exit 0 (%s) on a file whose policies no command can read", strings.TrimSpace(r.stdout))
+	if r := w.run("status", "--check"); r.code == exitOK || !strings.Contains(r.stdout, "규정 15") || !strings.Contains(r.stdout, "sync --full") {
+		t.Errorf("status --check: exit %d (%s), want 1 naming 규정 15 and sync --full", r.code, strings.TrimSpace(r.stdout))
+	}
+	if r := w.run("sync", "--full"); r.code != exitOK {
+		t.Errorf("sync --full: exit %d: %s", r.code, firstLine(r.stdout))
+	}
+	if r := w.run("status", "--check"); r.code != exitOK {
+		t.Errorf("status --check after sync --full: exit %d (%s)", r.code, strings.TrimSpace(r.stdout))
+	}
+}
+
+// putRawRecord stores raw as key's record in the registry file, as damage
+// would leave it.
+func putRawRecord(t *testing.T, w *world, key string, raw []byte) {
+	t.Helper()
+	db, err := bbolt.Open(w.db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("registry")).Put([]byte(key), raw) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRegistryFile_OneDamagedRecord_FullSyncRewritesIt: one damaged record
+// failed every full sync and every listing ("unreadable stored value"), and
+// on a state key every run, naming neither the key nor the way out (an
+// adversarial helper). The key is what is unreadable now: a full sync
+// writes it again from the head, and then all reads work.
+func TestRegistryFile_OneDamagedRecord_FullSyncRewritesIt(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"policy:학칙", "queue:학칙", registry.LastCommitKey, registry.LastRunKey, registry.LeaseKey} {
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			seed(w)
+			w.sync(0)
+			putRawRecord(t, w, key, []byte{0xff, 1, 2})
+			if r := w.run("sync", "--full"); r.code != exitOK {
+				t.Fatalf("sync --full over the damaged %s: exit %d: %s%s", key, r.code, r.stdout, r.stderr)
+			}
+			for _, args := range append(reads, []string{"status", "--check"}) {
+				if r := w.run(args...); r.code != exitOK {
+					t.Errorf("%v after the full sync: exit %d: %s%s", args, r.code, r.stdout, r.stderr)
+				}
+			}
+			if s := w.state(); len(s.policies) != 3 {
+				t.Errorf("%d policies after the full sync, want 3", len(s.policies))
+			}
+		})
 	}
 }

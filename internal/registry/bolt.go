@@ -290,6 +290,16 @@ func (b *Bolt) Get(ctx context.Context, key string) ([]byte, error) {
 	return value, nil
 }
 
+// unreadableItem is the item of a key whose stored record is damaged: its
+// bytes as they are, which no reader decodes, so that the key is what is
+// unreadable (a policy, a queue entry: registry.DecodeError, which a full
+// run writes again from the head), not the whole listing. One damaged
+// record failed every full sync and every listing, naming neither the way
+// out nor, for the state's keys, the key (an adversarial helper).
+func unreadableItem(k, raw []byte) Item {
+	return Item{Key: string(k), Value: append([]byte{}, raw...)}
+}
+
 // List implements Store.
 func (b *Bolt) List(ctx context.Context, prefix string) ([]Item, error) {
 	if err := b.ready(ctx); err != nil {
@@ -307,7 +317,8 @@ func (b *Bolt) List(ctx context.Context, prefix string) ([]Item, error) {
 		for k, raw := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, raw = c.Next() {
 			env, err := decodeEnvelope(raw)
 			if err != nil {
-				return fmt.Errorf("key %q: %w", k, err)
+				items = append(items, unreadableItem(k, raw))
+				continue
 			}
 			if expired(env.exp, now) {
 				continue

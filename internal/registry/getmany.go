@@ -124,7 +124,8 @@ func (b *Bolt) GetMany(ctx context.Context, keys []string) (map[string][]byte, e
 			}
 			env, err := decodeEnvelope(raw)
 			if err != nil {
-				return err
+				out[k] = unreadableItem([]byte(k), raw).Value
+				continue
 			}
 			if !expired(env.exp, b.now()) {
 				out[k] = append([]byte{}, env.value...)

@@ -146,13 +146,21 @@ func (s *entryStrs) lastUpdated(t string) string {
 }
 
 // CountPolicies returns how many policy:{name} keys the registry holds,
-// from a listing (no value is read).
-func (r *Registry) CountPolicies(ctx context.Context) (int, error) {
+// from a listing (no value is read), and the names of those whose listed
+// value does not decode (a store that lists values: the registry file,
+// where one may be damaged; on Workers KV a listing holds none).
+func (r *Registry) CountPolicies(ctx context.Context) (n int, unreadable []string, err error) {
 	items, err := r.store.List(ctx, PolicyPrefix)
 	if err != nil {
-		return 0, fmt.Errorf("registry: count policies: %w", err)
+		return 0, nil, fmt.Errorf("registry: count policies: %w", err)
 	}
-	return len(items), nil
+	for _, it := range items {
+		var e policy.Entry
+		if it.Value != nil && decodeObject(it.Value, &e) != nil {
+			unreadable = append(unreadable, strings.TrimPrefix(it.Key, PolicyPrefix))
+		}
+	}
+	return len(items), unreadable, nil
 }
 
 // Policy returns the entry of one policy; present is false when the key is

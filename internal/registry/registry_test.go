@@ -572,7 +572,7 @@ func TestRegistry_ReadFailures_SayEachLayerOnce(t *testing.T) {
 		"DeadLetters":   func() error { _, err := r.DeadLetters(t.Context()); return err },
 		"Runs":          func() error { _, err := r.Runs(t.Context(), 0); return err },
 		"RunIndex":      func() error { _, err := r.RunIndex(t.Context()); return err },
-		"CountPolicies": func() error { _, err := r.CountPolicies(t.Context()); return err },
+		"CountPolicies": func() error { _, _, err := r.CountPolicies(t.Context()); return err },
 		"DeadLetter":    func() error { _, err := r.DeadLetter(t.Context(), "a"); return err },
 		"Policy":        func() error { _, _, err := r.Policy(t.Context(), "a"); return err },
 	}

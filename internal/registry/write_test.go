@@ -28,7 +28,7 @@ func TestWrite_PutsAndDeletesByKind_FailuresByKey(t *testing.T) {
 		if got, err := r.DeadLetter(ctx, "학칙"); err != nil || got.Reason != "boom" {
 			t.Fatalf("dead letter: %+v, %v", got, err)
 		}
-		if n, err := r.CountPolicies(ctx); err != nil || n != 1 {
+		if n, _, err := r.CountPolicies(ctx); err != nil || n != 1 {
 			t.Fatalf("count: %d, %v", n, err)
 		}
 		del := []registry.Write{registry.DeletePolicy("학칙"), registry.DeleteQueue("학칙"), registry.DeleteDeadLetter("학칙")}

@@ -28,6 +28,9 @@ type Status struct {
 	QueueDepth       int                  `json:"queueDepth"`
 	WaitingRetry     int                  `json:"waitingRetry"`
 	DeadLetters      []policy.DeadLetter  `json:"deadLetters"`
+	// UnreadablePolicies are policies whose stored value does not decode
+	// (read on the registry file only).
+	UnreadablePolicies []string `json:"unreadablePolicies,omitempty"`
 	// UnreadableDeadLetters are dead letters whose value does not decode.
 	UnreadableDeadLetters []string            `json:"unreadableDeadLetters,omitempty"`
 	Runs                  []policy.RunSummary `json:"runs"`
@@ -53,6 +56,9 @@ func PrintStatus(w io.Writer, rep Status) {
 	}
 	if rep.LastRun != nil && rep.LastRun.Mirror != nil {
 		line("content mirror", "%s", mirrorStatus(rep.LastRun.Mirror))
+	}
+	if n := len(rep.UnreadablePolicies); n > 0 {
+		line("unreadable", "%s: %s (syncjob sync --full writes them again)", Count(n, "policy", "policies"), strings.Join(rep.UnreadablePolicies, ", "))
 	}
 	line("lease", "%s", leaseText(rep.Lease, rep.LeaseExpired, rep.LastRun))
 	printLastRun(line, rep.LastRun)

@@ -42,7 +42,7 @@ func ReadStatus(ctx context.Context, reg *registry.Registry, now time.Time, runs
 			rep.WaitingRetry++
 		}
 	}
-	if rep.Policies, err = reg.CountPolicies(ctx); err != nil {
+	if rep.Policies, rep.UnreadablePolicies, err = reg.CountPolicies(ctx); err != nil {
 		return rep, err
 	}
 	if err := rep.readLastSuccess(ctx, reg, now); err != nil {
