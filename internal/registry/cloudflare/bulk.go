@@ -333,7 +333,8 @@ func (s *Store) bulk(ctx context.Context, op bulkOp, b payload, outcome map[stri
 
 // send makes one bulk request (the transport retries it on 429, 5xx and
 // timeouts) and returns the keys of b that the answer lists in
-// unsuccessful_keys; the others are billed.
+// unsuccessful_keys; the others are billed, and so is every pair of a try
+// that may have been applied unanswered.
 func (s *Store) send(ctx context.Context, op bulkOp, b payload) ([]string, error) {
 	keys := b.keyList()
 	if sb, ok := b.(streamedBody); ok { // made as it is sent: one body at a time
@@ -345,7 +346,13 @@ func (s *Store) send(ctx context.Context, op bulkOp, b payload) ([]string, error
 		sb.made = release
 		b = sb
 	}
-	r, err := s.api.Raw(ctx, op.method, op.path, b.data(), http.Header{"Content-Type": {"application/json"}})
+	// A try Cloudflare may have applied unanswered is billed, every pair of
+	// it: the daily write budget must not count less than was spent (an
+	// adversarial helper: a batch of 10,000 applied, its answer lost or cut
+	// by the deadline, re-sent, counted once or not at all).
+	var unanswered atomic.Int64
+	r, err := s.api.Raw(countUnanswered(ctx, &unanswered), op.method, op.path, b.data(), http.Header{"Content-Type": {"application/json"}})
+	op.billed.Add(unanswered.Load() * int64(len(keys)))
 	if err == nil && !r.Success {
 		err = fmt.Errorf("answer not successful: %v", r.Errors)
 	}

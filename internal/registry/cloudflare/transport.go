@@ -108,6 +108,7 @@ func (t *transport) send(ctx context.Context, req *http.Request, again bool) (*h
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
 		cancel()
+		mayHaveApplied(ctx)
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, &failure{err: fmt.Errorf("no answer within %s", t.timeout)}
 		}
@@ -115,10 +116,31 @@ func (t *transport) send(ctx context.Context, req *http.Request, again bool) (*h
 	}
 	if f := t.failed(resp); f != nil {
 		cancel()
+		if f.status >= http.StatusInternalServerError {
+			mayHaveApplied(ctx)
+		}
 		return nil, f
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
+}
+
+// unansweredKey carries, in a bulk write's context, a count of its tries
+// that Cloudflare may have applied, and billed, though no answer said so:
+// no answer came (a reset connection, the deadline), or a 5xx did. A 429
+// or another 4xx applied nothing.
+type unansweredKey struct{}
+
+// countUnanswered is ctx counting, in n, the tries of its request that may
+// have been applied unanswered.
+func countUnanswered(ctx context.Context, n *atomic.Int64) context.Context {
+	return context.WithValue(ctx, unansweredKey{}, n)
+}
+
+func mayHaveApplied(ctx context.Context) {
+	if n, ok := ctx.Value(unansweredKey{}).(*atomic.Int64); ok {
+		n.Add(1)
+	}
 }
 
 func hasBody(req *http.Request) bool { return req.Body != nil && req.Body != http.NoBody }
