@@ -22,10 +22,12 @@ type bulkPair struct {
 	Base64        bool            `json:"base64,omitempty"`
 }
 
-// jsonPair is p's element made by encoding/json (HTML left as it is).
+// jsonPair is p's element made by encoding/json (HTML left as it is). A
+// value goes as a JSON string when it is UTF-8 and no longer so than
+// base64-encoded with its flag.
 func jsonPair(p registry.Pair) []byte {
 	bp := bulkPair{Key: p.Key, Metadata: p.Metadata}
-	if utf8.Valid(p.Value) {
+	if utf8.Valid(p.Value) && len(registry.MustJSON(string(p.Value))) <= 2+base64.StdEncoding.EncodedLen(len(p.Value))+len(`,"base64":true`) {
 		bp.Value = string(p.Value)
 	} else {
 		bp.Value = base64.StdEncoding.EncodeToString(p.Value)
