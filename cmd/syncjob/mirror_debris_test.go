@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // A run killed while it uploads into a folder mirror leaves the temporary
@@ -45,5 +47,33 @@ func TestMirror_FolderDebrisOfAKilledUpload_NotForeign_RunsGoOn(t *testing.T) {
 	}
 	if st := w.run("status"); st.code != exitOK {
 		t.Errorf("status: exit %d: %s", st.code, st.stdout)
+	}
+}
+
+// The content mirror's mass-delete refusal names the way past in the
+// caller's terms: in Lambda the payload's allowMassDelete (it named the
+// CLI's flag, which the function has not: an adversarial helper), in the
+// CLI --allow-mass-delete.
+func TestMirror_GuardRefusal_NamesTheWayPastInTheCallersTerms(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	seed(w)
+	dir := t.TempDir()
+	w.env["CONTENT_DIR"] = dir
+	for i := range 30 {
+		p := filepath.Join(dir, "policies", fmt.Sprintf("foreign-%02d", i), "policy.md")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("# foreign\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv := w.invoke(`{"trigger":"schedule"}`, time.Minute)
+	if inv.err == nil || strings.Contains(inv.err.Error(), "--allow-mass-delete") || !strings.Contains(inv.err.Error(), `{"allowMassDelete": true}`) {
+		t.Errorf("Lambda: %v, want the refusal naming the payload's allowMassDelete", inv.err)
+	}
+	if r := w.run("sync"); r.code != exitRefused || !strings.Contains(r.stdout, "run with --allow-mass-delete") {
+		t.Errorf("CLI: exit %d: %s, want 4 naming --allow-mass-delete", r.code, firstLine(r.stdout))
 	}
 }

@@ -268,7 +268,7 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg reg
 	// an allowance of exactly N deletes was reviewed for the registry's
 	// plan, not for foreign objects: only "any" lifts this guard (review)
 	if r.opt.allowDeletes() != differ.AllowAny && n > lim.Count && n*100 > lim.Percent*max(len(listed), 1) {
-		return fmt.Errorf("%w: a repair would delete %d of the %d objects under %s (MAX_DELETE, MAX_DELETE_PERCENT; sync --allow-mass-delete)", ErrMirrorGuard, n, len(listed), m.prefix)
+		return fmt.Errorf("%w: a repair would delete %d of the %d objects under %s (more than MAX_DELETE and MAX_DELETE_PERCENT); run with --allow-mass-delete if that is meant", ErrMirrorGuard, n, len(listed), m.prefix)
 	}
 	return nil
 }
