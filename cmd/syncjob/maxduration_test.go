@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 )
@@ -84,5 +85,22 @@ func TestSync_MaxDuration_Bad_Exit2NamingTheSetting(t *testing.T) {
 	w.env["MAX_DURATION"] = "soon"
 	if r := w.sync(exitUsage); !strings.Contains(r.stderr, "MAX_DURATION") || !strings.Contains(r.stderr, "such as") {
 		t.Errorf("MAX_DURATION=soon: stderr %q, want the setting named and its form", r.stderr)
+	}
+}
+
+// A run MAX_DURATION stops before it could plan (GitHub does not answer)
+// fails naming MAX_DURATION and its value, in the CLI and in Lambda: it
+// said only "context deadline exceeded" (an adversarial helper).
+func TestSync_MaxDurationStopsTheRun_ErrorNamesIt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	seed(w)
+	w.env["MAX_DURATION"] = "500ms"
+	w.gh.FailNext(githubtest.AnyKind, -1, githubtest.Hang())
+	if r := w.run("sync"); r.code != exitFailed || !strings.Contains(r.stdout, "MAX_DURATION (500ms) passed") {
+		t.Errorf("CLI: exit %d: %s, want 1 naming MAX_DURATION (500ms)", r.code, firstLine(r.stdout))
+	}
+	if inv := w.invoke(`{"trigger":"schedule"}`, time.Minute); inv.err == nil || !strings.Contains(inv.err.Error(), "MAX_DURATION (500ms) passed") {
+		t.Errorf("Lambda: %v, want it naming MAX_DURATION (500ms)", inv.err)
 	}
 }

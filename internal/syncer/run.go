@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/knue/syncjob/internal/differ"
@@ -30,10 +31,27 @@ import (
 func (s *Syncer) Run(ctx context.Context, opt Options) (Result, error) {
 	if opt.MaxDuration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opt.MaxDuration)
+		ctx, cancel = context.WithTimeoutCause(ctx, opt.MaxDuration, maxDurationPassed(opt.MaxDuration))
 		defer cancel()
 	}
 	return s.runSteps(ctx, opt)
+}
+
+// maxDurationPassed is the cause of a run's own deadline: a run it stopped
+// failed with only "context deadline exceeded", naming neither MAX_DURATION
+// nor its value (an adversarial helper). named adds it.
+func maxDurationPassed(d time.Duration) error {
+	return fmt.Errorf("MAX_DURATION (%s) passed: %w", d, context.DeadlineExceeded)
+}
+
+// named is err saying, when the run's own deadline cut it, that
+// MAX_DURATION did.
+func named(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if err == nil || ctx.Err() == nil || cause == ctx.Err() || !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), cause.Error()) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", err, cause)
 }
 
 // runSteps is Run's steps, in order.
@@ -128,6 +146,7 @@ type report struct {
 
 // finish records the run (record.go) and says what Run returns.
 func (r *run) finish(ctx context.Context, rep report, err error) (Result, error) {
+	err = named(ctx, err)
 	rep.ahead.drop()
 	sum := r.record(ctx, rep, err)
 	return Result{Summary: sum, Plan: rep.plan}, runError(sum, err)
