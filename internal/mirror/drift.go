@@ -3,6 +3,8 @@ package mirror
 import (
 	"slices"
 	"strings"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Want is what the mirror should hold for one policy, and what the registry
@@ -49,6 +51,15 @@ type Repairs struct {
 	Upload []Repair
 	Delete []string
 	Unsafe []string
+	// Aliases are listed keys that spell a wanted policy's key in another
+	// Unicode form (NFD, as macOS tools and the job we replace may have
+	// written it). R2 normalizes keys to NFC: there the alias is the
+	// policy's own object, and deleting it deleted the object the run had
+	// just uploaded while the run reported success (an adversarial helper).
+	// Never deleted: left for an operator, the run partial naming them,
+	// until a listing no longer shows them (on R2, once the policy's key
+	// is written again).
+	Aliases []string
 }
 
 // Empty reports whether there is nothing to repair.
@@ -74,6 +85,8 @@ func Drift(prefix string, want map[string]Want, listed []Listed) Repairs {
 		name, ok := PolicyNameOf(prefix, l.Key)
 		switch {
 		case ok && wanted(want, name):
+		case ok && wanted(want, norm.NFC.String(name)):
+			r.Aliases = append(r.Aliases, l.Key)
 		case ValidateKey(prefix, l.Key) != nil:
 			r.Unsafe = append(r.Unsafe, l.Key)
 		default:
@@ -92,6 +105,7 @@ func Drift(prefix string, want map[string]Want, listed []Listed) Repairs {
 	r.Delete = slices.Compact(r.Delete)
 	slices.Sort(r.Unsafe)
 	r.Unsafe = slices.Compact(r.Unsafe)
+	slices.Sort(r.Aliases)
 	return r
 }
 

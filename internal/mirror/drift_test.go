@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/knue/syncjob/internal/mirror"
 )
@@ -31,6 +32,15 @@ func TestDrift(t *testing.T) {
 				{Key: key("a"), ETag: "e1"}, {Key: p, Size: 0}, {Key: p + "가/", Size: 0}, {Key: p + "x/", Size: 3},
 			},
 			repair: mirror.Repairs{Unsafe: []string{p + "x/"}},
+		},
+		{
+			name:   "a key spelling a wanted policy's in NFD is an alias, never deleted (on R2 the same object); the NFC key, unlisted, is uploaded",
+			want:   map[string]mirror.Want{"학칙": ok},
+			listed: []mirror.Listed{{Key: norm.NFD.String(key("학칙")), ETag: "e1"}},
+			repair: mirror.Repairs{
+				Upload:  []mirror.Repair{{PolicyName: "학칙", Key: key("학칙"), Reason: mirror.Missing}},
+				Aliases: []string{norm.NFD.String(key("학칙"))},
+			},
 		},
 		{
 			name:   "missing object",

@@ -566,18 +566,21 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 
 // unsafeLeft are the foreign objects a full run found under the prefix
 // that no target may delete (mirror.Repairs.Unsafe: the key could resolve
-// outside the prefix), as failures by key: the run is partial naming them
+// outside the prefix; Aliases: on R2 the key is a policy's), as failures by key: the run is partial naming them
 // and the mirror not converged, so that each run is full and says so
 // again until an operator removes them (review: only a log line said so,
 // and the run recorded success). Nothing outside the prefix is deleted.
 func (m *mirrorRun) unsafeLeft() map[string]string {
-	if m == nil || len(m.drift.Unsafe) == 0 {
+	if m == nil || len(m.drift.Unsafe)+len(m.drift.Aliases) == 0 {
 		return nil
 	}
 	m.unrepaired = true
-	left := make(map[string]string, len(m.drift.Unsafe))
+	left := make(map[string]string, len(m.drift.Unsafe)+len(m.drift.Aliases))
 	for _, k := range m.drift.Unsafe {
 		left[k] = "content mirror: foreign object not deleted: its key could resolve outside " + m.prefix + "; an operator must remove it"
+	}
+	for _, k := range m.drift.Aliases { // mirror.Repairs.Aliases
+		left[k] = "content mirror: object not deleted: its key is a policy's in another Unicode form (NFD), the same object on R2; on a store that keeps both an operator must remove it"
 	}
 	return left
 }
@@ -592,7 +595,8 @@ func (m *mirrorRun) withoutForeign(names []string) []string {
 	foreign := func(name string) bool {
 		_, del := slices.BinarySearch(m.drift.Delete, name)
 		_, unsafe := slices.BinarySearch(m.drift.Unsafe, name)
-		return del || unsafe
+		_, alias := slices.BinarySearch(m.drift.Aliases, name)
+		return del || unsafe || alias
 	}
 	if m == nil || !slices.ContainsFunc(names, foreign) {
 		return names

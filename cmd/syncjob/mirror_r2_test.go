@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// r2Keys emulates R2's documented key handling
+// (developers.cloudflare.com/r2/reference/unicode-interoperability):
+// keys are NFC-normalized before storing, so NFC and NFD spellings are ONE
+// object, and a listing returns the last encoding uploaded.
+type r2Keys struct {
+	next    http.RoundTripper
+	mu      sync.Mutex
+	display map[string]string // nfc key -> last uploaded encoding
+}
+
+func (r *r2Keys) RoundTrip(req *http.Request) (*http.Response, error) {
+	parts := strings.SplitN(strings.TrimPrefix(req.URL.Path, "/"), "/", 2)
+	hasKey := len(parts) == 2 && parts[1] != ""
+	_, del := req.URL.Query()["delete"]
+	switch {
+	case hasKey && (req.Method == http.MethodPut || req.Method == http.MethodGet || req.Method == http.MethodHead || req.Method == http.MethodDelete):
+		key := parts[1]
+		nfc := norm.NFC.String(key)
+		if req.Method == http.MethodPut {
+			r.mu.Lock()
+			r.display[nfc] = key
+			r.mu.Unlock()
+		}
+		req = req.Clone(req.Context())
+		req.URL.Path = "/" + parts[0] + "/" + nfc
+		req.URL.RawPath = ""
+	case req.Method == http.MethodPost && del:
+		body, _ := io.ReadAll(req.Body)
+		var in struct {
+			XMLName xml.Name `xml:"Delete"`
+			Objects []struct {
+				Key string `xml:"Key"`
+			} `xml:"Object"`
+			Quiet bool `xml:"Quiet"`
+		}
+		if err := xml.Unmarshal(body, &in); err == nil {
+			for i := range in.Objects {
+				in.Objects[i].Key = norm.NFC.String(in.Objects[i].Key)
+				r.mu.Lock()
+				delete(r.display, in.Objects[i].Key)
+				r.mu.Unlock()
+			}
+			body, _ = xml.Marshal(in)
+		}
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		sum := md5.Sum(body)
+		req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+		req.Header.Del("X-Amz-Checksum-Crc32")
+	}
+	resp, err := r.next.RoundTrip(req)
+	if err != nil || !(req.Method == http.MethodGet && !hasKey) {
+		return resp, err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	s := string(b)
+	r.mu.Lock()
+	for nfc, shown := range r.display {
+		s = strings.ReplaceAll(s, "<Key>"+nfc+"</Key>", "<Key>"+shown+"</Key>")
+	}
+	r.mu.Unlock()
+	resp.Body = io.NopCloser(strings.NewReader(s))
+	resp.ContentLength = int64(len(s))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// On R2 an object whose key spells a policy's in NFD (a macOS tool's
+// upload, or the job syncjob replaces, which named objects by git's path)
+// is the policy's own object: R2 normalizes keys to NFC, and lists the
+// spelling written last. A full run took it for a foreign object, uploaded
+// the NFC key, then deleted the NFD one: R2 deleted the object it had just
+// written, and the run reported success and a converged mirror (an
+// adversarial helper). The alias is never deleted now: the run is partial
+// naming it, and once R2 lists the NFC spelling the next full run succeeds.
+func TestMirror_R2_KeyInNFD_NotDeleted_PolicysObjectStays(t *testing.T) {
+	t.Parallel()
+	w, s3 := s3World(t)
+	r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
+	c := *s3.Client
+	c.Transport = r2
+	w.mirrorClient = &c
+	w.sync(0)
+	nfcKey := "policies/학칙/policy.md"
+	nfdKey := norm.NFD.String(nfcKey)
+	s3.PutRaw(t, nfcKey, []byte("# 한국교원대학교 학칙\n\n제1조 목적\n")) // R2 keeps it under NFC...
+	r2.mu.Lock()
+	r2.display[nfcKey] = nfdKey // ...and lists the spelling written last
+	r2.mu.Unlock()
+
+	r := w.run("sync", "--full")
+	if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
+		t.Fatalf("full run (exit %d): the policy's object is gone: %s", r.code, firstLine(r.stdout))
+	}
+	if r.code != exitPartial || !strings.Contains(r.stdout+r.stderr, "Unicode form") {
+		t.Errorf("full run: exit %d: %s; want partial naming the key in another Unicode form", r.code, firstLine(r.stdout))
+	}
+	if r := w.run("sync", "--full"); r.code != exitOK {
+		t.Errorf("the next full run, R2 listing the NFC key: exit %d: %s", r.code, firstLine(r.stdout))
+	}
+	if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
+		t.Errorf("the policy's object is gone after the next full run")
+	}
+}
