@@ -107,3 +107,31 @@ func TestStaleReads_WrongBranch_RefusedAfterTheWait(t *testing.T) {
 		}
 	}
 }
+
+// A run of a wrong branch whose wait before refusing is cut (Ctrl-C, the
+// context ending) or whose second read fails fails, and its record names
+// the target it first read, not its own: the next run of the wrong branch
+// is refused. (A reviewer found the cut run recording its own branch, and
+// the next run syncing it.)
+func TestStaleReads_WrongBranch_WaitCut_NextRunStillRefused(t *testing.T) {
+	t.Parallel()
+	r := staleRetargetRig(t)
+	r.onBranch("release")
+	ctx, cancel := context.WithCancel(context.Background())
+	sleep := r.s.Sleep
+	r.s.Sleep = func(c context.Context, d time.Duration) error {
+		if d == syncer.DefaultConsistencyWindow {
+			cancel() // Ctrl-C while waiting out the window
+			return context.Canceled
+		}
+		return sleep(c, d)
+	}
+	if _, err := r.s.Run(ctx, r.opt); err == nil {
+		t.Fatal("the cut run succeeded")
+	}
+	r.s.Sleep = sleep
+	r.clock.Advance(2 * time.Minute)
+	if res, err := r.run(time.Hour); !errors.Is(err, syncer.ErrRewind) {
+		t.Fatalf("the next run of the wrong branch: %v (status %s, branch %q), want ErrRewind", err, res.Summary.Status, res.Summary.Branch)
+	}
+}

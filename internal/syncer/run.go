@@ -290,10 +290,14 @@ func (r *run) refuse(ctx context.Context, st state) (state, error) {
 	if !errors.Is(err, ErrRewind) || !r.waitsForTarget(ctx) {
 		return st, err
 	}
-	if st, err = r.settleTarget(ctx); err != nil {
+	fresh, err := r.settleTarget(ctx)
+	if err != nil {
+		// the state first read, which names the registry's target: a
+		// failed run records it, not its own (review: a Ctrl-C during
+		// the wait recorded the wrong branch, and the next run synced it)
 		return st, err
 	}
-	return st, r.refusal(st)
+	return fresh, r.refusal(fresh)
 }
 
 // refusal is refuse's checks of st as read.
