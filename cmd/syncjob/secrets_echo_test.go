@@ -117,3 +117,42 @@ func TestConfig_RepoCloneURLWithAToken_RefusedWithoutShowingIt(t *testing.T) {
 		t.Errorf("Lambda: %v; its error or logs show the token", inv.err)
 	}
 }
+
+// A policy whose name merely begins like a GitHub token ("ghs_" for the
+// Globally Harmonized System of chemical labels) is shown in the plan an
+// operator reviews, not masked (a reviewer found it masked).
+func TestSync_PolicyNamedLikeATokenPrefix_ShownInThePlan(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	w.repo.Write("안전/ghs_labelling_rules.md", "# ghs_labelling_rules 화학물질 표지 지침\n")
+	w.repo.Commit("add GHS rules")
+	for _, args := range [][]string{{"sync", "--dry-run"}, {"sync", "--dry-run", "--json"}} {
+		if r := w.run(args...); !strings.Contains(r.stdout, "ghs_labelling_rules") {
+			t.Errorf("%v: exit %d, the plan does not name the policy:\n%s", args, r.code, r.stdout)
+		}
+	}
+}
+
+// The content mirror's settings are refused without showing a secret
+// pasted into them: CONTENT_BUCKET was quoted whole, and CONTENT_ENDPOINT
+// with no host (a secret key pasted there) too (a reviewer).
+func TestConfig_ContentSettingHoldingASecret_RefusedWithoutShowingIt(t *testing.T) {
+	t.Parallel()
+	const secret = "Zq7KpW3xR8mLtV2KpW3xR8mLtV2KpW3xR8mLtV2K"
+	for name, env := range map[string]map[string]string{
+		"CONTENT_ENDPOINT": {"CONTENT_ENDPOINT": secret},
+		"CONTENT_BUCKET":   {"CONTENT_BUCKET": "https://AKIAEXAMPLE:" + secret + "@host/b"},
+	} {
+		w := newWorld(t)
+		w.env["CONTENT_BUCKET"], w.env["CONTENT_ACCESS_KEY_ID"], w.env["CONTENT_SECRET_ACCESS_KEY"] = "bucket", "AKIAEXAMPLE1234", "https://acct.r2.cloudflarestorage.com"
+		for k, v := range env {
+			w.env[k] = v
+		}
+		r := w.run("sync", "--dry-run")
+		if r.code != exitUsage || !strings.Contains(r.stderr, name) || strings.Contains(r.stdout+r.stderr, secret[:12]) {
+			t.Errorf("%s: exit %d, want 2 naming it without the secret: %s", name, r.code, r.stderr)
+		}
+	}
+}

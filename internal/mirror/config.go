@@ -92,7 +92,7 @@ func (c Config) validate() error {
 		return c.validateTuning()
 	}
 	if !bucketName().MatchString(c.Bucket) {
-		return fmt.Errorf("CONTENT_BUCKET %q: want a bucket name, 3 to 63 lowercase letters, digits, dots and hyphens", c.Bucket)
+		return fmt.Errorf("CONTENT_BUCKET %s: want a bucket name, 3 to 63 lowercase letters, digits, dots and hyphens", redact.Quote(c.Bucket, 100))
 	}
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
 		return fmt.Errorf("CONTENT_ACCESS_KEY_ID and CONTENT_SECRET_ACCESS_KEY: set both, or neither for AWS's default credential chain")
@@ -115,19 +115,22 @@ func validateEndpoint(raw string) error {
 	if err != nil {
 		return fmt.Errorf("CONTENT_ENDPOINT is not a URL: %s", want)
 	}
-	shown := redact.URL(u)
+	shown := redact.Quote(redact.URL(u), 100)
 	switch {
+	case u.Host == "":
+		// not shown: a value with no host may be a secret pasted here (review)
+		return fmt.Errorf("CONTENT_ENDPOINT is not an http(s) URL with a host: %s", want)
 	case u.User != nil:
-		return fmt.Errorf("CONTENT_ENDPOINT %q holds credentials: put them in CONTENT_ACCESS_KEY_ID and CONTENT_SECRET_ACCESS_KEY", shown)
-	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-		return fmt.Errorf("CONTENT_ENDPOINT %q: %s", shown, want)
+		return fmt.Errorf("CONTENT_ENDPOINT %s holds credentials: put them in CONTENT_ACCESS_KEY_ID and CONTENT_SECRET_ACCESS_KEY", shown)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("CONTENT_ENDPOINT %s: %s", shown, want)
 	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Errorf("CONTENT_ENDPOINT %q: %s, without a query or fragment", shown, want)
+		return fmt.Errorf("CONTENT_ENDPOINT %s: %s, without a query or fragment", shown, want)
 	case u.Path != "" && u.Path != "/":
 		// R2's bucket page shows the S3 URL with the bucket as its path:
 		// taken as the endpoint, every key would land under that path,
 		// outside the prefix (review)
-		return fmt.Errorf("CONTENT_ENDPOINT %q: %s, without a path (the bucket goes in CONTENT_BUCKET)", shown, want)
+		return fmt.Errorf("CONTENT_ENDPOINT %s: %s, without a path (the bucket goes in CONTENT_BUCKET)", shown, want)
 	}
 	return nil
 }

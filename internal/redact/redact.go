@@ -64,8 +64,10 @@ func Cut(s string, n int, secrets ...string) string {
 var tokenPrefixes = []string{"github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"}
 
 // minTokenTail is how many token characters after a prefix make a word a
-// token: GitHub's have 36 or more, and a token cut short keeps some.
-const minTokenTail = 8
+// token: GitHub's have 36 or more (letters and digits; a fine-grained one
+// underscores too). Fewer, the word is a name such as
+// "ghs_labelling_rules" (a reviewer found such a policy masked in a plan).
+const minTokenTail = 30
 
 // Tokens returns s with every word shaped as a GitHub token masked: one
 // that is no setting's secret (pasted into GITHUB_REPO, or another token a
@@ -88,7 +90,7 @@ func Tokens(s string) string {
 				continue
 			}
 			end := j + len(p)
-			for end < len(s) && isTokenByte(s[end]) {
+			for end < len(s) && isTokenByte(s[end]) && (s[end] != '_' || p == "github_pat_") {
 				end++
 			}
 			if end-j-len(p) >= minTokenTail {

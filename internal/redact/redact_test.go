@@ -160,13 +160,15 @@ func TestCut_MasksBeforeCutting(t *testing.T) {
 func TestTokens_GitHubShapedWordsMasked(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"Bearer github_pat_11ABCDEFG0123456789abcd_EFGHIJKLMNOPQRSTUV": "Bearer " + redact.Mask,
-		"token ghp_abcdefghijklmnopqrstuvwxyz0123456789 was sent":      "token " + redact.Mask + " was sent",
-		`"https://x-access-token:ghs_CLONEURLSECRET1234567890@host"`:   `"https://x-access-token:` + redact.Mask + `@host"`,
-		"ghu_12345678 and gho_abcdefgh, ghr_ABCDEFGH":                  redact.Mask + " and " + redact.Mask + ", " + redact.Mask,
-		"ghp_ alone, ghp_short, aghp_abcdefghijkl, ghx_abcdefghijkl":   "ghp_ alone, ghp_short, aghp_abcdefghijkl, ghx_abcdefghijkl",
-		"규정 ghs_abcdefgh1234":                                          "규정 " + redact.Mask,
-		"":                                                             "",
+		"Bearer github_pat_11ABCDEFG0123456789abcd_EFGHIJKLMNOPQRSTUV":             "Bearer " + redact.Mask,
+		"token ghp_abcdefghijklmnopqrstuvwxyz0123456789 was sent":                  "token " + redact.Mask + " was sent",
+		`"https://x-access-token:ghs_CLONEURLSECRET1234567890abcdefghij@host"`:     `"https://x-access-token:` + redact.Mask + `@host"`,
+		"ghu_" + strings.Repeat("a1", 18) + " and gho_" + strings.Repeat("B2", 18): redact.Mask + " and " + redact.Mask,
+		"ghp_ alone, ghp_short, aghp_" + strings.Repeat("x", 36):                   "ghp_ alone, ghp_short, aghp_" + strings.Repeat("x", 36),
+		"규정 ghs_" + strings.Repeat("9", 40):                                        "규정 " + redact.Mask,
+		// names, not tokens: too short, or words joined by underscores (a reviewer)
+		"ghs_labelling_rules.md, ghs_labelling_rules_for_students_in_the_dormitory": "ghs_labelling_rules.md, ghs_labelling_rules_for_students_in_the_dormitory",
+		"": "",
 	} {
 		if got := redact.String(in); got != want {
 			t.Errorf("redact.String(%q) = %q, want %q", in, got, want)
