@@ -134,14 +134,14 @@ func writeAtomic(path string, body []byte) error {
 	return syncDir(dir)
 }
 
-// isDebris says whether a file's name is one writeAtomic gives its
-// temporary files (".policy.md.tmp-123"): what a write killed before its
+// isDebris says whether a file's name is one writeAtomic gives the
+// temporary files of objects (".policy.md.tmp-123"): what a write killed before its
 // rename leaves. It is no object: listed, it read as a foreign one, and
 // eleven of them after a kill on a young mirror made the mass-delete guard
 // refuse every run (an adversarial helper).
 func isDebris(name string) bool {
-	base, digits, ok := strings.Cut(name, ".tmp-")
-	return ok && len(base) > 1 && base[0] == '.' && digits != "" && strings.Trim(digits, "0123456789") == ""
+	digits, ok := strings.CutPrefix(name, "."+ObjectName+".tmp-")
+	return ok && digits != "" && strings.Trim(digits, "0123456789") == "" // a foreign ".notes.tmp-1" is listed (review)
 }
 
 // removeDebris removes the temporary files a killed write left beside

@@ -298,7 +298,8 @@ func TestFolder_DebrisOfAKilledWrite_NotListed_RemovedByPutAndDelete(t *testing.
 	debrisA := filepath.Join(dir, mirror.DefaultPrefix, "a", ".policy.md.tmp-123")
 	debrisB := filepath.Join(dir, mirror.DefaultPrefix, "b", ".policy.md.tmp-456")
 	foreign := filepath.Join(dir, mirror.DefaultPrefix, "b", ".policy.md.tmp-x")
-	for _, p := range []string{debrisA, debrisB, foreign} {
+	foreign2 := filepath.Join(dir, mirror.DefaultPrefix, "b", ".notes.tmp-1") // review: another file's shape
+	for _, p := range []string{debrisA, debrisB, foreign, foreign2} {
 		mustWriteFile(t, p, []byte("half"))
 	}
 	mustWriteFile(t, filepath.Join(dir, b), []byte("b"))
@@ -310,14 +311,14 @@ func TestFolder_DebrisOfAKilledWrite_NotListed_RemovedByPutAndDelete(t *testing.
 	for _, x := range l {
 		keys = append(keys, x.Key)
 	}
-	if want := []string{mirror.DefaultPrefix + "b/.policy.md.tmp-x", b}; !slices.Equal(keys, want) {
+	if want := []string{mirror.DefaultPrefix + "b/.notes.tmp-1", mirror.DefaultPrefix + "b/.policy.md.tmp-x", b}; !slices.Equal(keys, want) {
 		t.Errorf("listed %q, want %q", keys, want)
 	}
 	if _, err := f.Put(ctx, mirror.Object{Key: a, Body: []byte("a")}); err != nil {
 		t.Fatal(err)
 	}
 	assertExists(t, debrisA, false)
-	if _, err := f.Delete(ctx, []string{b, mirror.DefaultPrefix + "b/.policy.md.tmp-x"}); err != nil {
+	if _, err := f.Delete(ctx, []string{b, mirror.DefaultPrefix + "b/.policy.md.tmp-x", mirror.DefaultPrefix + "b/.notes.tmp-1"}); err != nil {
 		t.Fatal(err)
 	}
 	assertExists(t, filepath.Join(dir, mirror.DefaultPrefix, "b"), false)
