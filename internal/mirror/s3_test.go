@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -21,6 +22,7 @@ import (
 	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/mirror/mirrortest"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/retry"
 )
 
 func mustS3(t testing.TB, cfg mirror.Config) *mirror.S3 {
@@ -308,5 +310,26 @@ func TestS3_ClockSkewed_ConfigErrorNamingTheClockNotTheKeys(t *testing.T) {
 	}
 	if strings.Contains(fmt.Sprint(err), "CONTENT_ACCESS_KEY_ID") {
 		t.Errorf("put refused for a skewed clock: %v; the keys are not at fault", err)
+	}
+}
+
+// An upload whose owed retry would end after the run's deadline fails with
+// *retry.PastDeadline kept, so that the run has it wait, counting no failed
+// try: translate dropped it, and a cut upload counted against the policy
+// (a reviewer, of a55cf7d).
+func TestS3_RetryPastTheDeadline_PastDeadlineKept(t *testing.T) {
+	t.Parallel()
+	srv := mirrortest.NewS3Server(t)
+	s := mustS3(t, s3Config(srv))
+	srv.Faults.FailNext(mirrortest.OpPut, 100, 503)
+	o, err := mirror.Render(mirror.DefaultPrefix, mirror.Doc{PolicyName: "p", Content: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(50*time.Millisecond))
+	defer cancel()
+	_, err = s.Put(ctx, o)
+	if cut := (*retry.PastDeadline)(nil); !errors.As(err, &cut) || !errors.Is(err, mirror.ErrUnavailable) {
+		t.Fatalf("put cut by the deadline: %v, want a *retry.PastDeadline over the store's unavailability", err)
 	}
 }

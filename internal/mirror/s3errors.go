@@ -59,6 +59,9 @@ func translate(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
 		return err
 	}
+	if cut := (*retry.PastDeadline)(nil); errors.As(err, &cut) { // kept: the upload waits, counting no failure (review)
+		return &retry.PastDeadline{Err: translate(ctx, cut.Err), Wait: cut.Wait}
+	}
 	status, code := statusAndCode(err)
 	detail := code
 	if status != 0 {
