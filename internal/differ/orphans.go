@@ -11,9 +11,15 @@ import (
 // whose delete's queue removal failed: a refused key, a kill between
 // batches) is removed, and one whose sha is not its policy's is rewritten
 // for the policy's version (a worker compares shas: a fresh announcement is
-// harmless). Names the plan writes, failed writes the sync owes (pending:
-// SettleQueue's) and held-back names are left alone, and so are skipped
-// names whose policy exists: a skip keeps its entry. A skipped name with no
+// harmless). Names the plan writes and failed writes the sync owes
+// (pending: SettleQueue's) are left alone. A held-back name's entry is
+// settled too, failure record or not: it may announce only what the
+// registry holds, for the dead letter holds the count (an adversarial
+// helper: a kill after the dead letter landed, or its queue removal
+// failing, left the held-back version announced for good, or its failure
+// record, which counted on after a drop). So is a skipped name's (a skip
+// keeps the registry's version: an announcement of the skipped one, left by
+// a run killed between announce and publish, stayed for good); one with no
 // policy (an add announced, its file then emptied or grown too large)
 // announces nothing a worker could fetch: its entry is an orphan like any
 // other. queued are the queue entries' versions, sorted by name, each name
@@ -21,17 +27,12 @@ import (
 // (RepairQueue does nothing with those); entries the policies the registry
 // holds.
 func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Entry, pending map[string]policy.QueueEntry, queued []policy.Queued, now time.Time) QueueWork {
-	leave := map[string]bool{}
+	leave, held := map[string]bool{}, map[string]bool{}
 	for _, it := range plan.Items {
 		leave[it.PolicyName] = true
 	}
 	for _, sk := range plan.HeldBack {
-		leave[sk.PolicyName] = true
-	}
-	for _, sk := range plan.Skipped {
-		if _, ok := entries[sk.PolicyName]; ok {
-			leave[sk.PolicyName] = true
-		}
+		held[sk.PolicyName] = true
 	}
 	for _, name := range work.Drop {
 		leave[name] = true
@@ -41,7 +42,7 @@ func RepairQueue(plan policy.Plan, work QueueWork, entries map[string]policy.Ent
 	}
 	for _, q := range queued {
 		name := q.PolicyName
-		if _, owed := pending[name]; owed || leave[name] {
+		if _, owed := pending[name]; (owed && !held[name]) || leave[name] {
 			continue
 		}
 		e, ok := entries[name]

@@ -33,17 +33,51 @@ func TestRepairQueue_SameWithoutTheCurrentEntries(t *testing.T) {
 	}
 }
 
-// A skip keeps the policy the registry holds, and its queue entry with it
-// (whatever version it announces); only a skipped name with no policy has
-// its entry removed.
-func TestRepairQueue_SkippedNameLeftAloneOnlyWithAPolicy(t *testing.T) {
+// A skip keeps the policy the registry holds: its queue entry may announce
+// only that version (an announcement of the skipped one, left by a run
+// killed between announce and publish, stayed for good: an adversarial
+// helper), and a skipped name with no policy has its entry removed. (This
+// test kept any entry of a skipped name with a policy, whatever it
+// announced, until the helper's finding.)
+func TestRepairQueue_SkippedName_EntryAnnouncesTheRegistrysVersion(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 27, 16, 0, 0, 0, time.UTC)
-	entries := map[string]policy.Entry{"kept": {SHA: "k1"}}
-	queued := []policy.Queued{{PolicyName: "kept", SHA: "k2"}, {PolicyName: "never", SHA: "n1"}}
-	plan := policy.Plan{Skipped: []policy.Skip{{PolicyName: "kept"}, {PolicyName: "never"}}}
+	entries := map[string]policy.Entry{"kept": {SHA: "k1"}, "current": {SHA: "c1"}}
+	queued := []policy.Queued{{PolicyName: "current", SHA: "c1"}, {PolicyName: "kept", SHA: "k2"}, {PolicyName: "never", SHA: "n1"}}
+	plan := policy.Plan{Skipped: []policy.Skip{{PolicyName: "current"}, {PolicyName: "kept"}, {PolicyName: "never"}}}
 	got := differ.RepairQueue(plan, differ.QueueWork{}, entries, nil, queued, now)
-	want := differ.QueueWork{Drop: []string{"never"}, Orphans: []string{"never"}}
+	want := differ.QueueWork{
+		Requeue: []policy.QueueEntry{{PolicyName: "kept", SHA: "k1", Operation: policy.OpUpdate, CreatedAt: "2026-11-27T16:00:00Z"}},
+		Drop:    []string{"never"}, Orphans: []string{"never"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("work (-want +got):\n%s", diff)
+	}
+}
+
+// A held-back name's queue entry may announce only the version the
+// registry holds: a fresh announcement of the held-back version (a run
+// killed after the dead letter landed, or the entry's removal failing)
+// and a failure record beside the dead letter (which counted on after a
+// drop) are rewritten for the registry's version, or removed when no
+// policy holds one; owed or not (an adversarial helper).
+func TestRepairQueue_HeldBackName_EntryAnnouncesOnlyTheRegistrysVersion(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 27, 16, 0, 0, 0, time.UTC)
+	msg := "boom"
+	entries := map[string]policy.Entry{"announced": {SHA: "a1"}, "failed": {SHA: "f1"}, "current": {SHA: "c1"}}
+	queued := []policy.Queued{{PolicyName: "announced", SHA: "a2"}, {PolicyName: "current", SHA: "c1"}, {PolicyName: "failed", SHA: "f2"}, {PolicyName: "new", SHA: "n1"}}
+	pending := map[string]policy.QueueEntry{"failed": {PolicyName: "failed", SHA: "f2", RetryCount: 2, ErrorMessage: &msg}}
+	plan := policy.Plan{HeldBack: []policy.Skip{{PolicyName: "announced"}, {PolicyName: "current"}, {PolicyName: "failed"}, {PolicyName: "new"}}}
+	got := differ.RepairQueue(plan, differ.QueueWork{}, entries, pending, queued, now)
+	at := "2026-11-27T16:00:00Z"
+	want := differ.QueueWork{
+		Requeue: []policy.QueueEntry{
+			{PolicyName: "announced", SHA: "a1", Operation: policy.OpUpdate, CreatedAt: at},
+			{PolicyName: "failed", SHA: "f1", Operation: policy.OpUpdate, CreatedAt: at},
+		},
+		Drop: []string{"new"}, Orphans: []string{"new"},
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("work (-want +got):\n%s", diff)
 	}
