@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/knue/syncjob/internal/mirror/mirrortest"
 )
 
 // r2Keys emulates R2's documented key handling
@@ -120,5 +123,32 @@ func TestMirror_R2_KeyInNFD_NotDeleted_PolicysObjectStays(t *testing.T) {
 	}
 	if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
 		t.Errorf("the policy's object is gone after the next full run")
+	}
+}
+
+// After a full run that did not converge (one upload failing), status
+// counted the objects listed before the run, not what the bucket held
+// after it (an adversarial helper).
+func TestMirror_FullRunNotConverged_StatusCountsTheObjectsAfterIt(t *testing.T) {
+	t.Parallel()
+	w, s3 := s3World(t)
+	w.env["CONCURRENCY"] = "1"
+	w.sync(0)
+	for _, n := range []string{"새1", "새2", "새3"} {
+		w.repo.Write("규정/"+n+".md", "# "+n+"\n")
+	}
+	w.repo.Commit("three more")
+	s3.Faults.FailNext(mirrortest.OpPut, 5, http.StatusServiceUnavailable) // one upload, through its retries
+	if r := w.run("sync", "--full"); r.code != exitPartial {
+		t.Fatalf("setup: exit %d, want partial: %s", r.code, firstLine(r.stdout))
+	}
+	n := 0
+	for _, k := range []string{"학칙", "대학원 학칙", "연구소 설치(운영)․규정", "새1", "새2", "새3"} {
+		if _, _, ok := s3.ReadRaw(t, "policies/"+k+"/policy.md"); ok {
+			n++
+		}
+	}
+	if st := w.run("status"); !strings.Contains(st.stdout, fmt.Sprintf(", %d objects", n)) {
+		t.Errorf("status does not count the %d objects the bucket holds:\n%s", n, st.stdout)
 	}
 }

@@ -662,15 +662,17 @@ func (r *run) mirrorSummary(m *mirrorRun, rep report, prev *policy.RunSummary) *
 	if m.repaired > 0 {
 		s.LastRepair = at
 	}
+	if m.listed >= 0 && rep.applied != nil { // listed, then written: what the bucket holds now (review: a run that did not converge kept the count listed before it)
+		for name := range m.up.etags {
+			m.keys[mirror.Key(m.prefix, name)] = true
+		}
+		s.Objects = len(m.keys)
+	}
 	switch {
 	case m.unrepaired, m.strayUploads(rep.applied):
 		s.Converged = ""
 	case m.listed >= 0 && rep.applied != nil:
 		s.Converged = at
-		for name := range m.up.etags {
-			m.keys[mirror.Key(m.prefix, name)] = true
-		}
-		s.Objects = len(m.keys)
 	}
 	if r.opt.DryRun {
 		s.Uploaded, s.Deleted = m.wouldDo(rep)
