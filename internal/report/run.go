@@ -132,14 +132,8 @@ func (r Run) headline(pal Palette) string {
 	word := pal.paint(green, outcomeSynced)
 	dead := r.newlyDead()
 	failed := fmt.Sprintf("%d failed", s.ErrorCount)
-	switch {
-	case r.outcome != outcomePartial:
-	case len(dead) == 0:
-		failed += " (queued for retry)"
-	case len(dead) == s.ErrorCount:
-		failed += " (given up: " + deadLetters(len(dead)) + ")"
-	default:
-		failed += fmt.Sprintf(" (%d queued for retry, %d given up: %s)", s.ErrorCount-len(dead), len(dead), deadLetters(len(dead)))
+	if r.outcome == outcomePartial {
+		failed += failedFate(s.ErrorCount, len(dead), r.mirrorOnly())
 	}
 	if r.outcome == outcomePartial {
 		word = pal.paint(yellow, outcomePartial)
@@ -289,6 +283,44 @@ func deadLetters(n int) string {
 // newlyDead are the failures of this run that a dead letter now holds back
 // (the third failure), by name: each is shown once, as a failure, with
 // what follows from it.
+// failedFate says what becomes of a partial run's failures: the plan's
+// are queued for retry, or given up (dead letters); the content mirror's
+// own (a repair of a policy the plan did not touch, a foreign object) go to
+// the next full run, with no queue entry (an adversarial helper found them
+// called "queued for retry").
+func failedFate(n, dead, mirrorOnly int) string {
+	var parts []string
+	if q := n - dead - mirrorOnly; q > 0 {
+		parts = append(parts, fmt.Sprintf("%d queued for retry", q))
+	}
+	if dead > 0 {
+		parts = append(parts, fmt.Sprintf("%d given up: %s", dead, deadLetters(dead)))
+	}
+	if mirrorOnly > 0 {
+		parts = append(parts, Count(mirrorOnly, "content mirror repair", "content mirror repairs")+" left for the next full run")
+	}
+	if len(parts) == 1 { // "(queued for retry)" alone, as before
+		parts[0] = strings.TrimPrefix(parts[0], fmt.Sprint(n)+" ")
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// mirrorOnly counts the failures that are no planned write's: the content
+// mirror's repairs and foreign objects, which no queue entry records.
+func (r Run) mirrorOnly() int {
+	planned := make(map[string]bool, len(r.plan.Items))
+	for _, it := range r.plan.Items {
+		planned[it.PolicyName] = true
+	}
+	n := 0
+	for _, f := range r.sum.Failures {
+		if !planned[f.PolicyName] && strings.HasPrefix(f.Error, "content mirror") {
+			n++
+		}
+	}
+	return n
+}
+
 func (r Run) newlyDead() map[string]heldBack {
 	failed := map[string]bool{}
 	for _, f := range r.sum.Failures {
