@@ -133,7 +133,7 @@ func (r Run) headline(pal Palette) string {
 	dead := r.newlyDead()
 	failed := fmt.Sprintf("%d failed", s.ErrorCount)
 	if r.outcome == outcomePartial {
-		failed += failedFate(s.ErrorCount, len(dead), r.mirrorOnly())
+		failed += failedFate(s.ErrorCount, len(dead), r.unplanned())
 	}
 	if r.outcome == outcomePartial {
 		word = pal.paint(yellow, outcomePartial)
@@ -284,20 +284,20 @@ func deadLetters(n int) string {
 // (the third failure), by name: each is shown once, as a failure, with
 // what follows from it.
 // failedFate says what becomes of a partial run's failures: the plan's
-// are queued for retry, or given up (dead letters); the content mirror's
-// own (a repair of a policy the plan did not touch, a foreign object) go to
-// the next full run, with no queue entry (an adversarial helper found them
-// called "queued for retry").
-func failedFate(n, dead, mirrorOnly int) string {
+// are queued for retry, or given up (dead letters); the others (a content
+// mirror repair of a policy the plan did not touch, a foreign object, a
+// superseded dead letter not removed) go to the next full run, with no
+// queue entry (an adversarial helper found them called "queued for retry").
+func failedFate(n, dead, unplanned int) string {
 	var parts []string
-	if q := n - dead - mirrorOnly; q > 0 {
+	if q := n - dead - unplanned; q > 0 {
 		parts = append(parts, fmt.Sprintf("%d queued for retry", q))
 	}
 	if dead > 0 {
 		parts = append(parts, fmt.Sprintf("%d given up: %s", dead, deadLetters(dead)))
 	}
-	if mirrorOnly > 0 {
-		parts = append(parts, Count(mirrorOnly, "content mirror repair", "content mirror repairs")+" left for the next full run")
+	if unplanned > 0 {
+		parts = append(parts, fmt.Sprintf("%d left for the next full run", unplanned))
 	}
 	if len(parts) == 1 { // "(queued for retry)" alone, as before
 		parts[0] = strings.TrimPrefix(parts[0], fmt.Sprint(n)+" ")
@@ -305,16 +305,17 @@ func failedFate(n, dead, mirrorOnly int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// mirrorOnly counts the failures that are no planned write's: the content
-// mirror's repairs and foreign objects, which no queue entry records.
-func (r Run) mirrorOnly() int {
+// unplanned counts the failures that are no planned write's, which no
+// queue entry records: a content mirror repair or foreign object, a
+// superseded dead letter not removed (named by its key).
+func (r Run) unplanned() int {
 	planned := make(map[string]bool, len(r.plan.Items))
 	for _, it := range r.plan.Items {
 		planned[it.PolicyName] = true
 	}
 	n := 0
 	for _, f := range r.sum.Failures {
-		if !planned[f.PolicyName] && strings.HasPrefix(f.Error, "content mirror") {
+		if !planned[f.PolicyName] && (strings.HasPrefix(f.Error, "content mirror") || strings.HasPrefix(f.PolicyName, registry.DeadLetterPrefix)) {
 			n++
 		}
 	}

@@ -18,11 +18,12 @@ func TestRunLine_MirrorRepairFailure_NotCalledQueued(t *testing.T) {
 		want     string
 	}{
 		{[]policy.Failure{{PolicyName: "planned", Error: "content mirror: s3: put: unavailable"}}, " (queued for retry)"},
-		{[]policy.Failure{{PolicyName: "학칙", Error: "content mirror: render: too large"}}, " (content mirror repair left for the next full run)"},
-		{[]policy.Failure{{PolicyName: "planned", Error: "kv"}, {PolicyName: "학칙", Error: "content mirror: x"}}, " (1 queued for retry, 1 content mirror repair left for the next full run)"},
+		{[]policy.Failure{{PolicyName: "학칙", Error: "content mirror: render: too large"}}, " (left for the next full run)"},
+		{[]policy.Failure{{PolicyName: "planned", Error: "kv"}, {PolicyName: "학칙", Error: "content mirror: x"}}, " (1 queued for retry, 1 left for the next full run)"},
+		{[]policy.Failure{{PolicyName: "dead-letter:planned", Error: "delete refused"}}, " (left for the next full run)"},
 	} {
 		r := Run{plan: plan, sum: policy.RunSummary{ErrorCount: len(tc.failures), Failures: tc.failures}}
-		if got := failedFate(len(tc.failures), 0, r.mirrorOnly()); got != tc.want {
+		if got := failedFate(len(tc.failures), 0, r.unplanned()); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.failures, got, tc.want)
 		}
 	}

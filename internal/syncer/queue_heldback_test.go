@@ -85,3 +85,38 @@ func TestQueue_DeadLetterLanded_EntryRemovalFailed_FullRunSettlesIt(t *testing.T
 		t.Errorf("queue:가 keeps a retry count (%d) the dead letter holds", q.RetryCount)
 	}
 }
+
+// A dead letter holds v2 back; the file moves on to v3, and the superseded
+// dead letter's removal fails. v3 landed, yet the run called it a failed
+// write: its announcement became a failure record (a worker takes one for
+// no work), its retry count went up, and the run said "1 failed" for the
+// version it had published (an adversarial helper). The removal fails under
+// its own key now: the policy's announcement and count are left alone, and
+// the next full run removes the dead letter.
+func TestDeadLetter_SupersededRemovalFails_PublishedVersionNotAFailure(t *testing.T) {
+	t.Parallel()
+	r := syncedRig(t)
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit")
+	failUntilDeadLetter(t, r, "가")
+	r.repo.Write("a/가.md", "# 가 v3\n")
+	r.repo.Commit("v3")
+	r.store.FailKeys(map[string]error{"dead-letter:가": errors.New("kv 500")})
+	res, _ := r.run(syncer.Options{})
+	for _, f := range res.Summary.Failures {
+		if f.PolicyName == "가" {
+			t.Errorf("the published v3 counted failed: %+v", f)
+		}
+	}
+	if q := r.queueEntries()["가"]; q.ErrorMessage != nil || q.RetryCount != 0 || q.SHA != r.policies()["가"].SHA {
+		t.Errorf("queue:가 = %+v, want a clean announcement of the published version", q)
+	}
+	r.store.FailKeys(nil)
+	if _, err := r.run(syncer.Options{Full: true}); err != nil {
+		t.Fatalf("the next full run: %v", err)
+	}
+	if _, ok := r.deadLetters()["가"]; ok {
+		t.Error("the superseded dead letter is left after a full run")
+	}
+	queueAnnouncesOnlyPublished(t, r, "after the full run")
+}
