@@ -127,27 +127,3 @@ func TestRegistryFile_OneDamagedRecord_FullSyncRewritesIt(t *testing.T) {
 		})
 	}
 }
-
-// TestRegistryFile_DamagedRecordOfAPolicyTheHeadDropped_FullSyncDeletesIt:
-// an unreadable policy: key whose name the head no longer has was left for
-// good by full syncs that exited 0, and status --check stayed unhealthy,
-// advising the sync --full that did not help (a reviewer). An unreadable
-// entry is planned as any entry the head differs from: deleted here.
-func TestRegistryFile_DamagedRecordOfAPolicyTheHeadDropped_FullSyncDeletesIt(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	seed(w)
-	w.sync(0)
-	w.repo.Remove("규정/제1편/학칙.md")
-	w.repo.Commit("drop 학칙")
-	putRawRecord(t, w, "policy:학칙", []byte{0xff, 1, 2})
-	if r := w.run("sync", "--full"); r.code != exitOK {
-		t.Fatalf("sync --full: exit %d: %s", r.code, firstLine(r.stdout))
-	}
-	if s := w.state(); len(s.policies) != 2 {
-		t.Errorf("%d policies after the full sync, want the head's 2", len(s.policies))
-	}
-	if c := w.run("status", "--check"); c.code != exitOK {
-		t.Errorf("status --check: exit %d: %s", c.code, strings.TrimSpace(c.stdout))
-	}
-}

@@ -150,13 +150,6 @@ func (l Legacy) Carried() bool { return l.FileNo != "" || l.PreviewURL != "" || 
 // IsV1 reports whether the entry is a legacy v1 entry (keyed by title, no sha).
 func (e Entry) IsV1() bool { return e.SHA == "" }
 
-// UnreadableSHA stands for the sha of a registry entry whose value does
-// not decode (a damaged record, a hand edit): no blob's, so the plan
-// writes the name again from the head, or deletes it when the head has it
-// no more (a reviewer: such a key was left for good by runs reporting
-// success).
-const UnreadableSHA = "(unreadable)"
-
 // StatusActive is the only status syncjob writes.
 const StatusActive = "active"
 

@@ -179,12 +179,6 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string, 
 	}
 	for key, perr := range problems {
 		r.log.Warn("registry entry unreadable", logkey.Key, key, logkey.Error, perr)
-		if name, ok := strings.CutPrefix(key, registry.PolicyPrefix); ok {
-			if all == nil {
-				all = map[string]policy.Entry{}
-			}
-			all[name] = policy.Entry{PolicyName: name, SHA: policy.UnreadableSHA} // planned as any entry the head differs from
-		}
 	}
 	reg.entries, reg.v1 = differ.SplitV1(all)
 	if !reg.partial {
