@@ -127,3 +127,26 @@ func TestRegistryFile_OneDamagedRecord_FullSyncRewritesIt(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistryFile_DamagedRecordOfAPolicyTheHeadDropped_KeptAndNamed: an
+// unreadable policy key whose name the head no longer has is not deleted
+// (its content cannot be checked: a legacy entry is not ours to lose, and
+// a stand-in sha let the mass-delete guard through: a reviewer), and status
+// does not advise the sync --full that cannot help: it names the key and
+// says to remove it by hand.
+func TestRegistryFile_DamagedRecordOfAPolicyTheHeadDropped_KeptAndNamed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	seed(w)
+	w.sync(0)
+	w.repo.Remove("규정/제1편/학칙.md")
+	w.repo.Commit("drop 학칙")
+	putRawRecord(t, w, "policy:학칙", []byte{0xff, 1, 2})
+	if r := w.run("sync", "--full"); r.code != exitOK {
+		t.Fatalf("sync --full: exit %d: %s", r.code, firstLine(r.stdout))
+	}
+	c := w.run("status", "--check")
+	if c.code != exitFailed || !strings.Contains(c.stdout, "학칙") || !strings.Contains(c.stdout, "remove them by hand") {
+		t.Errorf("status --check: exit %d: %s; want 1 naming 학칙 and what to do", c.code, strings.TrimSpace(c.stdout))
+	}
+}

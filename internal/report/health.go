@@ -64,7 +64,7 @@ func CheckHealth(rep Status, now time.Time, maxAge time.Duration) Health {
 		problems = append(problems, fmt.Sprintf("%s %s back versions: %s (syncjob deadletter list)", Count(n, "dead letter", "dead letters"), verb, strings.Join(names, ", ")))
 	}
 	if n := len(rep.UnreadablePolicies); n > 0 {
-		problems = append(problems, fmt.Sprintf("%s unreadable in the registry: %s (syncjob sync --full writes them again)", Count(n, "policy value", "policy values"), strings.Join(rep.UnreadablePolicies, ", ")))
+		problems = append(problems, fmt.Sprintf("%s unreadable in the registry: %s (syncjob sync --full writes again those the head has; the others are kept, not ours to delete: remove them by hand)", Count(n, "policy value", "policy values"), strings.Join(rep.UnreadablePolicies, ", ")))
 	}
 	if len(problems) > 0 {
 		return Health{Problems: problems, Summary: "unhealthy: " + strings.Join(problems, "; ")}

@@ -58,7 +58,7 @@ func PrintStatus(w io.Writer, rep Status) {
 		line("content mirror", "%s", mirrorStatus(rep.LastRun.Mirror))
 	}
 	if n := len(rep.UnreadablePolicies); n > 0 {
-		line("unreadable", "%s: %s (syncjob sync --full writes them again)", Count(n, "policy", "policies"), strings.Join(rep.UnreadablePolicies, ", "))
+		line("unreadable", "%s: %s (syncjob sync --full writes again those the head has; the others are kept: remove them by hand)", Count(n, "policy", "policies"), strings.Join(rep.UnreadablePolicies, ", "))
 	}
 	line("lease", "%s", leaseText(rep.Lease, rep.LeaseExpired, rep.LastRun))
 	printLastRun(line, rep.LastRun)
