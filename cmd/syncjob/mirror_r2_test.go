@@ -94,8 +94,8 @@ func (r *r2Keys) RoundTrip(req *http.Request) (*http.Response, error) {
 // spelling written last. A full run took it for a foreign object, uploaded
 // the NFC key, then deleted the NFD one: R2 deleted the object it had just
 // written, and the run reported success and a converged mirror (an
-// adversarial helper). The alias is never deleted now: the run is partial
-// naming it, and once R2 lists the NFC spelling the next full run succeeds.
+// adversarial helper). The alias is looked at again after the uploads: gone
+// from the listing, it was the policy's object, and nothing is deleted.
 func TestMirror_R2_KeyInNFD_NotDeleted_PolicysObjectStays(t *testing.T) {
 	t.Parallel()
 	w, s3 := s3World(t)
@@ -105,24 +105,43 @@ func TestMirror_R2_KeyInNFD_NotDeleted_PolicysObjectStays(t *testing.T) {
 	w.mirrorClient = &c
 	w.sync(0)
 	nfcKey := "policies/학칙/policy.md"
-	nfdKey := norm.NFD.String(nfcKey)
 	s3.PutRaw(t, nfcKey, []byte("# 한국교원대학교 학칙\n\n제1조 목적\n")) // R2 keeps it under NFC...
 	r2.mu.Lock()
-	r2.display[nfcKey] = nfdKey // ...and lists the spelling written last
+	r2.display[nfcKey] = norm.NFD.String(nfcKey) // ...and lists the spelling written last
 	r2.mu.Unlock()
+	for i := range 2 {
+		r := w.run("sync", "--full")
+		if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
+			t.Fatalf("full run %d (exit %d): the policy's object is gone: %s", i+1, r.code, firstLine(r.stdout))
+		}
+		if r.code != exitOK {
+			t.Errorf("full run %d: exit %d: %s", i+1, r.code, firstLine(r.stdout))
+		}
+	}
+	if st := w.run("status"); !strings.Contains(st.stdout, "3 objects") {
+		t.Errorf("status does not count the 3 objects R2 holds:\n%s", st.stdout)
+	}
+}
 
-	r := w.run("sync", "--full")
-	if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
-		t.Fatalf("full run (exit %d): the policy's object is gone: %s", r.code, firstLine(r.stdout))
-	}
-	if r.code != exitPartial || !strings.Contains(r.stdout+r.stderr, "Unicode form") {
-		t.Errorf("full run: exit %d: %s; want partial naming the key in another Unicode form", r.code, firstLine(r.stdout))
-	}
+// On a store that keeps both spellings (AWS S3), an object under the NFD
+// spelling of a policy's key is a duplicate beside the policy's own: a full
+// run deletes it, as any foreign object (a reviewer found runs left partial
+// for good when aliases were never deleted).
+func TestMirror_S3_KeyInNFDBesideThePolicys_DuplicateDeleted(t *testing.T) {
+	t.Parallel()
+	w, s3 := s3World(t)
+	w.sync(0)
+	nfcKey := "policies/학칙/policy.md"
+	nfdKey := norm.NFD.String(nfcKey)
+	s3.PutRaw(t, nfdKey, []byte("# 한국교원대학교 학칙\n"))
 	if r := w.run("sync", "--full"); r.code != exitOK {
-		t.Errorf("the next full run, R2 listing the NFC key: exit %d: %s", r.code, firstLine(r.stdout))
+		t.Fatalf("full run: exit %d: %s", r.code, firstLine(r.stdout))
+	}
+	if _, _, ok := s3.ReadRaw(t, nfdKey); ok {
+		t.Error("the NFD duplicate is left")
 	}
 	if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
-		t.Errorf("the policy's object is gone after the next full run")
+		t.Error("the policy's own object is gone")
 	}
 }
 

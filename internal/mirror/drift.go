@@ -56,9 +56,8 @@ type Repairs struct {
 	// written it). R2 normalizes keys to NFC: there the alias is the
 	// policy's own object, and deleting it deleted the object the run had
 	// just uploaded while the run reported success (an adversarial helper).
-	// Never deleted: left for an operator, the run partial naming them,
-	// until a listing no longer shows them (on R2, once the policy's key
-	// is written again).
+	// Not deleted here: the run tells what each is once it has written the
+	// policy's key (syncer's resolveAliases).
 	Aliases []string
 }
 

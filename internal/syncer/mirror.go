@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/logkey"
@@ -513,6 +514,7 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	if m == nil {
 		return nil
 	}
+	r.resolveAliases(ctx, m)
 	owner := map[string]string{} // key → policy name
 	var keys []string
 	for _, it := range plan.Items {
@@ -564,6 +566,43 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	return failed
 }
 
+// resolveAliases tells, after the uploads, what each alias a full run
+// listed is (mirror.Repairs.Aliases: a wanted key in another Unicode form),
+// from one more listing: gone from it, the store keeps one object for both
+// spellings (R2 normalizes keys, and lists the spelling written last), so it
+// was the policy's own object: nothing to delete, nothing to report. Listed
+// beside the policy's own key, it is a separate object on a store that
+// keeps both (AWS S3, a folder on Linux): a duplicate, deleted as a foreign
+// object (its policy's text is in the other; a reviewer found such runs
+// partial for good). Listed alone (the upload failed), it stays and is
+// reported (unsafeLeft). Only a run that listed aliases lists again.
+func (r *run) resolveAliases(ctx context.Context, m *mirrorRun) {
+	if len(m.drift.Aliases) == 0 || r.outOfTime(ctx) {
+		return
+	}
+	listed, err := m.target.List(ctx)
+	if err != nil {
+		r.log.Warn("content mirror: listing again to tell its aliases failed: they stay", logkey.Error, err)
+		return
+	}
+	seen := make(map[string]bool, len(listed))
+	for _, l := range listed {
+		seen[l.Key] = true
+	}
+	m.drift.Aliases = slices.DeleteFunc(m.drift.Aliases, func(a string) bool {
+		switch {
+		case !seen[a]: // the policy's own object, listed by its key now
+			delete(m.keys, a)
+			return true
+		case seen[norm.NFC.String(a)]:
+			m.drift.Delete = append(m.drift.Delete, a)
+			return true
+		}
+		return false
+	})
+	slices.Sort(m.drift.Delete)
+}
+
 // unsafeLeft are the foreign objects a full run found under the prefix
 // that no target may delete (mirror.Repairs.Unsafe: the key could resolve
 // outside the prefix; Aliases: on R2 the key is a policy's), as failures by key: the run is partial naming them
@@ -579,8 +618,8 @@ func (m *mirrorRun) unsafeLeft() map[string]string {
 	for _, k := range m.drift.Unsafe {
 		left[k] = "content mirror: foreign object not deleted: its key could resolve outside " + m.prefix + "; an operator must remove it"
 	}
-	for _, k := range m.drift.Aliases { // mirror.Repairs.Aliases
-		left[k] = "content mirror: object not deleted: its key is a policy's in another Unicode form (NFD), the same object on R2; on a store that keeps both an operator must remove it"
+	for _, k := range m.drift.Aliases { // mirror.Repairs.Aliases that resolveAliases could not tell
+		left[k] = "content mirror: object not deleted: its key is a policy's in another Unicode form, and the policy's own key was not written: the next full run looks again"
 	}
 	return left
 }
