@@ -280,24 +280,26 @@ func deadLetters(n int) string {
 	return "now dead letters"
 }
 
-// newlyDead are the failures of this run that a dead letter now holds back
-// (the third failure), by name: each is shown once, as a failure, with
-// what follows from it.
 // failedFate says what becomes of a partial run's failures: the plan's
-// are queued for retry, or given up (dead letters); the others (a content
-// mirror repair of a policy the plan did not touch, a foreign object, a
-// superseded dead letter not removed) go to the next full run, with no
-// queue entry (an adversarial helper found them called "queued for retry").
-func failedFate(n, dead, unplanned int) string {
+// are queued for retry, or given up (dead letters); the others, which no
+// queue entry records, wait for the next full run (a content mirror repair
+// of a policy the plan did not touch, a superseded dead letter not
+// removed) or for an operator (a foreign object no target may delete); an
+// adversarial helper found them called "queued for retry", a reviewer the
+// operator's called the next full run's.
+func failedFate(n, dead int, u unplannedFailures) string {
 	var parts []string
-	if q := n - dead - unplanned; q > 0 {
+	if q := n - dead - u.nextFull - u.operator; q > 0 {
 		parts = append(parts, fmt.Sprintf("%d queued for retry", q))
 	}
 	if dead > 0 {
 		parts = append(parts, fmt.Sprintf("%d given up: %s", dead, deadLetters(dead)))
 	}
-	if unplanned > 0 {
-		parts = append(parts, fmt.Sprintf("%d left for the next full run", unplanned))
+	if u.nextFull > 0 {
+		parts = append(parts, fmt.Sprintf("%d left for the next full run", u.nextFull))
+	}
+	if u.operator > 0 {
+		parts = append(parts, fmt.Sprintf("%d for an operator", u.operator))
 	}
 	if len(parts) == 1 { // "(queued for retry)" alone, as before
 		parts[0] = strings.TrimPrefix(parts[0], fmt.Sprint(n)+" ")
@@ -305,23 +307,33 @@ func failedFate(n, dead, unplanned int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// unplanned counts the failures that are no planned write's, which no
-// queue entry records: a content mirror repair or foreign object, a
-// superseded dead letter not removed (named by its key).
-func (r Run) unplanned() int {
+// unplannedFailures counts a run's failures that are no planned write's.
+type unplannedFailures struct{ nextFull, operator int }
+
+// unplanned counts the failures that are no planned write's: a content
+// mirror repair or foreign object, a superseded dead letter not removed
+// (named by its key).
+func (r Run) unplanned() unplannedFailures {
 	planned := make(map[string]bool, len(r.plan.Items))
 	for _, it := range r.plan.Items {
 		planned[it.PolicyName] = true
 	}
-	n := 0
+	var u unplannedFailures
 	for _, f := range r.sum.Failures {
-		if !planned[f.PolicyName] && (strings.HasPrefix(f.Error, "content mirror") || strings.HasPrefix(f.PolicyName, registry.DeadLetterPrefix)) {
-			n++
+		switch {
+		case planned[f.PolicyName]:
+		case strings.Contains(f.Error, "an operator must"):
+			u.operator++
+		case strings.HasPrefix(f.Error, "content mirror"), strings.HasPrefix(f.PolicyName, registry.DeadLetterPrefix):
+			u.nextFull++
 		}
 	}
-	return n
+	return u
 }
 
+// newlyDead are the failures of this run that a dead letter now holds back
+// (the third failure), by name: each is shown once, as a failure, with
+// what follows from it.
 func (r Run) newlyDead() map[string]heldBack {
 	failed := map[string]bool{}
 	for _, f := range r.sum.Failures {
