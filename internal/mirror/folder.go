@@ -255,12 +255,15 @@ func (f *Folder) List(ctx context.Context) ([]Listed, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || (d.Type().IsRegular() && isDebris(d.Name())) {
+		if d.IsDir() {
 			return nil
 		}
 		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
+		}
+		if d.Type().IsRegular() && isDebris(d.Name()) && strings.Count(filepath.ToSlash(rel), "/") == 1 {
+			return nil // beside a policy's object, where writeAtomic puts them; elsewhere a foreign file (review)
 		}
 		l := Listed{Key: f.prefix + filepath.ToSlash(rel)}
 		if d.Type().IsRegular() {

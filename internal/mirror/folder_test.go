@@ -298,8 +298,10 @@ func TestFolder_DebrisOfAKilledWrite_NotListed_RemovedByPutAndDelete(t *testing.
 	debrisA := filepath.Join(dir, mirror.DefaultPrefix, "a", ".policy.md.tmp-123")
 	debrisB := filepath.Join(dir, mirror.DefaultPrefix, "b", ".policy.md.tmp-456")
 	foreign := filepath.Join(dir, mirror.DefaultPrefix, "b", ".policy.md.tmp-x")
-	foreign2 := filepath.Join(dir, mirror.DefaultPrefix, "b", ".notes.tmp-1") // review: another file's shape
-	for _, p := range []string{debrisA, debrisB, foreign, foreign2} {
+	foreign2 := filepath.Join(dir, mirror.DefaultPrefix, "b", ".notes.tmp-1")          // review: another file's shape
+	foreign3 := filepath.Join(dir, mirror.DefaultPrefix, ".policy.md.tmp-1")           // review: not beside an object
+	foreign4 := filepath.Join(dir, mirror.DefaultPrefix, "c", "d", ".policy.md.tmp-1") // nor deeper
+	for _, p := range []string{debrisA, debrisB, foreign, foreign2, foreign3, foreign4} {
 		mustWriteFile(t, p, []byte("half"))
 	}
 	mustWriteFile(t, filepath.Join(dir, b), []byte("b"))
@@ -311,7 +313,7 @@ func TestFolder_DebrisOfAKilledWrite_NotListed_RemovedByPutAndDelete(t *testing.
 	for _, x := range l {
 		keys = append(keys, x.Key)
 	}
-	if want := []string{mirror.DefaultPrefix + "b/.notes.tmp-1", mirror.DefaultPrefix + "b/.policy.md.tmp-x", b}; !slices.Equal(keys, want) {
+	if want := []string{mirror.DefaultPrefix + ".policy.md.tmp-1", mirror.DefaultPrefix + "b/.notes.tmp-1", mirror.DefaultPrefix + "b/.policy.md.tmp-x", b, mirror.DefaultPrefix + "c/d/.policy.md.tmp-1"}; !slices.Equal(keys, want) {
 		t.Errorf("listed %q, want %q", keys, want)
 	}
 	if _, err := f.Put(ctx, mirror.Object{Key: a, Body: []byte("a")}); err != nil {
