@@ -27,8 +27,9 @@ type bulkResult struct {
 	UnsuccessfulKeys   []string `json:"unsuccessful_keys"`
 }
 
-// encodePair encodes p for the bulk endpoint: the value as a JSON string
-// when it is valid UTF-8, else base64 (appendPair), at its exact length.
+// encodePair encodes p for the bulk endpoint: the value as a JSON string,
+// or base64 when that is shorter or the value is not UTF-8 (appendPair), at
+// its exact length.
 func encodePair(p registry.Pair) []byte {
 	return appendPair(make([]byte, 0, pairLen(p)), p)
 }

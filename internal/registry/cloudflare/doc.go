@@ -25,10 +25,11 @@
 // count as failed.
 // Errors are typed at this edge (see Store).
 //
-// Values are sent as JSON strings when they are valid UTF-8 (exact, and a
-// third smaller than base64) and with "base64": true otherwise. Deletes use
+// Values are sent as JSON strings when they are valid UTF-8 and no longer
+// so than base64-encoded (text is a third smaller), and with "base64": true
+// otherwise (asBase64). Deletes use
 // the current endpoint POST .../bulk/delete (cloudflare-go v0.119 still calls
 // the older DELETE .../bulk). Writes counts billable writes (each pair a bulk
-// write applied) and Deletes billable deletes: Cloudflare bills deletes on
+// write applied, or that may have been, unanswered) and Deletes billable deletes: Cloudflare bills deletes on
 // their own line (1,000 a day on the free plan, like writes), not as writes.
 package cloudflare
