@@ -86,3 +86,50 @@ func TestBudget_BulkWriteAppliedButUnanswered_Counted(t *testing.T) {
 		})
 	}
 }
+
+type cutBody struct{}
+
+func (cutBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+func (cutBody) Close() error             { return nil }
+
+// cutAnswerBulk lets the nth bulk write land, then cuts its 200 answer's
+// body (a connection reset after the headers).
+type cutAnswerBulk struct {
+	base http.RoundTripper
+	n    int
+	mu   sync.Mutex
+	seen int
+}
+
+func (u *cutAnswerBulk) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPut || !strings.HasSuffix(req.URL.Path, "/bulk") {
+		return u.base.RoundTrip(req)
+	}
+	u.mu.Lock()
+	u.seen++
+	cut := u.seen == u.n
+	u.mu.Unlock()
+	resp, err := u.base.RoundTrip(req)
+	if err != nil || !cut {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	resp.Body, resp.ContentLength = cutBody{}, -1
+	return resp, nil
+}
+
+// A bulk write applied whose 200 answer's body was cut counted nothing: the
+// transport saw an answer (a reviewer, of 823e54b). Its pairs count now.
+func TestBudget_BulkWriteAppliedItsAnswerCut_Counted(t *testing.T) {
+	t.Parallel()
+	u := &cutAnswerBulk{n: 3} // the lease, the announce batch, the publish batch
+	r := newCFRig(t, 100, func(c *cloudflare.Config) {
+		u.base = c.HTTPClient.Transport
+		c.HTTPClient = &http.Client{Transport: u}
+	})
+	res, _ := r.run(context.Background(), syncer.Options{BatchSize: 10000, DailyWriteBudget: 100000})
+	if billed := int64(r.cf.BulkPairsWritten()); res.Summary.BillableWrites < billed {
+		t.Errorf("Cloudflare billed %d pair writes; the run recorded %d", billed, res.Summary.BillableWrites)
+	}
+}

@@ -122,7 +122,29 @@ func (t *transport) send(ctx context.Context, req *http.Request, again bool) (*h
 		return nil, f
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	if resp.StatusCode < http.StatusMultipleChoices {
+		// a 2xx whose body is cut (a reset after the headers) may have
+		// applied the write: no answer says which (a reviewer)
+		resp.Body = &cutAnswer{ReadCloser: resp.Body, ctx: ctx}
+	}
 	return resp, nil
+}
+
+// cutAnswer marks its request's try as one that may have applied
+// unanswered (mayHaveApplied) when its body cannot be read to the end.
+type cutAnswer struct {
+	io.ReadCloser
+	ctx    context.Context
+	marked bool
+}
+
+func (c *cutAnswer) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !c.marked {
+		c.marked = true
+		mayHaveApplied(c.ctx)
+	}
+	return n, err
 }
 
 // unansweredKey carries, in a bulk write's context, a count of its tries
