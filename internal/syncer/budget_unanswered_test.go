@@ -16,11 +16,13 @@ import (
 
 // unansweredBulk lets the nth bulk write reach Cloudflare (applied,
 // billed), then loses its answer: with a reset connection (the transport
-// sends it again), or as the run's deadline passes.
+// sends it again), as the run's deadline passes, or (cutBody) with its 200
+// answer's body cut after the headers.
 type unansweredBulk struct {
 	base     http.RoundTripper
 	n        int
 	deadline *nearingDeadline // nil: a reset connection
+	cutBody  bool
 	mu       sync.Mutex
 	seen     int
 }
@@ -36,17 +38,27 @@ func (u *unansweredBulk) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !lose {
 		return u.base.RoundTrip(req)
 	}
-	if resp, err := u.base.RoundTrip(req); err == nil {
+	resp, err := u.base.RoundTrip(req)
+	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 	}
-	if u.deadline == nil {
+	switch {
+	case u.cutBody && err == nil:
+		resp.Body, resp.ContentLength = cutBody{}, -1
+		return resp, nil
+	case u.deadline == nil:
 		return nil, errors.New("read: connection reset by peer")
 	}
 	u.deadline.pass()
 	time.Sleep(50 * time.Millisecond) // the pass reaches the contexts made from it
 	return nil, context.DeadlineExceeded
 }
+
+type cutBody struct{}
+
+func (cutBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+func (cutBody) Close() error             { return nil }
 
 // A bulk write Cloudflare applied (and billed) whose answer was lost, sent
 // again or cut by the deadline, was counted once or not at all: the run
@@ -87,43 +99,11 @@ func TestBudget_BulkWriteAppliedButUnanswered_Counted(t *testing.T) {
 	}
 }
 
-type cutBody struct{}
-
-func (cutBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
-func (cutBody) Close() error             { return nil }
-
-// cutAnswerBulk lets the nth bulk write land, then cuts its 200 answer's
-// body (a connection reset after the headers).
-type cutAnswerBulk struct {
-	base http.RoundTripper
-	n    int
-	mu   sync.Mutex
-	seen int
-}
-
-func (u *cutAnswerBulk) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodPut || !strings.HasSuffix(req.URL.Path, "/bulk") {
-		return u.base.RoundTrip(req)
-	}
-	u.mu.Lock()
-	u.seen++
-	cut := u.seen == u.n
-	u.mu.Unlock()
-	resp, err := u.base.RoundTrip(req)
-	if err != nil || !cut {
-		return resp, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	resp.Body, resp.ContentLength = cutBody{}, -1
-	return resp, nil
-}
-
 // A bulk write applied whose 200 answer's body was cut counted nothing: the
 // transport saw an answer (a reviewer, of 823e54b). Its pairs count now.
 func TestBudget_BulkWriteAppliedItsAnswerCut_Counted(t *testing.T) {
 	t.Parallel()
-	u := &cutAnswerBulk{n: 3} // the lease, the announce batch, the publish batch
+	u := &unansweredBulk{n: 3, cutBody: true} // the lease, the announce batch, the publish batch
 	r := newCFRig(t, 100, func(c *cloudflare.Config) {
 		u.base = c.HTTPClient.Transport
 		c.HTTPClient = &http.Client{Transport: u}
