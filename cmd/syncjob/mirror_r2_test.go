@@ -124,21 +124,35 @@ func TestMirror_R2_KeyInNFD_NotDeleted_PolicysObjectStays(t *testing.T) {
 }
 
 // On a store that keeps both spellings (AWS S3), an object under the NFD
-// spelling of a policy's key is a duplicate beside the policy's own: a full
-// run deletes it, as any foreign object (a reviewer found runs left partial
-// for good when aliases were never deleted).
-func TestMirror_S3_KeyInNFDBesideThePolicys_DuplicateDeleted(t *testing.T) {
+// spelling of a policy's key is another object beside the policy's own: an
+// exact duplicate is deleted (nothing lost); one with other content is
+// kept for an operator, the run partial naming it, for a full run must not
+// judge whose text is right, nor pass the mirror's mass-delete guard by
+// calling it a duplicate (reviewers found aliases never deleted, then
+// any-content duplicates deleted past the guard).
+func TestMirror_S3_KeyInNFDBesideThePolicys_DuplicateDeleted_OtherKept(t *testing.T) {
 	t.Parallel()
 	w, s3 := s3World(t)
 	w.sync(0)
 	nfcKey := "policies/학칙/policy.md"
 	nfdKey := norm.NFD.String(nfcKey)
-	s3.PutRaw(t, nfdKey, []byte("# 한국교원대학교 학칙\n"))
+	body, _, ok := s3.ReadRaw(t, nfcKey)
+	if !ok {
+		t.Fatal("setup: no object for 학칙")
+	}
+	s3.PutRaw(t, nfdKey, body)
 	if r := w.run("sync", "--full"); r.code != exitOK {
-		t.Fatalf("full run: exit %d: %s", r.code, firstLine(r.stdout))
+		t.Fatalf("full run over an exact duplicate: exit %d: %s", r.code, firstLine(r.stdout))
 	}
 	if _, _, ok := s3.ReadRaw(t, nfdKey); ok {
-		t.Error("the NFD duplicate is left")
+		t.Error("the exact NFD duplicate is left")
+	}
+	s3.PutRaw(t, nfdKey, []byte("# 다른 내용\n"))
+	if r := w.run("sync", "--full"); r.code != exitPartial || !strings.Contains(r.stdout, "for an operator") {
+		t.Errorf("full run over an NFD object of other content: exit %d: %s; want partial, for an operator", r.code, firstLine(r.stdout))
+	}
+	if _, _, ok := s3.ReadRaw(t, nfdKey); !ok {
+		t.Error("the NFD object of other content was deleted")
 	}
 	if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
 		t.Error("the policy's own object is gone")
@@ -169,5 +183,51 @@ func TestMirror_FullRunNotConverged_StatusCountsTheObjectsAfterIt(t *testing.T) 
 	}
 	if st := w.run("status"); !strings.Contains(st.stdout, fmt.Sprintf(", %d objects", n)) {
 		t.Errorf("status does not count the %d objects the bucket holds:\n%s", n, st.stdout)
+	}
+}
+
+// On R2, the head drops a policy whose object R2 lists in NFD: the alias
+// is that policy's object, and goes with it; the run was partial, saying
+// the policy's own key was not written (a reviewer).
+func TestMirror_R2_DroppedPolicyListedInNFD_GoesWithIt(t *testing.T) {
+	t.Parallel()
+	w, s3 := s3World(t)
+	r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
+	c := *s3.Client
+	c.Transport = r2
+	w.mirrorClient = &c
+	w.sync(0)
+	nfcKey := "policies/학칙/policy.md"
+	r2.mu.Lock()
+	r2.display[nfcKey] = norm.NFD.String(nfcKey)
+	r2.mu.Unlock()
+	w.repo.Remove("규정/제1편/학칙.md")
+	w.repo.Commit("drop 학칙")
+	if r := w.run("sync", "--full"); r.code != exitOK {
+		t.Errorf("full run: exit %d: %s", r.code, firstLine(r.stdout))
+	}
+	if _, _, ok := s3.ReadRaw(t, nfcKey); ok {
+		t.Error("the dropped policy's object is left")
+	}
+	if st := w.run("status"); !strings.Contains(st.stdout, "2 objects") {
+		t.Errorf("status does not count the 2 objects left:\n%s", st.stdout)
+	}
+}
+
+// An unreadable entry the head dropped is kept (not ours to delete), and
+// so is its mirror object: a full run deleted it as foreign, the registry
+// naming a policy whose text was gone (a reviewer).
+func TestMirror_UnreadableEntryKept_ItsObjectKept(t *testing.T) {
+	t.Parallel()
+	w, s3 := s3World(t)
+	w.sync(0)
+	w.repo.Remove("규정/제1편/학칙.md")
+	w.repo.Commit("drop 학칙")
+	putRawRecord(t, w, "policy:학칙", []byte{0xff, 1, 2})
+	if r := w.run("sync", "--full"); r.code != exitOK {
+		t.Errorf("full run: exit %d: %s", r.code, firstLine(r.stdout))
+	}
+	if _, _, ok := s3.ReadRaw(t, "policies/학칙/policy.md"); !ok {
+		t.Error("the kept entry's object was deleted")
 	}
 }

@@ -10,7 +10,10 @@ import (
 // Want is what the mirror should hold for one policy, and what the registry
 // records as uploaded for it.
 type Want struct {
-	SHA string // the version the head holds
+	// Keep: the object is left as it is, whatever it holds or whether it
+	// is there: its registry entry could not be read (nothing to render).
+	Keep bool
+	SHA  string // the version the head holds
 	// UploadedSHA and ETag are what the registry entry records of the last
 	// upload: the version uploaded and the ETag the store returned. Empty
 	// when nothing is recorded (a registry from before the mirror).
@@ -93,6 +96,9 @@ func Drift(prefix string, want map[string]Want, listed []Listed) Repairs {
 		}
 	}
 	for name, w := range want {
+		if w.Keep {
+			continue
+		}
 		key := Key(prefix, name)
 		etag, ok := seen[key]
 		if reason := repairReason(w, etag, ok); reason != "" {

@@ -34,7 +34,7 @@ func TestDrift(t *testing.T) {
 			repair: mirror.Repairs{Unsafe: []string{p + "x/"}},
 		},
 		{
-			name:   "a key spelling a wanted policy's in NFD is an alias, never deleted (on R2 the same object); the NFC key, unlisted, is uploaded",
+			name:   "a key spelling a wanted policy's in NFD is an alias, not deleted by Drift (on R2 the same object: the run tells after its uploads); the NFC key, unlisted, is uploaded",
 			want:   map[string]mirror.Want{"학칙": ok},
 			listed: []mirror.Listed{{Key: norm.NFD.String(key("학칙")), ETag: "e1"}},
 			repair: mirror.Repairs{

@@ -48,6 +48,8 @@ type mirrorRun struct {
 	// what the apply step did (on a dry run, what it would do)
 	deleted, repaired int
 	unrepaired        bool // a mirror failure no queue entry records
+	// aliasLeft are the aliases resolveAliases kept, and why
+	aliasLeft map[string]string
 }
 
 // uploads is what a run stored in the mirror, by policy name: the ETag,
@@ -296,6 +298,14 @@ func mirrorWants(reg registryState, desired differ.Desired) map[string]mirror.Wa
 		}
 		want[name] = w
 	}
+	// an entry that does not decode is kept, and so is its object: the
+	// registry would name a policy whose text a full run had deleted (a
+	// reviewer); one the head has is written again, object and all
+	for _, name := range reg.unreadable {
+		if _, ok := want[name]; !ok {
+			want[name] = mirror.Want{Keep: true}
+		}
+	}
 	return want
 }
 
@@ -514,7 +524,7 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	if m == nil {
 		return nil
 	}
-	r.resolveAliases(ctx, m)
+	r.resolveAliases(ctx, m, plan, registryFailed)
 	owner := map[string]string{} // key → policy name
 	var keys []string
 	for _, it := range plan.Items {
@@ -567,39 +577,72 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 }
 
 // resolveAliases tells, after the uploads, what each alias a full run
-// listed is (mirror.Repairs.Aliases: a wanted key in another Unicode form),
-// from one more listing: gone from it, the store keeps one object for both
-// spellings (R2 normalizes keys, and lists the spelling written last), so it
-// was the policy's own object: nothing to delete, nothing to report. Listed
-// beside the policy's own key, it is a separate object on a store that
-// keeps both (AWS S3, a folder on Linux): a duplicate, deleted as a foreign
-// object (its policy's text is in the other; a reviewer found such runs
-// partial for good). Listed alone (the upload failed), it stays and is
-// reported (unsafeLeft). Only a run that listed aliases lists again.
-func (r *run) resolveAliases(ctx context.Context, m *mirrorRun) {
-	if len(m.drift.Aliases) == 0 || r.outOfTime(ctx) {
+// listed is (mirror.Repairs.Aliases: a wanted key in another Unicode form).
+// The alias of a policy the plan deletes goes with it. For the others the
+// run lists once more: an alias gone from the listing was the policy's own
+// object (R2 keeps one object for both spellings, and lists the one written
+// last), and so is one listed with the ETag this run uploaded for its
+// policy (a store that keeps the first spelling, such as a folder on
+// macOS): nothing to delete, nothing to report. One listed beside the
+// policy's own key with the same ETag is an exact duplicate (AWS S3, a
+// folder on Linux): deleted, nothing lost, so no guard to pass. Any other
+// is kept and reported: with other content beside the policy's key, for an
+// operator (not ours to judge); untold (the listing failed, the run is out
+// of time, the upload failed), for the next full run. Only a run that
+// listed aliases lists again. (A reviewer found aliases never deleted
+// leaving S3 runs partial for good, then duplicates of any content deleted
+// past the mirror's guard, and R2 aliases of deleted policies reported.)
+func (r *run) resolveAliases(ctx context.Context, m *mirrorRun, plan policy.Plan, registryFailed func(string) bool) {
+	if len(m.drift.Aliases) == 0 {
 		return
 	}
-	listed, err := m.target.List(ctx)
-	if err != nil {
-		r.log.Warn("content mirror: listing again to tell its aliases failed: they stay", logkey.Error, err)
-		return
+	gone := map[string]bool{}
+	for _, it := range plan.Items {
+		if it.Action == policy.ActDelete && !registryFailed(it.PolicyName) {
+			gone[it.PolicyName] = true
+		}
 	}
-	seen := make(map[string]bool, len(listed))
+	m.aliasLeft = map[string]string{}
+	const untold = "content mirror: object not deleted: its key is a policy's in another Unicode form, and the run could not tell whether it is the policy's own object: the next full run looks again"
+	var listed []mirror.Listed
+	var err error
+	if r.outOfTime(ctx) {
+		err = errNoTime
+	} else {
+		listed, err = m.target.List(ctx)
+	}
+	etags := make(map[string]string, len(listed))
 	for _, l := range listed {
-		seen[l.Key] = true
+		etags[l.Key] = mirror.NormalizeETag(l.ETag)
 	}
 	m.drift.Aliases = slices.DeleteFunc(m.drift.Aliases, func(a string) bool {
+		key := norm.NFC.String(a)
+		name, _ := mirror.PolicyNameOf(m.prefix, key)
+		uploaded, _ := m.up.etag(name)
+		aliasETag, aliasListed := etags[a]
+		keyETag, keyListed := etags[key]
 		switch {
-		case !seen[a]: // the policy's own object, listed by its key now
-			delete(m.keys, a)
-			return true
-		case seen[norm.NFC.String(a)]:
+		case gone[name]:
+			m.drift.Delete = append(m.drift.Delete, a) // the deleted policy's object, under the other spelling
+		case err != nil:
+			m.aliasLeft[a] = untold
+			return false
+		case !aliasListed, uploaded != "" && aliasETag == mirror.NormalizeETag(uploaded):
+			delete(m.keys, a) // the policy's own object: counted once, by its key
+		case keyListed && aliasETag == keyETag:
 			m.drift.Delete = append(m.drift.Delete, a)
-			return true
+		case keyListed:
+			m.aliasLeft[a] = "content mirror: object not deleted: its key is a policy's in another Unicode form, with other content than the policy's own object beside it; an operator must remove it"
+			return false
+		default:
+			m.aliasLeft[a] = untold
+			return false
 		}
-		return false
+		return true
 	})
+	if err != nil {
+		r.log.Warn("content mirror: could not list again to tell its aliases: they stay", logkey.Error, err)
+	}
 	slices.Sort(m.drift.Delete)
 }
 
@@ -618,8 +661,11 @@ func (m *mirrorRun) unsafeLeft() map[string]string {
 	for _, k := range m.drift.Unsafe {
 		left[k] = "content mirror: foreign object not deleted: its key could resolve outside " + m.prefix + "; an operator must remove it"
 	}
-	for _, k := range m.drift.Aliases { // mirror.Repairs.Aliases that resolveAliases could not tell
-		left[k] = "content mirror: object not deleted: its key is a policy's in another Unicode form, and the policy's own key was not written: the next full run looks again"
+	for _, k := range m.drift.Aliases { // mirror.Repairs.Aliases that resolveAliases kept
+		left[k] = m.aliasLeft[k]
+		if left[k] == "" { // not told: the run did not reach mirrorDelete
+			left[k] = "content mirror: object not deleted: its key is a policy's in another Unicode form; the next full run looks again"
+		}
 	}
 	return left
 }

@@ -47,6 +47,9 @@ type registryState struct {
 	// announce their policy's version (differ.QueueCurrent); nil otherwise
 	// (an empty queue, listed, is not nil).
 	queued []policy.Queued
+	// unreadable are the policies whose entry did not decode: kept, not
+	// ours to delete, and so is their mirror object (mirrorWants)
+	unreadable []string
 }
 
 // read reads what the plan needs: in a full run, the head tree and every
@@ -179,6 +182,9 @@ func (r *run) readRegistry(ctx context.Context, st state, names, held []string, 
 	}
 	for key, perr := range problems {
 		r.log.Warn("registry entry unreadable", logkey.Key, key, logkey.Error, perr)
+		if name, ok := strings.CutPrefix(key, registry.PolicyPrefix); ok {
+			reg.unreadable = append(reg.unreadable, name)
+		}
 	}
 	reg.entries, reg.v1 = differ.SplitV1(all)
 	if !reg.partial {
