@@ -231,3 +231,73 @@ func TestMirror_UnreadableEntryKept_ItsObjectKept(t *testing.T) {
 		t.Error("the kept entry's object was deleted")
 	}
 }
+
+// Three alias cases a reviewer found after 3be9cdc, each run full twice:
+// an exact NFD copy of the object this run uploads again (a repair) is a
+// duplicate on S3, not the policy's own object; a CONTENT_PREFIX that is
+// not NFC keeps aliases of its policies told; the NFD-listed object of a
+// kept unreadable entry is kept, not reported for good.
+func TestMirror_Aliases_DuplicateOfARepair_NFDPrefix_KeptEntry(t *testing.T) {
+	t.Parallel()
+	t.Run("S3: a duplicate of the object a repair uploads", func(t *testing.T) {
+		t.Parallel()
+		w, s3 := s3World(t)
+		w.sync(0)
+		nfcKey := "policies/학칙/policy.md"
+		nfdKey := norm.NFD.String(nfcKey)
+		body, _, _ := s3.ReadRaw(t, nfcKey)
+		s3.PutRaw(t, nfdKey, body)
+		s3.PutRaw(t, nfcKey, []byte("# edited\n")) // a repair uploads body again
+		if r := w.run("sync", "--full"); r.code != exitOK {
+			t.Errorf("full run: exit %d: %s", r.code, firstLine(r.stdout))
+		}
+		if _, _, ok := s3.ReadRaw(t, nfdKey); ok {
+			t.Error("the exact NFD duplicate is left")
+		}
+	})
+	t.Run("S3: a prefix not in NFC", func(t *testing.T) {
+		t.Parallel()
+		w, s3 := s3World(t)
+		prefix := norm.NFD.String("규정/")
+		w.env["CONTENT_PREFIX"] = prefix
+		w.sync(0)
+		body, _, ok := s3.ReadRaw(t, prefix+"학칙/policy.md")
+		if !ok {
+			t.Fatal("setup: no object")
+		}
+		nfdKey := prefix + norm.NFD.String("학칙") + "/policy.md"
+		s3.PutRaw(t, nfdKey, body)
+		for i := range 2 {
+			if r := w.run("sync", "--full"); r.code != exitOK {
+				t.Errorf("full run %d: exit %d: %s", i+1, r.code, firstLine(r.stdout))
+			}
+		}
+		if _, _, ok := s3.ReadRaw(t, nfdKey); ok {
+			t.Error("the exact duplicate is never deleted")
+		}
+	})
+	t.Run("R2: a kept entry's object listed in NFD", func(t *testing.T) {
+		t.Parallel()
+		w, s3 := s3World(t)
+		r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
+		c := *s3.Client
+		c.Transport = r2
+		w.mirrorClient = &c
+		w.sync(0)
+		nfcKey := "policies/학칙/policy.md"
+		r2.mu.Lock()
+		r2.display[nfcKey] = norm.NFD.String(nfcKey)
+		r2.mu.Unlock()
+		w.repo.Remove("규정/제1편/학칙.md")
+		w.repo.Commit("drop 학칙")
+		putRawRecord(t, w, "policy:학칙", []byte{0xff, 1, 2})
+		for i := range 2 {
+			if r := w.run("sync", "--full"); r.code != exitOK {
+				t.Errorf("full run %d: exit %d: %s", i+1, r.code, firstLine(r.stdout))
+			}
+		}
+		if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
+			t.Error("the kept entry's object is gone")
+		}
+	})
+}

@@ -87,6 +87,8 @@ func Drift(prefix string, want map[string]Want, listed []Listed) Repairs {
 		name, ok := PolicyNameOf(prefix, l.Key)
 		switch {
 		case ok && wanted(want, name):
+		case ok && want[norm.NFC.String(name)].Keep:
+			// a kept entry's object, under another spelling: kept too
 		case ok && wanted(want, norm.NFC.String(name)):
 			r.Aliases = append(r.Aliases, l.Key)
 		case ValidateKey(prefix, l.Key) != nil:

@@ -43,6 +43,12 @@ func TestDrift(t *testing.T) {
 			},
 		},
 		{
+			name:   "a kept want (an entry that does not decode): its object, missing, or listed in NFD, is left alone",
+			want:   map[string]mirror.Want{"학칙": {Keep: true}, "규정": {Keep: true}},
+			listed: []mirror.Listed{{Key: norm.NFD.String(key("학칙")), ETag: "e1"}},
+			repair: mirror.Repairs{},
+		},
+		{
 			name:   "missing object",
 			want:   map[string]mirror.Want{"a": ok, "b": ok},
 			listed: []mirror.Listed{{Key: key("a"), ETag: "e1"}},

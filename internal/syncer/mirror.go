@@ -616,8 +616,9 @@ func (r *run) resolveAliases(ctx context.Context, m *mirrorRun, plan policy.Plan
 		etags[l.Key] = mirror.NormalizeETag(l.ETag)
 	}
 	m.drift.Aliases = slices.DeleteFunc(m.drift.Aliases, func(a string) bool {
-		key := norm.NFC.String(a)
-		name, _ := mirror.PolicyNameOf(m.prefix, key)
+		name, _ := mirror.PolicyNameOf(m.prefix, a)
+		name = norm.NFC.String(name)
+		key := mirror.Key(m.prefix, name) // the prefix as given, NFC or not (review)
 		uploaded, _ := m.up.etag(name)
 		aliasETag, aliasListed := etags[a]
 		keyETag, keyListed := etags[key]
@@ -627,7 +628,7 @@ func (r *run) resolveAliases(ctx context.Context, m *mirrorRun, plan policy.Plan
 		case err != nil:
 			m.aliasLeft[a] = untold
 			return false
-		case !aliasListed, uploaded != "" && aliasETag == mirror.NormalizeETag(uploaded):
+		case !aliasListed, !keyListed && uploaded != "" && aliasETag == mirror.NormalizeETag(uploaded):
 			delete(m.keys, a) // the policy's own object: counted once, by its key
 		case keyListed && aliasETag == keyETag:
 			m.drift.Delete = append(m.drift.Delete, a)
