@@ -301,3 +301,118 @@ func TestMirror_Aliases_DuplicateOfARepair_NFDPrefix_KeptEntry(t *testing.T) {
 		}
 	})
 }
+
+// lostAnswer stores a PUT of key, then answers 503 (the answer lost).
+type lostAnswer struct {
+	next http.RoundTripper
+	key  string
+	on   *bool
+}
+
+func (l lostAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && *l.on && req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/"+l.key) {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+	}
+	return resp, err
+}
+
+// Four alias cases a reviewer found after 94e1f99:
+//   - an NFD object holding what the policy's key was hand-edited to, the
+//     key's repair failing: not an exact copy of the policy's own object,
+//     so not deleted;
+//   - a dropped policy's NFD object of other text beside its key: not
+//     deleted past the mirror's guard (the next full run finds it foreign);
+//   - on R2 a dropped policy listed in NFD is one object deleted, not two
+//     deletes and a repair;
+//   - on R2 an alias whose repair landed unanswered still counts its key.
+func TestMirror_Aliases_EditedKey_DroppedPolicies_Counts(t *testing.T) {
+	t.Parallel()
+	r2World := func(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (*world, *mirrortest.S3Server, *r2Keys) {
+		w, s3 := s3World(t)
+		r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
+		c := *s3.Client
+		c.Transport = wrap(r2)
+		w.mirrorClient = &c
+		return w, s3, r2
+	}
+	nfcKey := "policies/학칙/policy.md"
+	t.Run("S3: the NFD copy of a hand edit", func(t *testing.T) {
+		t.Parallel()
+		w, s3 := s3World(t)
+		w.sync(0)
+		nfdKey := norm.NFD.String(nfcKey)
+		x := []byte("# 누군가의 다른 글\n")
+		s3.PutRaw(t, nfcKey, x)
+		s3.PutRaw(t, nfdKey, x)
+		s3.Faults.FailNextWith(mirrortest.OpPut, 1, http.StatusBadRequest, "InvalidArgument")
+		_ = w.run("sync", "--full")
+		if _, _, ok := s3.ReadRaw(t, nfdKey); !ok {
+			t.Error("the NFD object (the hand edit, not the policy's text) was deleted")
+		}
+	})
+	t.Run("S3: dropped policies' NFD objects of other text", func(t *testing.T) {
+		t.Parallel()
+		w, s3 := s3World(t)
+		w.env["MAX_DELETE"], w.env["MAX_DELETE_PERCENT"] = "1", "1"
+		w.sync(0)
+		var keys []string
+		for _, n := range []string{"학칙", "대학원 학칙"} {
+			k := "policies/" + norm.NFD.String(n) + "/policy.md"
+			s3.PutRaw(t, k, []byte("# 다른 사람의 글 "+n+"\n"))
+			keys = append(keys, k)
+		}
+		w.repo.Remove("규정/제1편/학칙.md")
+		w.repo.Remove("규정/제1편/대학원 학칙.md")
+		w.repo.Commit("drop two")
+		_ = w.run("sync", "--full", "--allow-mass-delete=2")
+		for _, k := range keys {
+			if _, _, ok := s3.ReadRaw(t, k); !ok {
+				t.Errorf("other text at %q deleted past the mirror's guard", k)
+			}
+		}
+		if r := w.run("sync", "--full"); r.code != exitRefused {
+			t.Errorf("the next full run: exit %d, want the mirror's guard refusing the two foreign objects: %s", r.code, firstLine(r.stdout))
+		}
+	})
+	t.Run("R2: a dropped policy listed in NFD is one delete", func(t *testing.T) {
+		t.Parallel()
+		w, _, r2 := r2World(t, func(rt http.RoundTripper) http.RoundTripper { return rt })
+		w.sync(0)
+		r2.mu.Lock()
+		r2.display[nfcKey] = norm.NFD.String(nfcKey)
+		r2.mu.Unlock()
+		w.repo.Remove("규정/제1편/학칙.md")
+		w.repo.Commit("drop 학칙")
+		r := w.run("sync", "--full", "--json")
+		m := r.stdout[strings.Index(r.stdout, `"target": "s3`):]
+		m = m[:strings.Index(m, "}")]
+		if !strings.Contains(m, `"deleted": 1,`) || strings.Contains(m, `"repaired"`) {
+			t.Errorf("one object deleted, nothing repaired; the record's mirror says:\n%s", m)
+		}
+	})
+	t.Run("R2: an alias whose repair landed unanswered", func(t *testing.T) {
+		t.Parallel()
+		on := false
+		w, s3, r2 := r2World(t, func(rt http.RoundTripper) http.RoundTripper { return lostAnswer{next: rt, key: nfcKey, on: &on} })
+		w.sync(0)
+		on = true
+		r2.mu.Lock()
+		r2.display[nfcKey] = norm.NFD.String(nfcKey)
+		r2.mu.Unlock()
+		w.repo.Write("규정/새규정.md", "# 새규정\n\n본문\n")
+		w.repo.Commit("one more")
+		_ = w.run("sync", "--full")
+		n := 0
+		for _, k := range []string{"학칙", "대학원 학칙", "연구소 설치(운영)․규정", "새규정"} {
+			if _, _, ok := s3.ReadRaw(t, "policies/"+k+"/policy.md"); ok {
+				n++
+			}
+		}
+		if st := w.run("status"); !strings.Contains(st.stdout, fmt.Sprintf(", %d objects", n)) {
+			t.Errorf("status does not count the %d objects the bucket holds:\n%s", n, st.stdout)
+		}
+	})
+}
