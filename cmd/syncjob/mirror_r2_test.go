@@ -88,6 +88,21 @@ func (r *r2Keys) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// r2World is s3World whose bucket keys as R2 does (r2Keys), the client's
+// transport wrapped by wrap (nil: as it is).
+func r2World(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (*world, *mirrortest.S3Server, *r2Keys) {
+	t.Helper()
+	w, s3 := s3World(t)
+	r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
+	c := *s3.Client
+	c.Transport = r2
+	if wrap != nil {
+		c.Transport = wrap(r2)
+	}
+	w.mirrorClient = &c
+	return w, s3, r2
+}
+
 // On R2 an object whose key spells a policy's in NFD (a macOS tool's
 // upload, or the job syncjob replaces, which named objects by git's path)
 // is the policy's own object: R2 normalizes keys to NFC, and lists the
@@ -98,11 +113,7 @@ func (r *r2Keys) RoundTrip(req *http.Request) (*http.Response, error) {
 // from the listing, it was the policy's object, and nothing is deleted.
 func TestMirror_R2_KeyInNFD_NotDeleted_PolicysObjectStays(t *testing.T) {
 	t.Parallel()
-	w, s3 := s3World(t)
-	r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
-	c := *s3.Client
-	c.Transport = r2
-	w.mirrorClient = &c
+	w, s3, r2 := r2World(t, nil)
 	w.sync(0)
 	nfcKey := "policies/학칙/policy.md"
 	s3.PutRaw(t, nfcKey, []byte("# 한국교원대학교 학칙\n\n제1조 목적\n")) // R2 keeps it under NFC...
@@ -191,11 +202,7 @@ func TestMirror_FullRunNotConverged_StatusCountsTheObjectsAfterIt(t *testing.T) 
 // the policy's own key was not written (a reviewer).
 func TestMirror_R2_DroppedPolicyListedInNFD_GoesWithIt(t *testing.T) {
 	t.Parallel()
-	w, s3 := s3World(t)
-	r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
-	c := *s3.Client
-	c.Transport = r2
-	w.mirrorClient = &c
+	w, s3, r2 := r2World(t, nil)
 	w.sync(0)
 	nfcKey := "policies/학칙/policy.md"
 	r2.mu.Lock()
@@ -278,11 +285,7 @@ func TestMirror_Aliases_DuplicateOfARepair_NFDPrefix_KeptEntry(t *testing.T) {
 	})
 	t.Run("R2: a kept entry's object listed in NFD", func(t *testing.T) {
 		t.Parallel()
-		w, s3 := s3World(t)
-		r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
-		c := *s3.Client
-		c.Transport = r2
-		w.mirrorClient = &c
+		w, s3, r2 := r2World(t, nil)
 		w.sync(0)
 		nfcKey := "policies/학칙/policy.md"
 		r2.mu.Lock()
@@ -330,14 +333,6 @@ func (l lostAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
 //   - on R2 an alias whose repair landed unanswered still counts its key.
 func TestMirror_Aliases_EditedKey_DroppedPolicies_Counts(t *testing.T) {
 	t.Parallel()
-	r2World := func(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (*world, *mirrortest.S3Server, *r2Keys) {
-		w, s3 := s3World(t)
-		r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
-		c := *s3.Client
-		c.Transport = wrap(r2)
-		w.mirrorClient = &c
-		return w, s3, r2
-	}
 	nfcKey := "policies/학칙/policy.md"
 	t.Run("S3: the NFD copy of a hand edit", func(t *testing.T) {
 		t.Parallel()
@@ -379,7 +374,7 @@ func TestMirror_Aliases_EditedKey_DroppedPolicies_Counts(t *testing.T) {
 	})
 	t.Run("R2: a dropped policy listed in NFD is one delete", func(t *testing.T) {
 		t.Parallel()
-		w, _, r2 := r2World(t, func(rt http.RoundTripper) http.RoundTripper { return rt })
+		w, _, r2 := r2World(t, nil)
 		w.sync(0)
 		r2.mu.Lock()
 		r2.display[nfcKey] = norm.NFD.String(nfcKey)
