@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -410,4 +411,117 @@ func TestMirror_Aliases_EditedKey_DroppedPolicies_Counts(t *testing.T) {
 			t.Errorf("status does not count the %d objects the bucket holds:\n%s", n, st.stdout)
 		}
 	})
+}
+
+// failLists answers 503 to every bucket listing after the first n.
+type failLists struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    int
+}
+
+func (f *failLists) RoundTrip(req *http.Request) (*http.Response, error) {
+	parts := strings.SplitN(strings.TrimPrefix(req.URL.Path, "/"), "/", 2)
+	if req.Method == http.MethodGet && (len(parts) < 2 || parts[1] == "") {
+		f.mu.Lock()
+		f.n--
+		n := f.n
+		f.mu.Unlock()
+		if n < 0 {
+			return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+		}
+	}
+	return f.next.RoundTrip(req)
+}
+
+// The objects status counts after a run that met aliases, four ways a
+// reviewer found them guessed wrong: the run lists the prefix once more at
+// its end and counts what it shows, or, when it cannot list, keeps the
+// last count.
+func TestMirror_Aliases_ObjectsCountedFromTheStore(t *testing.T) {
+	t.Parallel()
+	nfcKey := "policies/학칙/policy.md"
+	objects := func(t *testing.T, w *world, n int) {
+		t.Helper()
+		if st := w.run("status"); !strings.Contains(st.stdout, fmt.Sprintf(", %d objects", n)) {
+			t.Errorf("the bucket holds %d objects; status says:\n%s", n, st.stdout)
+		}
+	}
+	t.Run("R2: a dropped policy's hand-edited object listed in NFD", func(t *testing.T) {
+		t.Parallel()
+		w, s3, r2 := r2World(t, nil)
+		w.sync(0)
+		s3.PutRaw(t, nfcKey, []byte("# 손으로 고친 글\n"))
+		r2.mu.Lock()
+		r2.display[nfcKey] = norm.NFD.String(nfcKey)
+		r2.mu.Unlock()
+		w.repo.Remove("규정/제1편/학칙.md")
+		w.repo.Commit("drop 학칙")
+		_ = w.run("sync", "--full")
+		objects(t, w, 2)
+	})
+	t.Run("S3: a dropped policy's NFD copy left", func(t *testing.T) {
+		t.Parallel()
+		w, s3 := s3World(t)
+		w.sync(0)
+		body, _, _ := s3.ReadRaw(t, nfcKey)
+		s3.PutRaw(t, norm.NFD.String(nfcKey), body)
+		if _, err := s3.Backend.DeleteObject(mirrortest.Bucket, nfcKey); err != nil {
+			t.Fatal(err)
+		}
+		w.repo.Remove("규정/제1편/학칙.md")
+		w.repo.Commit("drop 학칙")
+		_ = w.run("sync", "--full")
+		objects(t, w, 3)
+	})
+	t.Run("R2: the second listing fails", func(t *testing.T) {
+		t.Parallel()
+		var fl *failLists
+		w, _, r2 := r2World(t, func(rt http.RoundTripper) http.RoundTripper { fl = &failLists{next: rt, n: 1 << 20}; return fl })
+		w.sync(0)
+		r2.mu.Lock()
+		r2.display[nfcKey] = norm.NFD.String(nfcKey)
+		r2.mu.Unlock()
+		fl.mu.Lock()
+		fl.n = 1
+		fl.mu.Unlock()
+		_ = w.run("sync", "--full")
+		objects(t, w, 3)
+	})
+}
+
+// On R2, an object listed in NFD whose key's repair the daily write
+// budget cut was counted under neither spelling.
+func TestMirror_Aliases_RepairCutByTheBudget_ObjectCounted(t *testing.T) {
+	t.Parallel()
+	w := newCloudflareWorld(t)
+	seed(w)
+	s3 := mirrortest.NewS3Server(t)
+	w.env["CONTENT_BUCKET"], w.env["CONTENT_ENDPOINT"] = mirrortest.Bucket, s3.URL
+	w.env["CONTENT_ACCESS_KEY_ID"], w.env["CONTENT_SECRET_ACCESS_KEY"] = mirrortest.AccessKeyID, mirrortest.SecretAccessKey
+	r2 := &r2Keys{next: s3.Client.Transport, display: map[string]string{}}
+	c := *s3.Client
+	c.Transport = r2
+	w.mirrorClient = &c
+	w.sync(0)
+	w.mu.Lock()
+	w.now = w.now.Add(24 * time.Hour) // another day's budget
+	w.mu.Unlock()
+	nfcKey := "policies/학칙/policy.md"
+	r2.mu.Lock()
+	r2.display[nfcKey] = norm.NFD.String(nfcKey)
+	r2.mu.Unlock()
+	w.env["DAILY_WRITE_BUDGET"] = "7" // the run's own writes, not the repair's
+	if r := w.run("sync", "--full"); r.code != exitPartial {
+		t.Fatalf("setup: exit %d, want the budget cutting the repair: %s", r.code, firstLine(r.stdout))
+	}
+	r2.mu.Lock()
+	shown := r2.display[nfcKey]
+	r2.mu.Unlock()
+	if shown == nfcKey {
+		t.Fatal("setup: the repair landed")
+	}
+	if st := w.run("status"); !strings.Contains(st.stdout, ", 3 objects") {
+		t.Errorf("R2 holds 3 objects; status says:\n%s", st.stdout)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,7 +51,10 @@ type mirrorRun struct {
 	unrepaired        bool // a mirror failure no queue entry records
 	// aliasLeft are the aliases resolveAliases kept, and why
 	aliasLeft map[string]string
-	want      map[string]mirror.Want // what a full run compared its listing with (Drift)
+	// hadAliases: the run met aliases, and recounts its objects (recount);
+	// counted: keys is that recount's listing
+	hadAliases, counted bool
+	want                map[string]mirror.Want // what a full run compared its listing with (Drift)
 }
 
 // uploads is what a run stored in the mirror, by policy name: the ETag,
@@ -527,6 +531,7 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 		return nil
 	}
 	r.resolveAliases(ctx, m, plan, registryFailed)
+	defer m.recount(ctx, r)      // after the deletes, whether any
 	owner := map[string]string{} // key → policy name
 	var keys []string
 	for _, it := range plan.Items {
@@ -578,6 +583,27 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	return failed
 }
 
+// recount lists the prefix once more at the end of a run that met
+// aliases, and takes what it shows for the objects the mirror holds: which
+// spelling a store keeps, and whether one object answers to two, is known
+// only so (a reviewer found the counts wrong four ways when guessed).
+func (m *mirrorRun) recount(ctx context.Context, r *run) {
+	if !m.hadAliases || r.outOfTime(ctx) {
+		return
+	}
+	listed, err := m.target.List(ctx)
+	if err != nil {
+		return
+	}
+	m.keys = make(map[string]bool, len(listed))
+	for _, l := range listed {
+		if strings.HasPrefix(l.Key, m.prefix) && !strings.HasSuffix(l.Key, "/") {
+			m.keys[l.Key] = true
+		}
+	}
+	m.counted = true
+}
+
 // resolveAliases tells, after the uploads, what each alias a full run
 // listed is (mirror.Repairs.Aliases: a wanted key in another Unicode form).
 // The alias of a policy the plan deletes goes with it. For the others the
@@ -598,6 +624,7 @@ func (r *run) resolveAliases(ctx context.Context, m *mirrorRun, plan policy.Plan
 	if len(m.drift.Aliases) == 0 {
 		return
 	}
+	m.hadAliases = true
 	gone := map[string]bool{}
 	for _, it := range plan.Items {
 		if it.Action == policy.ActDelete && !registryFailed(it.PolicyName) {
@@ -775,9 +802,16 @@ func (r *run) mirrorSummary(m *mirrorRun, rep report, prev *policy.RunSummary) *
 	if m.repaired > 0 {
 		s.LastRepair = at
 	}
-	if m.listed >= 0 && rep.applied != nil { // listed, then written: what the bucket holds now (review: a run that did not converge kept the count listed before it)
+	if m.hadAliases && !m.counted { // which spelling the store kept is not known: the last count stands (review)
+		s.Objects = -1
+		if prev != nil && prev.Mirror != nil && prev.Mirror.Target == s.Target {
+			s.Objects = prev.Mirror.Objects
+		}
+	} else if m.listed >= 0 && rep.applied != nil { // listed, then written: what the bucket holds now (review: a run that did not converge kept the count listed before it)
 		for name := range m.up.etags {
-			m.keys[mirror.Key(m.prefix, name)] = true
+			if !m.counted { // a recount's listing holds them, under the spelling the store keeps
+				m.keys[mirror.Key(m.prefix, name)] = true
+			}
 		}
 		s.Objects = len(m.keys)
 	}
