@@ -15,6 +15,10 @@ import (
 // entry announces it: workers compare shas, a second announcement is
 // harmless) when the head has it, deleted when not. Skipped names stay
 // untouched; a touched name out of desired is one the head does not have.
+// A touched name the plan moves is announced too (an update): a move
+// publishes without an announcement, trusting the entry read, which may
+// be from before that name's delete (a soak found a policy published with
+// no queue entry: seed 44647, a rename reverted within the window).
 func Distrust(plan policy.Plan, desired Desired, known map[string]policy.Entry, touched map[string]bool) policy.Plan {
 	if len(touched) == 0 {
 		return plan
@@ -27,6 +31,11 @@ func Distrust(plan policy.Plan, desired Desired, known map[string]policy.Entry, 
 		leave[sk.PolicyName] = true
 	}
 	plan.Items = slices.Clone(plan.Items)
+	for i, it := range plan.Items {
+		if it.Action == policy.ActMove && touched[it.PolicyName] {
+			plan.Items[i].Action = policy.ActUpdate
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(touched)) {
 		if leave[name] || !policy.KeyFits(name) {
 			continue

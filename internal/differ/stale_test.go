@@ -43,6 +43,32 @@ func TestDistrust_TouchedNamesWrittenFromHead(t *testing.T) {
 	}
 }
 
+// A touched name the plan moves (the entry read has the same sha at
+// another path) is announced: an update, not a move, which publishes
+// without an announcement on the strength of an entry that may predate the
+// name's delete (a soak: seed 44647 published a policy with no queue
+// entry). A move of an untouched name stays a move.
+func TestDistrust_TouchedMove_Announced(t *testing.T) {
+	t.Parallel()
+	desired := desiredOf(map[string]policy.Desired{
+		"moved": {PolicyName: "moved", Path: "b/moved.md", SHA: "m1"},
+		"calm":  {PolicyName: "calm", Path: "b/calm.md", SHA: "c1"},
+	})
+	known := map[string]policy.Entry{
+		"moved": {PolicyName: "moved", Path: "a/moved.md", SHA: "m1"},
+		"calm":  {PolicyName: "calm", Path: "a/calm.md", SHA: "c1"},
+	}
+	plan := differ.Plan(desired, known, nil, nil, nil)
+	got := differ.Distrust(plan, desired, known, map[string]bool{"moved": true})
+	actions := map[string]policy.Action{}
+	for _, it := range got.Items {
+		actions[it.PolicyName] = it.Action
+	}
+	if actions["moved"] != policy.ActUpdate || actions["calm"] != policy.ActMove {
+		t.Errorf("actions %v, want moved an update (announced), calm still a move", actions)
+	}
+}
+
 // RepairQueue removes the queue entries of policies that do not exist and
 // rewrites those whose sha is not their policy's; planned and owed names
 // are left alone. A skipped name with no policy is an orphan too.
