@@ -23,7 +23,7 @@ func ParseBool(v string) (bool, error) {
 	case "0", "false", "f", "no", "n", "off":
 		return false, nil
 	}
-	return false, fmt.Errorf("%s is not one of %s", redact.Quote(v, maxShown), BoolForms)
+	return false, fmt.Errorf("%s is not one of %s", redact.Quote(v), BoolForms)
 }
 
 // BoolFlag is a flag.Value for a yes/no flag that takes the spellings of

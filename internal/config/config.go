@@ -129,7 +129,7 @@ const DefaultMaxAge = "26h"
 func parseInt[T int | int64](v string, p *T) error {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%s is not a whole number", redact.Quote(v, maxShown))
+		return fmt.Errorf("%s is not a whole number", redact.Quote(v))
 	}
 	*p = T(n)
 	return nil
@@ -138,7 +138,7 @@ func parseInt[T int | int64](v string, p *T) error {
 func parseDuration(v string, p *time.Duration) error {
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return fmt.Errorf("%s is not a duration such as 24h or 30m", redact.Quote(v, maxShown))
+		return fmt.Errorf("%s is not a duration such as 24h or 30m", redact.Quote(v))
 	}
 	*p = d
 	return nil
@@ -198,9 +198,6 @@ type StringFlag struct {
 func (f *StringFlag) String() string     { return "" }
 func (f *StringFlag) Set(v string) error { *f.P = v; return nil }
 
-// maxShown bounds how much of a refused value an error quotes.
-const maxShown = 100
-
 // MaxBatchSize bounds a batch: Cloudflare's bulk write takes at most
 // 10,000 pairs a request (the store also splits a request at 100 MB). The
 // default, 50, keeps the blast radius of one refused request small; a
@@ -215,11 +212,11 @@ func (c Config) ValidateSource() error {
 	case c.Repo == "":
 		return &policy.ConfigError{Setting: "GITHUB_REPO", Problem: "required: the repository to sync, as owner/name"}
 	case !policy.IsRepo(c.Repo):
-		return &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%s is not owner/name", redact.Quote(c.Repo, maxShown))}
+		return &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%s is not owner/name", redact.Quote(c.Repo))}
 	case c.Branch == "":
 		return &policy.ConfigError{Setting: "GITHUB_BRANCH", Problem: "must not be empty"}
 	case !isBranchName(c.Branch):
-		return &policy.ConfigError{Setting: "GITHUB_BRANCH", Problem: fmt.Sprintf("%s is not a branch name git allows (no spaces, control characters, ~ ^ : ? * [ \\, \"..\" or \"@{\"; no leading \"-\", no empty or dot-led part, no trailing \".\", \"/\" or \".lock\")", redact.Quote(c.Branch, maxShown))}
+		return &policy.ConfigError{Setting: "GITHUB_BRANCH", Problem: fmt.Sprintf("%s is not a branch name git allows (no spaces, control characters, ~ ^ : ? * [ \\, \"..\" or \"@{\"; no leading \"-\", no empty or dot-led part, no trailing \".\", \"/\" or \".lock\")", redact.Quote(c.Branch))}
 	}
 	if err := checkToken("GITHUB_TOKEN", c.GitHubToken); err != nil {
 		return err
@@ -289,12 +286,12 @@ func (c Config) Validate() error {
 	case c.StatusMaxAge < time.Minute:
 		return &policy.ConfigError{Setting: "STATUS_MAX_AGE", Problem: "must be at least 1m"}
 	case c.LogFormat != "auto" && c.LogFormat != "json" && c.LogFormat != "text":
-		return &policy.ConfigError{Setting: "LOG_FORMAT", Problem: fmt.Sprintf("%s is not auto, json or text", redact.Quote(c.LogFormat, maxShown))}
+		return &policy.ConfigError{Setting: "LOG_FORMAT", Problem: fmt.Sprintf("%s is not auto, json or text", redact.Quote(c.LogFormat))}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return &policy.ConfigError{Setting: "LOG_LEVEL", Problem: fmt.Sprintf("%s is not debug, info, warn or error", redact.Quote(c.LogLevel, maxShown))}
+		return &policy.ConfigError{Setting: "LOG_LEVEL", Problem: fmt.Sprintf("%s is not debug, info, warn or error", redact.Quote(c.LogLevel))}
 	}
 	return c.validateContent()
 }
@@ -364,7 +361,7 @@ func checkURL(name, tokenSetting, v string) error {
 		// not shown: a value with no host may be a token pasted here
 		return &policy.ConfigError{Setting: name, Problem: "is not an http(s) URL (no scheme and host; give it as https://host/path)"}
 	case u.Scheme != "http" && u.Scheme != "https":
-		return &policy.ConfigError{Setting: name, Problem: fmt.Sprintf("%s is not an http(s) URL", redact.Quote(redact.URL(u), maxShown))}
+		return &policy.ConfigError{Setting: name, Problem: fmt.Sprintf("%s is not an http(s) URL", redact.Quote(redact.URL(u)))}
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func (m *MassDeleteFlag) Set(v string) error {
 	}
 	b, err := ParseBool(v)
 	if err != nil {
-		return fmt.Errorf("%s is not a count of policies or a yes/no value", redact.Quote(v, maxShown))
+		return fmt.Errorf("%s is not a count of policies or a yes/no value", redact.Quote(v))
 	}
 	*m = MassDeleteFlag{Any: b}
 	return nil

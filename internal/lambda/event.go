@@ -69,7 +69,7 @@ func ParseEvent(payload []byte) (syncer.Options, error) {
 	case TriggerWebhook:
 		opt.Trigger, opt.Delivery, opt.After, opt.Forced, opt.Before = syncer.TriggerWebhook, ev.Delivery, ev.After, ev.Forced, ev.Before
 	default:
-		return opt, &EventError{"trigger", fmt.Sprintf("%s is not schedule, manual or webhook", redact.Quote(ev.Trigger, maxShown))}
+		return opt, &EventError{"trigger", fmt.Sprintf("%s is not schedule, manual or webhook", redact.Quote(ev.Trigger))}
 	}
 	if err := checkWebhookFields(ev); err != nil {
 		return opt, err
@@ -81,7 +81,7 @@ func ParseEvent(payload []byte) (syncer.Options, error) {
 	case eventModeFull:
 		opt.Full = true
 	default:
-		return opt, &EventError{"mode", fmt.Sprintf("%s is not full or incremental", redact.Quote(ev.Mode, maxShown))}
+		return opt, &EventError{"mode", fmt.Sprintf("%s is not full or incremental", redact.Quote(ev.Mode))}
 	}
 	return opt, nil
 }
@@ -145,7 +145,7 @@ func checkFields(p []byte) error {
 // fieldShown is an unknown field's name as an error shows it: cut as a
 // refused value is (redact.Quote), unquoted when it needs no cut.
 func fieldShown(name string) string {
-	if q := redact.Quote(name, maxShown); q != strconv.Quote(name) {
+	if q := redact.Quote(name); q != strconv.Quote(name) {
 		return q
 	}
 	return name

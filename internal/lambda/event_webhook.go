@@ -43,7 +43,7 @@ func checkWebhookFields(ev lambdaEvent) error {
 	}
 	switch {
 	case !webhook.IsCommitSHA(ev.After):
-		return &EventError{"after", fmt.Sprintf("%s is not a commit sha (40 lower-case hex digits)", redact.Quote(ev.After, maxShown))}
+		return &EventError{"after", fmt.Sprintf("%s is not a commit sha (40 lower-case hex digits)", redact.Quote(ev.After))}
 	case strings.TrimSpace(ev.Delivery) == "":
 		return &EventError{"delivery", "required with trigger webhook: the X-GitHub-Delivery id"}
 	case len(ev.Delivery) > webhook.MaxDeliveryLen:
@@ -54,7 +54,7 @@ func checkWebhookFields(ev lambdaEvent) error {
 	case ev.Before != "" && !ev.Forced:
 		return &EventError{"before", `only with "forced":true`}
 	case ev.Before != "" && !webhook.IsCommitSHA(ev.Before):
-		return &EventError{"before", fmt.Sprintf("%s is not a commit sha (40 lower-case hex digits)", redact.Quote(ev.Before, maxShown))}
+		return &EventError{"before", fmt.Sprintf("%s is not a commit sha (40 lower-case hex digits)", redact.Quote(ev.Before))}
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func LoadWebhookConfig(getenv func(string) string) (WebhookConfig, error) {
 	case c.Repo == "":
 		return c, &policy.ConfigError{Setting: "GITHUB_REPO", Problem: "required: the repository whose pushes start a sync, as owner/name"}
 	case !policy.IsRepo(c.Repo):
-		return c, &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%s is not owner/name", redact.Quote(c.Repo, maxShown))}
+		return c, &policy.ConfigError{Setting: "GITHUB_REPO", Problem: fmt.Sprintf("%s is not owner/name", redact.Quote(c.Repo))}
 	case c.secretARN != "" && c.secret != "":
 		return c, &policy.ConfigError{Setting: EnvWebhookSecretARN, Problem: "set " + EnvWebhookSecret + " or " + EnvWebhookSecretARN + ", not both"}
 	case c.secretARN == "" && strings.TrimSpace(c.secret) == "":
@@ -83,11 +83,6 @@ func LoadWebhookConfig(getenv func(string) string) (WebhookConfig, error) {
 	}
 	return c, nil
 }
-
-// maxShown bounds how much of a refused value (a setting, a payload's
-// field) an error quotes: an adversarial helper had a 5 MB field echoed
-// whole into one log line.
-const maxShown = 100
 
 // Receiver serves Function URL requests. It keeps no state between
 // them.

@@ -92,7 +92,7 @@ func (c Config) validate() error {
 		return c.validateTuning()
 	}
 	if !bucketName().MatchString(c.Bucket) {
-		return fmt.Errorf("CONTENT_BUCKET %s: want a bucket name, 3 to 63 lowercase letters, digits, dots and hyphens", redact.Quote(c.Bucket, 100))
+		return fmt.Errorf("CONTENT_BUCKET %s: want a bucket name, 3 to 63 lowercase letters, digits, dots and hyphens", redact.Quote(c.Bucket))
 	}
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
 		return fmt.Errorf("CONTENT_ACCESS_KEY_ID and CONTENT_SECRET_ACCESS_KEY: set both, or neither for AWS's default credential chain")
@@ -115,7 +115,7 @@ func validateEndpoint(raw string) error {
 	if err != nil {
 		return fmt.Errorf("CONTENT_ENDPOINT is not a URL: %s", want)
 	}
-	shown := redact.Quote(redact.URL(u), 100)
+	shown := redact.Quote(redact.URL(u))
 	switch {
 	case u.Host == "":
 		// not shown: a value with no host may be a secret pasted here (review)

@@ -122,15 +122,18 @@ func Setting(v string) string {
 	return Tokens(v)
 }
 
+// MaxQuoted bounds how much of a refused value Quote shows.
+const MaxQuoted = 100
+
 // Quote is a refused value as an error shows it: cut as Setting cuts it,
-// quoted, and no longer than n bytes (then followed by "…"): a 5 MB value
-// is not echoed into a log line whole.
-func Quote(v string, n int) string {
+// quoted, and no longer than MaxQuoted bytes (then followed by "…"): a 5 MB
+// value is not echoed into a log line whole.
+func Quote(v string) string {
 	s := Setting(v)
-	if len(s) <= n {
+	if len(s) <= MaxQuoted {
 		return strconv.Quote(s)
 	}
-	return strconv.Quote(Cut(s, n)) + "…"
+	return strconv.Quote(Cut(s, MaxQuoted)) + "…"
 }
 
 // replaceWhole masks the occurrences of sec in s that no letter or digit

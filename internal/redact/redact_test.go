@@ -186,7 +186,7 @@ func TestQuote_RefusedSettingValue(t *testing.T) {
 		"ghp_abcdefghijklmnopqrstuvwxyz0123456789":                         `"` + redact.Mask + `"`,
 		strings.Repeat("x", 300):                                           `"` + strings.Repeat("x", 100) + `"…`,
 	} {
-		if got := redact.Quote(in, 100); got != want {
+		if got := redact.Quote(in); got != want {
 			t.Errorf("redact.Quote(%.40q) = %q, want %q", in, got, want)
 		}
 	}
