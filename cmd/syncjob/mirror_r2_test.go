@@ -89,6 +89,22 @@ func (r *r2Keys) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// listNFD has the emulated R2 list key under its NFD spelling, as it does
+// once that spelling was written last.
+func (r *r2Keys) listNFD(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.display[key] = norm.NFD.String(key)
+}
+
+// wantObjects fails t unless status counts n objects in the mirror.
+func wantObjects(t *testing.T, w *world, n int) {
+	t.Helper()
+	if st := w.run("status"); !strings.Contains(st.stdout, fmt.Sprintf(", %d objects", n)) {
+		t.Errorf("the bucket holds %d objects; status says:\n%s", n, st.stdout)
+	}
+}
+
 // r2World is s3World whose bucket keys as R2 does (r2Keys), the client's
 // transport wrapped by wrap (nil: as it is).
 func r2World(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (*world, *mirrortest.S3Server, *r2Keys) {
@@ -118,9 +134,7 @@ func TestMirror_R2_KeyInNFD_NotDeleted_PolicysObjectStays(t *testing.T) {
 	w.sync(0)
 	nfcKey := "policies/학칙/policy.md"
 	s3.PutRaw(t, nfcKey, []byte("# 한국교원대학교 학칙\n\n제1조 목적\n")) // R2 keeps it under NFC...
-	r2.mu.Lock()
-	r2.display[nfcKey] = norm.NFD.String(nfcKey) // ...and lists the spelling written last
-	r2.mu.Unlock()
+	r2.listNFD(nfcKey)                                       // ...and lists the spelling written last
 	for i := range 2 {
 		r := w.run("sync", "--full")
 		if _, _, ok := s3.ReadRaw(t, nfcKey); !ok {
@@ -130,9 +144,7 @@ func TestMirror_R2_KeyInNFD_NotDeleted_PolicysObjectStays(t *testing.T) {
 			t.Errorf("full run %d: exit %d: %s", i+1, r.code, firstLine(r.stdout))
 		}
 	}
-	if st := w.run("status"); !strings.Contains(st.stdout, "3 objects") {
-		t.Errorf("status does not count the 3 objects R2 holds:\n%s", st.stdout)
-	}
+	wantObjects(t, w, 3)
 }
 
 // On a store that keeps both spellings (AWS S3), an object under the NFD
@@ -193,9 +205,7 @@ func TestMirror_FullRunNotConverged_StatusCountsTheObjectsAfterIt(t *testing.T) 
 			n++
 		}
 	}
-	if st := w.run("status"); !strings.Contains(st.stdout, fmt.Sprintf(", %d objects", n)) {
-		t.Errorf("status does not count the %d objects the bucket holds:\n%s", n, st.stdout)
-	}
+	wantObjects(t, w, n)
 }
 
 // On R2, the head drops a policy whose object R2 lists in NFD: the alias
@@ -206,9 +216,7 @@ func TestMirror_R2_DroppedPolicyListedInNFD_GoesWithIt(t *testing.T) {
 	w, s3, r2 := r2World(t, nil)
 	w.sync(0)
 	nfcKey := "policies/학칙/policy.md"
-	r2.mu.Lock()
-	r2.display[nfcKey] = norm.NFD.String(nfcKey)
-	r2.mu.Unlock()
+	r2.listNFD(nfcKey)
 	w.repo.Remove("규정/제1편/학칙.md")
 	w.repo.Commit("drop 학칙")
 	if r := w.run("sync", "--full"); r.code != exitOK {
@@ -217,9 +225,7 @@ func TestMirror_R2_DroppedPolicyListedInNFD_GoesWithIt(t *testing.T) {
 	if _, _, ok := s3.ReadRaw(t, nfcKey); ok {
 		t.Error("the dropped policy's object is left")
 	}
-	if st := w.run("status"); !strings.Contains(st.stdout, "2 objects") {
-		t.Errorf("status does not count the 2 objects left:\n%s", st.stdout)
-	}
+	wantObjects(t, w, 2)
 }
 
 // An unreadable entry the head dropped is kept (not ours to delete), and
@@ -289,9 +295,7 @@ func TestMirror_Aliases_DuplicateOfARepair_NFDPrefix_KeptEntry(t *testing.T) {
 		w, s3, r2 := r2World(t, nil)
 		w.sync(0)
 		nfcKey := "policies/학칙/policy.md"
-		r2.mu.Lock()
-		r2.display[nfcKey] = norm.NFD.String(nfcKey)
-		r2.mu.Unlock()
+		r2.listNFD(nfcKey)
 		w.repo.Remove("규정/제1편/학칙.md")
 		w.repo.Commit("drop 학칙")
 		putRawRecord(t, w, "policy:학칙", []byte{0xff, 1, 2})
@@ -377,9 +381,7 @@ func TestMirror_Aliases_EditedKey_DroppedPolicies_Counts(t *testing.T) {
 		t.Parallel()
 		w, _, r2 := r2World(t, nil)
 		w.sync(0)
-		r2.mu.Lock()
-		r2.display[nfcKey] = norm.NFD.String(nfcKey)
-		r2.mu.Unlock()
+		r2.listNFD(nfcKey)
 		w.repo.Remove("규정/제1편/학칙.md")
 		w.repo.Commit("drop 학칙")
 		r := w.run("sync", "--full", "--json")
@@ -395,9 +397,7 @@ func TestMirror_Aliases_EditedKey_DroppedPolicies_Counts(t *testing.T) {
 		w, s3, r2 := r2World(t, func(rt http.RoundTripper) http.RoundTripper { return lostAnswer{next: rt, key: nfcKey, on: &on} })
 		w.sync(0)
 		on = true
-		r2.mu.Lock()
-		r2.display[nfcKey] = norm.NFD.String(nfcKey)
-		r2.mu.Unlock()
+		r2.listNFD(nfcKey)
 		w.repo.Write("규정/새규정.md", "# 새규정\n\n본문\n")
 		w.repo.Commit("one more")
 		_ = w.run("sync", "--full")
@@ -407,9 +407,7 @@ func TestMirror_Aliases_EditedKey_DroppedPolicies_Counts(t *testing.T) {
 				n++
 			}
 		}
-		if st := w.run("status"); !strings.Contains(st.stdout, fmt.Sprintf(", %d objects", n)) {
-			t.Errorf("status does not count the %d objects the bucket holds:\n%s", n, st.stdout)
-		}
+		wantObjects(t, w, n)
 	})
 }
 
@@ -441,24 +439,16 @@ func (f *failLists) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestMirror_Aliases_ObjectsCountedFromTheStore(t *testing.T) {
 	t.Parallel()
 	nfcKey := "policies/학칙/policy.md"
-	objects := func(t *testing.T, w *world, n int) {
-		t.Helper()
-		if st := w.run("status"); !strings.Contains(st.stdout, fmt.Sprintf(", %d objects", n)) {
-			t.Errorf("the bucket holds %d objects; status says:\n%s", n, st.stdout)
-		}
-	}
 	t.Run("R2: a dropped policy's hand-edited object listed in NFD", func(t *testing.T) {
 		t.Parallel()
 		w, s3, r2 := r2World(t, nil)
 		w.sync(0)
 		s3.PutRaw(t, nfcKey, []byte("# 손으로 고친 글\n"))
-		r2.mu.Lock()
-		r2.display[nfcKey] = norm.NFD.String(nfcKey)
-		r2.mu.Unlock()
+		r2.listNFD(nfcKey)
 		w.repo.Remove("규정/제1편/학칙.md")
 		w.repo.Commit("drop 학칙")
 		_ = w.run("sync", "--full")
-		objects(t, w, 2)
+		wantObjects(t, w, 2)
 	})
 	t.Run("S3: a dropped policy's NFD copy left", func(t *testing.T) {
 		t.Parallel()
@@ -472,21 +462,19 @@ func TestMirror_Aliases_ObjectsCountedFromTheStore(t *testing.T) {
 		w.repo.Remove("규정/제1편/학칙.md")
 		w.repo.Commit("drop 학칙")
 		_ = w.run("sync", "--full")
-		objects(t, w, 3)
+		wantObjects(t, w, 3)
 	})
 	t.Run("R2: the second listing fails", func(t *testing.T) {
 		t.Parallel()
 		var fl *failLists
 		w, _, r2 := r2World(t, func(rt http.RoundTripper) http.RoundTripper { fl = &failLists{next: rt, n: 1 << 20}; return fl })
 		w.sync(0)
-		r2.mu.Lock()
-		r2.display[nfcKey] = norm.NFD.String(nfcKey)
-		r2.mu.Unlock()
+		r2.listNFD(nfcKey)
 		fl.mu.Lock()
 		fl.n = 1
 		fl.mu.Unlock()
 		_ = w.run("sync", "--full")
-		objects(t, w, 3)
+		wantObjects(t, w, 3)
 	})
 }
 
@@ -508,9 +496,7 @@ func TestMirror_Aliases_RepairCutByTheBudget_ObjectCounted(t *testing.T) {
 	w.now = w.now.Add(24 * time.Hour) // another day's budget
 	w.mu.Unlock()
 	nfcKey := "policies/학칙/policy.md"
-	r2.mu.Lock()
-	r2.display[nfcKey] = norm.NFD.String(nfcKey)
-	r2.mu.Unlock()
+	r2.listNFD(nfcKey)
 	w.env["DAILY_WRITE_BUDGET"] = "7" // the run's own writes, not the repair's
 	if r := w.run("sync", "--full"); r.code != exitPartial {
 		t.Fatalf("setup: exit %d, want the budget cutting the repair: %s", r.code, firstLine(r.stdout))
@@ -521,7 +507,5 @@ func TestMirror_Aliases_RepairCutByTheBudget_ObjectCounted(t *testing.T) {
 	if shown == nfcKey {
 		t.Fatal("setup: the repair landed")
 	}
-	if st := w.run("status"); !strings.Contains(st.stdout, ", 3 objects") {
-		t.Errorf("R2 holds 3 objects; status says:\n%s", st.stdout)
-	}
+	wantObjects(t, w, 3)
 }
