@@ -23,9 +23,9 @@ func TestListing_PathsAndSHAsShareChunks(t *testing.T) {
 	t.Parallel()
 	var l listing
 	for i := range 1000 {
-		l.add("policies/", treeEntry{Path: fmt.Sprintf("p%03d.md", i), Mode: "100644", Type: "blob", SHA: fmt.Sprintf("%040x", i), Size: 10})
+		l.add("policies/", treeEntry{Path: fmt.Sprintf("p%03d.md", i), Mode: "100644", Type: "blob", SHA: fmt.Sprintf("%040x", i), Size: 10}, nil)
 	}
-	l.add("", treeEntry{Path: "sub", Mode: "040000", Type: "tree", SHA: fmt.Sprintf("%040x", 1), Size: -1})
+	l.add("", treeEntry{Path: "sub", Mode: "040000", Type: "tree", SHA: fmt.Sprintf("%040x", 1), Size: -1}, nil)
 	if len(l.files) != 1000 {
 		t.Fatalf("%d files, want 1000", len(l.files))
 	}

@@ -464,3 +464,39 @@ func TestTree_UnknownCommit_ErrNotFoundNotRetried(t *testing.T) {
 	}
 	wantRequests(t, src, f.srv, 1)
 }
+
+// TreeKeeping keeps only the files keep takes, whole listing or walked,
+// and counts every policy file of the tree, kept or not (a first sync in
+// windows holds one window's files; internal/syncer).
+func TestTreeKeeping_KeepsWhatKeepTakes_CountsEveryPolicy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := range 12 {
+		f.repo.Write(fmt.Sprintf("규정/묶음 %d/규정 %d.md", i%3, i), "x")
+	}
+	f.repo.Write("README.md", "not a policy")
+	head := f.repo.Commit("twelve policies")
+	all, err := f.source(t).Tree(context.Background(), head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := func(path string) bool { return strings.HasSuffix(path, "1.md") || strings.HasSuffix(path, "3.md") }
+	var want []policy.File
+	for _, file := range all {
+		if odd(file.Path) {
+			want = append(want, file)
+		}
+	}
+	for _, over := range []int{0, 4} {
+		t.Run(fmt.Sprint("listings cut over ", over), func(t *testing.T) {
+			f.srv.TruncateTreesOver = over
+			got, policies, err := f.source(t).TreeKeeping(context.Background(), head, odd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" || policies != 12 {
+				t.Errorf("%d policies, want 12; files (-want +got):\n%s", policies, diff)
+			}
+		})
+	}
+}

@@ -27,24 +27,34 @@ import (
 // holds is its files, not the document nor an entry per folder.
 // Errors: policy.ErrNotFound (unknown commit), policy.ErrRateLimited, policy.ErrConfig.
 func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error) {
-	root, err := s.listTree(ctx, commit, true, "", s.ahead.armer(commit, s.threshold))
+	files, _, err := s.TreeKeeping(ctx, commit, nil)
+	return files, err
+}
+
+// TreeKeeping is Tree keeping only the files keep takes (all when keep is
+// nil): the others are decoded and let go, never held (a first sync in
+// windows, internal/syncer). keep may be called from several goroutines at
+// once, and again for a path whose listing a retry started over. policies
+// is how many policy files (policy.IsPolicyPath) the tree has, kept or not.
+func (s *Source) TreeKeeping(ctx context.Context, commit string, keep func(path string) bool) (files []policy.File, policies int, err error) {
+	root, err := s.listTree(ctx, commit, true, "", keep, s.ahead.armer(commit, s.threshold))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	l := &root.listing
 	if root.truncated {
 		s.log.InfoContext(ctx, "tree truncated, walking folders", logkey.Commit, commit, logkey.Entries, root.entries)
 		l = &listing{archive: archiveOverhead}
-		w := walker{s: s, sem: make(chan struct{}, walkAtOnce)}
+		w := walker{s: s, sem: make(chan struct{}, walkAtOnce), keep: keep}
 		if err = w.walk(ctx, commit, "", root.last, l); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	} else {
 		l.archive += archiveOverhead
 	}
 	sort.Slice(l.files, func(i, j int) bool { return l.files[i].Path < l.files[j].Path })
 	s.listed.remember(commit, l.archive)
-	return l.files, nil
+	return l.files, l.policies, nil
 }
 
 // walker walks a tree whose recursive listing GitHub cut: at 100,000
@@ -53,8 +63,9 @@ func (s *Source) Tree(ctx context.Context, commit string) ([]policy.File, error)
 // cuts them"). It lists a folder's sub-folders at once, with at most
 // walkAtOnce requests in flight for the whole walk, however deep.
 type walker struct {
-	s   *Source
-	sem chan struct{} // a slot is held for one request, never while sub-walks go on
+	s    *Source
+	sem  chan struct{}          // a slot is held for one request, never while sub-walks go on
+	keep func(path string) bool // the files to keep (TreeKeeping); nil: all
 }
 
 // walkAtOnce is how many listings a walk has in flight at most: a few,
@@ -114,15 +125,17 @@ func (w walker) list(ctx context.Context, sha string, recursive bool, prefix str
 		return treeListing{}, ctx.Err()
 	}
 	defer func() { <-w.sem }()
-	return w.s.listTree(ctx, sha, recursive, prefix, nil)
+	return w.s.listTree(ctx, sha, recursive, prefix, w.keep, nil)
 }
 
-// listing is what a tree's listings gave: its regular files, and how many
-// bytes its archive holds at most.
+// listing is what a tree's listings gave: its regular files (those keep
+// takes), how many policy files it listed, kept or not, and how many bytes
+// its archive holds at most.
 type listing struct {
-	files   []policy.File
-	archive int64
-	strs    strs.Chunks // the files' paths and shas
+	files    []policy.File
+	policies int
+	archive  int64
+	strs     strs.Chunks // the files' paths and shas
 }
 
 // Bounds of what git archive adds to a tree's bytes: per entry its header
@@ -136,22 +149,42 @@ const (
 )
 
 // add takes one entry of a listing under prefix: every entry counts toward
-// the archive (a blob of any mode with its size), regular files are kept.
-func (l *listing) add(prefix string, e treeEntry) {
+// the archive (a blob of any mode with its size), regular files are kept
+// when keep (nil: all) takes them. It says whether the entry is a policy
+// file, kept or not.
+func (l *listing) add(prefix string, e treeEntry, keep func(string) bool) (isPolicy bool) {
 	l.archive += archiveEntryOverhead + int64(len(prefix)+len(e.Path))
 	if e.Type != "blob" {
-		return
+		return false
 	}
 	l.archive += max(e.Size, 0)
 	if e.Mode != "100644" && e.Mode != "100755" {
-		return
+		return false
 	}
-	l.files = append(l.files, policy.File{Path: l.strs.Join(prefix, e.Path), SHA: l.strs.Join(e.SHA, ""), Size: e.Size})
+	var path string
+	if keep == nil {
+		path = l.strs.Join(prefix, e.Path)
+	} else {
+		path = prefix + e.Path // let go at once unless kept, then copied into the chunks
+	}
+	if isPolicy = policy.IsPolicyPath(path); isPolicy {
+		l.policies++
+	}
+	switch {
+	case keep == nil:
+	case keep(path):
+		path = l.strs.Copy(path)
+	default:
+		return isPolicy
+	}
+	l.files = append(l.files, policy.File{Path: path, SHA: l.strs.Join(e.SHA, ""), Size: e.Size})
+	return isPolicy
 }
 
 // merge takes the files and bytes of another listing.
 func (l *listing) merge(o listing) {
 	l.files = append(l.files, o.files...)
+	l.policies += o.policies
 	l.archive += o.archive
 }
 
@@ -202,10 +235,11 @@ func (t *treeSizes) archiveOf(commit string) (int64, bool) {
 }
 
 // listTree lists the tree sha (recursively, or one level) with the files
-// under prefix. A retried request starts the listing over. seen, when not
-// nil, hears how many policy files the listing has shown so far, as they
-// stream by (PrefetchArchive's armer).
-func (s *Source) listTree(ctx context.Context, sha string, recursive bool, prefix string, seen func(n int)) (treeListing, error) {
+// under prefix that keep takes (nil: all). A retried request starts the
+// listing over. seen, when not nil, hears how many policy files the
+// listing has shown so far, kept or not, as they stream by
+// (PrefetchArchive's armer).
+func (s *Source) listTree(ctx context.Context, sha string, recursive bool, prefix string, keep func(string) bool, seen func(n int)) (treeListing, error) {
 	op := "get tree " + sha
 	var got treeListing
 	err := s.do(ctx, op, func(ctx context.Context) (*gh.Response, error) {
@@ -214,9 +248,7 @@ func (s *Source) listTree(ctx context.Context, sha string, recursive bool, prefi
 		return s.readTree(ctx, sha, recursive, func(e treeEntry) {
 			got.entries++
 			got.last = e.Path
-			files := len(got.files)
-			got.add(prefix, e)
-			if seen != nil && len(got.files) > files && policy.IsPolicyPath(prefix+e.Path) {
+			if got.add(prefix, e, keep) && seen != nil {
 				policies++
 				seen(policies)
 			}
