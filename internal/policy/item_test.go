@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -59,5 +60,25 @@ func TestItem_JSON_NamesAsWritten(t *testing.T) {
 	}
 	if it := (policy.Item{Action: policy.ActAdd}); it.OldPath() != "" || it.OldSHA() != "" || policy.OldOf("", "") != nil {
 		t.Errorf("an add replaces %q@%q, want nothing", it.OldPath(), it.OldSHA())
+	}
+}
+
+// A plan that counts changes it does not hold (Omitted: a first sync in
+// windows) counts them in Counts, Len and RunChanges' omitted, and says
+// so in JSON.
+func TestPlan_Omitted_CountedEverywhere(t *testing.T) {
+	t.Parallel()
+	p := policy.Plan{Items: []policy.Item{{Action: policy.ActAdd, PolicyName: "a"}, {Action: policy.ActDelete, PolicyName: "z"}}, Unchanged: 3,
+		Omitted: &policy.Counts{Added: 10, Updated: 2, Moved: 1, Deleted: 4, Migrated: 5}}
+	want := policy.Counts{Added: 11, Updated: 2, Moved: 1, Deleted: 5, Migrated: 5, Unchanged: 3}
+	if got := p.Counts(); got != want || p.Len() != 2+22 {
+		t.Errorf("counts %+v, len %d; want %+v, 24", got, p.Len(), want)
+	}
+	if changes, omitted := p.RunChanges(); len(changes) != 2 || omitted != 17 {
+		t.Errorf("%d changes, %d omitted; want 2, 17 (migrations are no change of the history's)", len(changes), omitted)
+	}
+	raw, err := json.Marshal(p)
+	if err != nil || !strings.Contains(string(raw), `"omitted":{"added":10,"updated":2,"moved":1,"deleted":4,"migrated":5,"unchanged":0}`) {
+		t.Errorf("JSON %s (%v): want the omitted counts", raw, err)
 	}
 }

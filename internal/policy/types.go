@@ -322,6 +322,10 @@ type Plan struct {
 	// HeldBack are versions the head wants that a dead letter holds back
 	// until a person retries it (syncjob deadletter retry).
 	HeldBack []Skip `json:"heldBack,omitempty"`
+	// Omitted counts the changes the plan counts but does not hold: a
+	// first sync planned in windows keeps its first MaxRunChanges items
+	// (internal/syncer, windows.go). nil: every change is an item.
+	Omitted *Counts `json:"omitted,omitempty"`
 }
 
 // Counts are the changes of a plan by kind.
@@ -334,9 +338,10 @@ type Counts struct {
 	Unchanged int `json:"unchanged"`
 }
 
-// Counts returns the plan's changes by kind.
+// Counts returns the plan's changes by kind, the items it holds together
+// with those it does not hold (Omitted).
 func (p Plan) Counts() Counts {
-	return Counts{
+	c := Counts{
 		Added:     p.Count(ActAdd),
 		Updated:   p.Count(ActUpdate),
 		Moved:     p.Count(ActMove),
@@ -344,7 +349,24 @@ func (p Plan) Counts() Counts {
 		Migrated:  p.Count(ActMigrate),
 		Unchanged: p.Unchanged,
 	}
+	if o := p.Omitted; o != nil {
+		c.Added, c.Updated, c.Moved, c.Deleted, c.Migrated = c.Added+o.Added, c.Updated+o.Updated, c.Moved+o.Moved, c.Deleted+o.Deleted, c.Migrated+o.Migrated
+	}
+	return c
 }
+
+// Len is how many items the plan has: those it holds and those it only
+// counts (Omitted).
+func (p Plan) Len() int {
+	n := len(p.Items)
+	if o := p.Omitted; o != nil {
+		n += o.Changes() + o.Migrated
+	}
+	return n
+}
+
+// Changes is how many adds, updates, moves and deletes the counts hold.
+func (c Counts) Changes() int { return c.Added + c.Updated + c.Moved + c.Deleted }
 
 // Count returns how many items have the action.
 func (p Plan) Count(a Action) int {
@@ -401,6 +423,9 @@ func (p Plan) RunChanges() (changes []RunChange, omitted int) {
 		default:
 			changes = append(changes, RunChange{Action: it.Action, PolicyName: it.PolicyName, Path: it.Path, OldPath: it.OldPath(), SHA: it.SHA, OldSHA: it.OldSHA()})
 		}
+	}
+	if p.Omitted != nil {
+		omitted += p.Omitted.Changes()
 	}
 	return changes, omitted
 }

@@ -44,7 +44,7 @@ func Summary(s policy.RunSummary, secrets []string) policy.RunSummary {
 // (read from the files) and reasons. The slices are copied; nil stays nil.
 func Plan(p policy.Plan, secrets []string) policy.Plan {
 	str := func(s string) string { return String(s, secrets...) }
-	out := policy.Plan{Unchanged: p.Unchanged}
+	out := policy.Plan{Unchanged: p.Unchanged, Omitted: p.Omitted}
 	out.Items = p.Items // copied only when a secret is masked: a plan may hold 200,000 items
 	for i, it := range p.Items {
 		it.PolicyName, it.Path, it.Title = str(it.PolicyName), str(it.Path), str(it.Title)

@@ -105,6 +105,9 @@ func (r Run) Write(w io.Writer, quiet bool, pal Palette) {
 	if n := WriteRows(w, "  ", pal, r.rows(), limit); limit >= 0 && n > limit {
 		fmt.Fprintf(w, "  … and %d more (syncjob sync --dry-run lists them all)\n", n-limit)
 	}
+	if o := r.plan.Omitted; o != nil && o.Changes() > 0 {
+		fmt.Fprintf(w, "  … and %d more changes not listed: a first sync in windows lists its first %d (syncjob sync --dry-run lists them all)\n", o.Changes(), policy.MaxRunChanges)
+	}
 	fmt.Fprintln(w, planLine(r.plan))
 }
 
@@ -268,8 +271,8 @@ func (r Run) attentionRows(dead map[string]heldBack, add func(colour string, row
 
 // planLine is the plan's closing line.
 func planLine(p policy.Plan) string {
-	return fmt.Sprintf("Plan: %d to add, %d to change, %d to move, %d to delete.",
-		p.Count(policy.ActAdd), p.Count(policy.ActUpdate)+p.Count(policy.ActMigrate), p.Count(policy.ActMove), p.Count(policy.ActDelete))
+	c := p.Counts()
+	return fmt.Sprintf("Plan: %d to add, %d to change, %d to move, %d to delete.", c.Added, c.Updated+c.Migrated, c.Moved, c.Deleted)
 }
 
 // deadLetters says what n failures became.

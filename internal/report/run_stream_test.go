@@ -50,3 +50,20 @@ func TestRunWrite_LongPlanIsStreamed_NotBuiltWhole(t *testing.T) {
 		t.Errorf("largest write %d bytes of %d in %d writes: the table was built whole before it was written", w.largest, w.buf.Len(), w.writes)
 	}
 }
+
+// A first sync in windows holds its first changes only (policy.Plan's
+// Omitted counts the rest): the report lists those, says how many more
+// there are, and its plan line counts them all.
+func TestRunWrite_PlanThatCountsMoreThanItHolds_SaysSo(t *testing.T) {
+	t.Parallel()
+	items := []policy.Item{{Action: policy.ActAdd, PolicyName: "a", Path: "a.md", Title: "A"}, {Action: policy.ActAdd, PolicyName: "b", Path: "b.md", Title: "B"}}
+	r := Run{outcome: outcomeSynced, plan: policy.Plan{Items: items, Omitted: &policy.Counts{Added: 199_998}}}
+	var w bytes.Buffer
+	r.Write(&w, false, Palette{})
+	out := w.String()
+	for _, want := range []string{"  … and 199998 more changes not listed: a first sync in windows lists its first 100", "Plan: 200000 to add, 0 to change, 0 to move, 0 to delete."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
