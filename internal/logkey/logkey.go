@@ -35,6 +35,9 @@ const (
 	Deletes    = "deletes"
 	RetryCount = "retryCount"
 	Retries    = "retries"
+	// A first sync in windows (internal/syncer): which, of how many
+	FirstSyncWindow  = "firstSyncWindow"
+	FirstSyncWindows = "firstSyncWindows"
 )
 
 // Counts of a run's summary line.

@@ -59,8 +59,9 @@ func (r *run) leaseBudget(ctx context.Context, st state, mode string) ([]registr
 // must wait for another day; then it records what the run may still write
 // (differ.Reserve, with a failure record for each of unread, and the
 // repairs' entries) before the run applies. A run whose fixed writes alone
-// do not fit is refused (ErrBudget) before it applies.
-func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.Plan, work differ.QueueWork, unread int, m *mirrorRun) (policy.Plan, int, error) {
+// do not fit is refused (ErrBudget) before it applies. own is what the
+// run wrote in the windows before this one (windows.go), 0 for the first.
+func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.Plan, work differ.QueueWork, unread int, m *mirrorRun, own int64) (policy.Plan, int, error) {
 	if !r.budgeted() {
 		return plan, 0, nil
 	}
@@ -70,7 +71,7 @@ func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.
 	if err != nil {
 		return plan, 0, fmt.Errorf("write budget: %w", err)
 	}
-	left := r.opt.DailyWriteBudget - spent - fixed
+	left := r.opt.DailyWriteBudget - spent - fixed - own
 	if left < 0 {
 		return plan, 0, fmt.Errorf("%w: %d of the %d writes for %s are spent and this run needs %d to record itself; run again tomorrow (UTC) or raise DAILY_WRITE_BUDGET",
 			ErrBudget, spent, r.opt.DailyWriteBudget, r.start.Format("2006-01-02"), fixed)

@@ -32,6 +32,7 @@ type cfRig struct {
 	t     *testing.T
 	repo  *githubtest.Repo
 	cf    *cloudflaretest.Fake
+	gh    *githubtest.Server
 	bulk  *bulkRecorder
 	clock *registrytest.Clock
 	s     *syncer.Syncer
@@ -45,9 +46,9 @@ func newCFRig(t *testing.T, n int, store func(*cloudflare.Config)) *cfRig {
 		r.repo.Write(fmt.Sprintf("규정/%02d/정책 %04d.md", i%7, i), fmt.Sprintf("# 정책 %d\n\n본문 %d\n", i, i))
 	}
 	r.head = r.repo.Commit("policies")
-	gh := githubtest.NewServer(t, "knue", "policies", r.repo)
+	r.gh = githubtest.NewServer(t, "knue", "policies", r.repo)
 	sleep := r.clock.Sleep
-	src, err := github.New(github.Config{Owner: "knue", Repo: "policies", Branch: "main", BaseURL: gh.URL(), Sleep: sleep, Now: r.clock.Now})
+	src, err := github.New(github.Config{Owner: "knue", Repo: "policies", Branch: "main", BaseURL: r.gh.URL(), Sleep: sleep, Now: r.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

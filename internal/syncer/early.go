@@ -110,7 +110,7 @@ func (r *run) leaseStep(ctx context.Context, st state, mode string) (state, leas
 		r.prefetchArchive(ctx, st, nil, ahead)
 	}
 	if mode == differ.ModeFull {
-		ahead.tree = r.readTreeEarly(ctx, st.head)
+		ahead.tree = r.readTreeEarly(ctx, st.head, first)
 	}
 	if st.pendingLater {
 		ahead.pending = r.readPendingEarly(ctx, st)
@@ -161,11 +161,25 @@ func (a *readAhead) takePending(ctx context.Context, st state, err error) (state
 }
 
 // treeRead is a head tree being read beside the lease write.
-type treeRead = aheadRead[[]policy.File]
+type treeRead = aheadRead[headFiles]
 
-// readTreeEarly starts reading the head tree.
-func (r *run) readTreeEarly(ctx context.Context, head string) *treeRead {
-	return startRead(ctx, func(ctx context.Context) ([]policy.File, error) { return r.Source.Tree(ctx, head) })
+// headFiles is the head tree as read: every file, or a first sync's first
+// window of them (windows.go).
+type headFiles struct {
+	files   []policy.File
+	windows *windowing // nil: the whole tree
+}
+
+// readTreeEarly starts reading the head tree: a first sync's, in windows
+// when it is large (windows.go).
+func (r *run) readTreeEarly(ctx context.Context, head string, first bool) *treeRead {
+	return startRead(ctx, func(ctx context.Context) (headFiles, error) {
+		if first {
+			return r.firstWindow(ctx, head)
+		}
+		files, err := r.Source.Tree(ctx, head)
+		return headFiles{files: files}, err
+	})
 }
 
 // aheadRead is a read started before the step that takes it.

@@ -199,7 +199,7 @@ func TestReadTreeAndRegistry_FullRun_EntriesShareTheTreeReadAhead(t *testing.T) 
 	}
 	done := make(chan struct{})
 	close(done)
-	ahead := &readAhead{tree: &treeRead{done: done, cancel: func() {}, val: tree}}
+	ahead := &readAhead{tree: &treeRead{done: done, cancel: func() {}, val: headFiles{files: tree}}}
 	r := &run{Syncer: &Syncer{Registry: registry.New(listingStore{policies: listed})}, opt: Options{}.withDefaults(), log: (&Syncer{}).logger()}
 	_, reg, err := r.readTreeAndRegistry(t.Context(), state{head: "h"}, nil, ahead)
 	if err != nil || len(reg.entries) != 2 {

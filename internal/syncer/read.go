@@ -23,7 +23,10 @@ type readForPlan struct {
 	mode, reason string            // the mode the run took (an untrusted compare makes it full)
 	cs           *policy.Changeset // last...head in an incremental run; nil in a full one
 	tree         []policy.File     // the head tree; nil when the plan does not need it
-	reg          registryState
+	// windows, when not nil, are a first sync's windows: tree is the first
+	// (windows.go)
+	windows *windowing
+	reg     registryState
 	// touched are the names the plan writes from the head whatever the
 	// registry read says (stale.go); nil when the registry reads what was
 	// written.
@@ -87,7 +90,9 @@ func (r *run) read(ctx context.Context, st state, mode, reason string, distrust 
 			return in, err
 		}
 	}
-	if in.tree, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs, ahead); err != nil || in.cs != nil || st.last == "" {
+	var head headFiles
+	head, in.reg, err = r.readTreeAndRegistry(ctx, st, in.cs, ahead)
+	if in.tree, in.windows = head.files, head.windows; err != nil || in.cs != nil || st.last == "" {
 		return in, err
 	}
 	// a full run after a sync repairs the queue (a first sync: none left),
@@ -108,15 +113,15 @@ func (r *run) compare(ctx context.Context, st state) (policy.Changeset, error) {
 
 // readTreeAndRegistry reads the registry and, when the plan needs it, the
 // head tree at once; tree is nil when it is not needed.
-func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Changeset, ahead *readAhead) ([]policy.File, registryState, error) {
+func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Changeset, ahead *readAhead) (headFiles, registryState, error) {
 	var (
-		tree []policy.File
+		tree headFiles
 		reg  registryState
 	)
 	names, held := differ.ReadScope(st.before(), cs)
 	var shared treeStrings
 	if cs == nil && ahead != nil {
-		shared.lend(ahead.tree.ended()) // read while the lease was taken: every entry listed shares it
+		shared.lend(ahead.tree.ended().files) // read while the lease was taken: every entry listed shares it
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
@@ -129,30 +134,32 @@ func (r *run) readTreeAndRegistry(ctx context.Context, st state, cs *policy.Chan
 	if early {
 		g.Go(func() (err error) {
 			if tree, err = r.headTree(gctx, st.head, ahead.tree); err == nil && cs == nil {
-				shared.lend(tree)
-				r.prefetchArchive(ctx, st, tree, ahead) // beside the listings
+				shared.lend(tree.files)
+				r.prefetchArchive(ctx, st, tree.files, ahead) // beside the listings
 			}
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, reg, err
+		return headFiles{}, reg, err
 	}
 	if !early && (differ.TreeNeeded(st.before(), *cs, slices.Collect(maps.Keys(reg.dead))) || differ.ModifiesUnknown(*cs, reg.entries)) {
 		var err error
-		if tree, err = r.Source.Tree(ctx, st.head); err != nil {
-			return nil, reg, err
+		if tree.files, err = r.Source.Tree(ctx, st.head); err != nil {
+			return headFiles{}, reg, err
 		}
 	}
 	return tree, reg, nil
 }
 
-// headTree is the head tree: the one read early when there is one.
-func (r *run) headTree(ctx context.Context, head string, early *treeRead) ([]policy.File, error) {
+// headTree is the head tree: the one read early when there is one (a
+// first sync's first window, windows.go), else the whole tree.
+func (r *run) headTree(ctx context.Context, head string, early *treeRead) (headFiles, error) {
 	if tree, ok, err := early.take(ctx); ok {
 		return tree, err
 	}
-	return r.Source.Tree(ctx, head)
+	files, err := r.Source.Tree(ctx, head)
+	return headFiles{files: files}, err
 }
 
 // readRegistry reads what a plan needs of the registry: the policies

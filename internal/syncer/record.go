@@ -163,7 +163,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	}
 	sum.ErrorCount = len(sum.Failures)
 	sum.Waiting = rep.waiting
-	sum.StoppedEarly, sum.WaitingNames = len(rep.late) > 0, firstNames(rep.late)
+	sum.StoppedEarly, sum.WaitingNames = len(rep.late) > 0 || rep.cutShort, firstNames(rep.late)
 	sum.Unverified = rep.unverified
 	sum.QueueOrphans = queueOrphans(rep)
 	sum.Pending = rep.mirror.withoutForeign(owed(rep, err))
@@ -359,7 +359,7 @@ func (rep report) fullRun() bool {
 func count(sum *policy.RunSummary, p policy.Plan) {
 	c := p.Counts()
 	sum.Added, sum.Updated, sum.Moved, sum.Deleted, sum.Migrated, sum.Unchanged = c.Added, c.Updated, c.Moved, c.Deleted, c.Migrated, c.Unchanged
-	sum.TotalProcessed = len(p.Items) + p.Unchanged
+	sum.TotalProcessed = p.Len() + p.Unchanged
 }
 
 // known sets what the plan knows whether or not it was applied: the files

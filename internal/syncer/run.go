@@ -81,39 +81,58 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 		return
 	}
 	rep.mode, rep.reason, rep.size, rep.unverified = in.mode, in.reason, in.reg.size, in.unverified // an untrusted compare makes the run full
-	p := r.plan(rep.state, &in)
-	rep.plan = p.plan
-	if err = r.mirrorPlan(ctx, rep.mirror, rep.mode, in.reg, p.desired); err != nil { // before the titles step uploads
+	if in, err = r.windowsOrWhole(ctx, rep.state, in); err != nil {
 		return
 	}
-	t, err := r.titles(ctx, rep.state, in, p.forTitles(), rep.mirror)
-	if rep.plan, p.plan = t.plan, t.unread; err != nil { // the titles are in the planned items' own array: all that is kept as planned is what could not be read (docs/bench.md)
+	windows, base := in.windows, r.Registry.Usage().Writes
+	if err = r.pass(ctx, &rep, &in, 0); err != nil || r.opt.DryRun {
 		return
+	}
+	if windows != nil { // a first sync in windows (windows.go): that was the first
+		if err = r.laterWindows(ctx, &rep, in.reg, windows, base); err != nil {
+			return
+		}
+	}
+	return res, abortErr(ctx)
+}
+
+// pass is the steps from the plan to the failures' record, over what in
+// read: the whole run's, or one window's of a first sync in windows
+// (windows.go). own is what the windows before it wrote, for the budget.
+func (r *run) pass(ctx context.Context, rep *report, in *readForPlan, own int64) error {
+	p := r.plan(rep.state, in)
+	rep.plan = p.plan
+	if err := r.mirrorPlan(ctx, rep.mirror, rep.mode, in.reg, p.desired); err != nil { // before the titles step uploads
+		return err
+	}
+	t, err := r.titles(ctx, rep.state, *in, p.forTitles(), rep.mirror)
+	if rep.plan, p.plan = t.plan, t.unread; err != nil { // the titles are in the planned items' own array: all that is kept as planned is what could not be read (docs/bench.md)
+		return err
 	}
 	rep.titled = &t
 	if err = r.guard(t.plan, in.reg, p.renames); err != nil {
-		return
+		return err
 	}
 	rep.mirror.keepRepairs(t.plan, in.reg)
 	if r.opt.DryRun {
 		rep.failures = t.failures
-		return
+		return nil
 	}
 	if err = outage(t.files, t.failures); err != nil {
-		return
+		return err
 	}
-	plan, waiting, err := r.fitBudget(ctx, rep.state, rep.mode, t.plan, p.work, len(t.failures), rep.mirror)
+	plan, waiting, err := r.fitBudget(ctx, rep.state, rep.mode, t.plan, p.work, len(t.failures), rep.mirror, own)
 	if rep.waiting = waiting; err != nil {
-		return
+		return err
 	}
 	rep.wrote = true
-	failed, waits, err := r.applyAll(ctx, rep.state.head, plan, in, t, p.work, rep.mirror)
+	failed, waits, err := r.applyAll(ctx, rep.state.head, plan, *in, t, p.work, rep.mirror)
 	if err != nil {
-		return
+		return err
 	}
-	rep.settle(plan, in, p.work, append(t.failures, failed...), append(waits, t.late...))
+	rep.settle(plan, *in, p.work, append(t.failures, failed...), append(waits, t.late...))
 	rep.retried = r.recordFailures(ctx, t.plan, p.plan, rep.failures, rep.state.pending) // as planned: an unread item is no longer in t.plan
-	return res, abortErr(ctx)
+	return nil
 }
 
 // report is what the record step takes: what each step returned, as far as
@@ -130,8 +149,11 @@ type report struct {
 	titled  *titled
 	waiting int // items left for another day by the daily write budget, or for the next run by the deadline
 	// late names the items the run had no time for (deadline.go), sorted
-	late  []string
-	wrote bool // the run began writing policies and queue entries
+	late []string
+	// cutShort says the deadline stopped a first sync in windows before
+	// its last (windows.go): waiting counts the files of those not reached
+	cutShort bool
+	wrote    bool // the run began writing policies and queue entries
 	// failures are the items that failed (on a dry run, those unread);
 	// applied is the plan less them: nil when the run applied nothing.
 	failures []policy.Failure

@@ -124,6 +124,10 @@ type Options struct {
 	// start, handled as a Lambda invocation's (deadline.go): the CLI's
 	// MAX_DURATION. The context's deadline still holds when it is earlier.
 	MaxDuration time.Duration
+	// FirstSyncWindow is how many policies a first sync into an empty
+	// registry plans and applies at once (windows.go); 0 →
+	// DefaultFirstSyncWindow.
+	FirstSyncWindow int
 }
 
 func (o Options) withDefaults() Options {
@@ -132,6 +136,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 50
+	}
+	if o.FirstSyncWindow <= 0 {
+		o.FirstSyncWindow = DefaultFirstSyncWindow
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency

@@ -1,0 +1,221 @@
+package syncer
+
+import (
+	"context"
+	"hash/fnv"
+	"io"
+	"sync"
+
+	"github.com/knue/syncjob/internal/logkey"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/strs"
+)
+
+// A first sync into an empty registry plans and applies its policies in
+// windows of names when they are more than Options.FirstSyncWindow, so
+// that its memory is a window's, not the tree's (docs/bench.md, "The
+// windowed first sync"). A policy is in window hash(name) mod n: every
+// per-name concern (a name's files and their conflict, its queue entry,
+// its dead letter) stays inside one window. The tree's first listing,
+// beside the lease, keeps window 0 and doubles n while it holds more than
+// a window's worth, so n is known without a listing of its own; each later
+// window lists the tree again and reads the archive again. What crosses
+// windows is counted, not held: the plan keeps its first
+// policy.MaxRunChanges changes (policy.Plan.Omitted counts the rest), the
+// skips, conflicts, failures and the budget's spend. The run is recorded
+// once, after the last window or when one stops it.
+//
+// Only a run whose registry holds nothing of the job's — no policy, no
+// dead letter, no write waiting for retry — windows, and not a dry run
+// (which lists its whole plan) nor one with a content mirror (which plans
+// from the whole tree): with nothing to delete, move or repair, no concern
+// spans windows. A run that finds a window it may not take lists the tree
+// again, whole. A first sync cut short (its deadline, the write budget)
+// leaves the windows it did not reach waiting; the next run is full and
+// whole, as the daily full run is.
+
+// DefaultFirstSyncWindow is how many policies a first sync plans at once,
+// when Options leave it 0: a 50,000-policy first sync is one window (the
+// bench's 50,000 row), 200,000 are four.
+const DefaultFirstSyncWindow = 60_000
+
+// maxWindows bounds how many windows a first sync takes.
+const maxWindows = 1 << 10
+
+// windowing is a first sync's windows: how many (n), found by its first
+// listing, and how many policy files the tree and window 0 hold.
+type windowing struct {
+	size     int // most policy files a window holds as the listing counts them
+	mu       sync.Mutex
+	n        int
+	kept     int // the policy files window 0 holds at n, as far as the listing knows
+	policies int // policy files in the tree
+	first    int // policy files in window 0
+}
+
+// nameHash is the hash that places a policy file's name in its window.
+func nameHash(path string) uint32 {
+	h := fnv.New32a()
+	_, _ = io.WriteString(h, policy.NameOf(path))
+	return h.Sum32()
+}
+
+// keepFirst is the first listing's filter: window 0 of n, doubling n while
+// window 0 holds more than size policy files (halving the count: a
+// window's share of names, give or take; firstWindow counts it exactly).
+// Names are hashed only once n is 2 or more: a tree of no more than a
+// window pays nothing for it. A file that is not a policy stays in window
+// 0, as it does in the whole tree. A listing that a retry starts over
+// counts its files again: n is then larger than it must be, never smaller.
+func (w *windowing) keepFirst(path string) bool {
+	if !policy.IsPolicyPath(path) {
+		return true
+	}
+	w.mu.Lock()
+	n := w.n
+	w.mu.Unlock()
+	if n > 1 && nameHash(path)%uint32(n) != 0 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n != n && nameHash(path)%uint32(w.n) != 0 { // doubled meanwhile
+		return false
+	}
+	w.kept++
+	if w.kept > w.size && w.n < maxWindows {
+		w.n, w.kept = 2*w.n, w.kept/2
+		return nameHash(path)%uint32(w.n) == 0
+	}
+	return true
+}
+
+// keep is the filter of window k's listing: its policy files.
+func (w *windowing) keep(k int) func(string) bool {
+	return func(path string) bool {
+		return policy.IsPolicyPath(path) && int(nameHash(path)%uint32(w.n)) == k
+	}
+}
+
+// firstWindow lists the head tree for a first sync: the whole tree when it
+// holds no more than a window, else window 0 (windows nil: the whole tree).
+// The files window 0 dropped as n grew are let go: the kept ones' strings
+// are copied out of the listing's chunks.
+func (r *run) firstWindow(ctx context.Context, head string) (headFiles, error) {
+	w := &windowing{size: r.opt.FirstSyncWindow, n: 1}
+	files, policies, err := r.treeKeeping(ctx, head, w.keepFirst)
+	if err != nil || w.n == 1 {
+		return headFiles{files: files}, err
+	}
+	w.policies = policies
+	var c strs.Chunks
+	first := w.keep(0)
+	kept := make([]policy.File, 0, w.kept)
+	for _, f := range files {
+		in := first(f.Path)
+		if in {
+			w.first++
+		}
+		if in || !policy.IsPolicyPath(f.Path) {
+			kept = append(kept, policy.File{Path: c.Copy(f.Path), SHA: c.Copy(f.SHA), Size: f.Size})
+		}
+	}
+	return headFiles{files: kept, windows: w}, nil
+}
+
+// TreeKeeper is a Source that lists a commit's tree keeping only the files
+// keep takes, never holding the others (internal/github), and counts the
+// tree's policy files.
+type TreeKeeper interface {
+	TreeKeeping(ctx context.Context, commit string, keep func(path string) bool) (files []policy.File, policies int, err error)
+}
+
+// treeKeeping lists the head tree's files that keep takes: through the
+// Source's own filter when it has one, else from the whole tree.
+func (r *run) treeKeeping(ctx context.Context, head string, keep func(string) bool) ([]policy.File, int, error) {
+	if tk, ok := r.Source.(TreeKeeper); ok {
+		return tk.TreeKeeping(ctx, head, keep)
+	}
+	tree, err := r.Source.Tree(ctx, head)
+	if err != nil {
+		return nil, 0, err
+	}
+	var kept []policy.File
+	policies := 0
+	for _, f := range tree {
+		if policy.IsPolicyPath(f.Path) {
+			policies++
+		}
+		if keep(f.Path) {
+			kept = append(kept, f)
+		}
+	}
+	return kept, policies, nil
+}
+
+// windowsOrWhole keeps the windows of a first sync that may take them, and
+// otherwise lists the tree again, whole (see above).
+func (r *run) windowsOrWhole(ctx context.Context, st state, in readForPlan) (readForPlan, error) {
+	w := in.windows
+	if w == nil {
+		return in, nil
+	}
+	var why string
+	switch {
+	case r.opt.DryRun:
+		why = "a dry run lists its whole plan"
+	case r.Mirror != nil:
+		why = "the content mirror plans from the whole tree"
+	case in.cs != nil || in.touched != nil:
+		why = "not a first sync"
+	case len(in.reg.entries)+len(in.reg.v1)+len(in.reg.unreadable) > 0:
+		why = "the registry holds policies"
+	case len(in.reg.dead)+len(st.pending)+len(st.revisit) > 0:
+		why = "writes wait for retry"
+	}
+	if why == "" {
+		r.log.Info("first sync in windows", logkey.FirstSyncWindows, w.n, logkey.Files, w.policies)
+		return in, nil
+	}
+	r.log.Info("first sync planned whole", logkey.FirstSyncWindows, w.n, logkey.Reason, why)
+	in.windows = nil
+	var err error
+	in.tree, err = r.Source.Tree(ctx, st.head)
+	return in, err
+}
+
+// laterWindows plans and applies windows 1 to n-1, after window 0's pass,
+// gathering into rep what the record needs of them all. A window that
+// left writes waiting (the budget, the deadline) or failures it could not
+// record ends the run's windows, and so does the deadline: the policy
+// files of the windows not reached wait for the next run. base is the
+// registry's write count before window 0's pass: each window's budget
+// counts what the windows before it wrote.
+func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, w *windowing, base int64) error {
+	var g gathered
+	g.fold(rep)
+	defer g.restore(rep)
+	reached := w.first
+	for k := 1; k < w.n; k++ {
+		if g.waiting > 0 || g.recordFailed() || r.outOfTime(ctx) {
+			g.unreached = max(w.policies-reached, 0)
+			g.cutShort = len(g.late) > 0 || r.outOfTime(ctx)
+			r.log.Warn("first sync stopped before its last window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n, logkey.Waiting, g.unreached)
+			return nil
+		}
+		r.phases.enter("plan")
+		r.log.Info("first sync window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n)
+		tree, _, err := r.treeKeeping(ctx, rep.state.head, w.keep(k))
+		if err != nil {
+			return err
+		}
+		reached += len(tree)
+		in := readForPlan{mode: rep.mode, reason: rep.reason, tree: tree, reg: reg}
+		err = r.pass(ctx, rep, &in, r.Registry.Usage().Writes-base)
+		g.fold(rep)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

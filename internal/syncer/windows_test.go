@@ -1,0 +1,250 @@
+package syncer_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/registry"
+	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
+	"github.com/knue/syncjob/internal/syncer"
+)
+
+// windowedRig is a cfRig of n policies, two files giving one name (a
+// conflict) and an empty file (a skip).
+func windowedRig(t *testing.T, n int) *cfRig {
+	t.Helper()
+	r := newCFRig(t, n, nil)
+	r.repo.Write("규정/00/정책 0003.md", "# 정책 3\n\n본문 3\n") // beside 규정/03/정책 0003.md: a conflict
+	r.repo.Write("규정/빈 정책.md", "")
+	r.head = r.repo.Commit("a conflict and an empty file")
+	return r
+}
+
+// registryValues are the rig's policy: keys and their values.
+func (r *cfRig) registryValues() map[string]string {
+	out := map[string]string{}
+	for _, k := range r.cf.Keys() {
+		if strings.HasPrefix(k, registry.PolicyPrefix) || strings.HasPrefix(k, registry.QueuePrefix) {
+			v, _, _ := r.cf.Value(k)
+			out[k] = string(v)
+		}
+	}
+	return out
+}
+
+// TestWindows_FirstSync_SameRegistryAndSummaryAsWhole: a first sync of 150
+// policies in windows of at most 40 lists the tree once a window, writes
+// every policy once, and leaves the registry and the summary a whole
+// first sync leaves: the same entries, counts, skips and conflicts, the
+// first 100 changes by name; its plan holds those 100 and counts the rest.
+func TestWindows_FirstSync_SameRegistryAndSummaryAsWhole(t *testing.T) {
+	t.Parallel()
+	const n = 150
+	whole, windowed := windowedRig(t, n), windowedRig(t, n)
+	wantRes, err := whole.run(t.Context(), syncer.Options{BatchSize: 20})
+	if err != nil {
+		t.Fatalf("whole: %v", err)
+	}
+	if trees := whole.gh.Requests()[githubtest.KindTree]; trees != 1 {
+		t.Fatalf("whole: %d tree listings, want 1", trees)
+	}
+	res, err := windowed.run(t.Context(), syncer.Options{BatchSize: 20, FirstSyncWindow: 40})
+	if err != nil {
+		t.Fatalf("windowed: %v", err)
+	}
+	sum, want := res.Summary, wantRes.Summary
+	if trees := windowed.gh.Requests()[githubtest.KindTree]; trees < 4 || trees > 8 {
+		t.Errorf("windowed: %d tree listings, want one a window (4 to 8 windows of 150 at 40)", trees)
+	}
+	if sum.Status != policy.RunSuccess || sum.Added != n || sum.Added != want.Added || sum.Unchanged != want.Unchanged || sum.Policies != want.Policies {
+		t.Errorf("windowed: %s, %d added, %d unchanged, %d policies; whole: %s, %d, %d, %d", sum.Status, sum.Added, sum.Unchanged, sum.Policies, want.Status, want.Added, want.Unchanged, want.Policies)
+	}
+	if !slices.Equal(sum.Changes, want.Changes) || sum.ChangesOmitted != want.ChangesOmitted || len(sum.Changes) != policy.MaxRunChanges {
+		t.Errorf("windowed changes: %d listed, %d omitted; whole: %d, %d (or they differ)", len(sum.Changes), sum.ChangesOmitted, len(want.Changes), want.ChangesOmitted)
+	}
+	if !slices.Equal(sum.Skipped, want.Skipped) || len(sum.Skipped) != 1 {
+		t.Errorf("skipped: windowed %v, whole %v", sum.Skipped, want.Skipped)
+	}
+	if len(sum.Conflicts) != 1 || len(want.Conflicts) != 1 || sum.Conflicts[0].Winner != want.Conflicts[0].Winner || !slices.Equal(sum.Conflicts[0].Losers, want.Conflicts[0].Losers) {
+		t.Errorf("conflicts: windowed %v, whole %v", sum.Conflicts, want.Conflicts)
+	}
+	if got := res.Plan.Counts(); got != wantRes.Plan.Counts() || len(res.Plan.Items) != policy.MaxRunChanges || res.Plan.Omitted == nil || res.Plan.Omitted.Added != n-policy.MaxRunChanges {
+		t.Errorf("windowed plan: %d items, counts %+v (omitted %+v); whole %+v", len(res.Plan.Items), got, res.Plan.Omitted, wantRes.Plan.Counts())
+	}
+	got, wantValues := windowed.registryValues(), whole.registryValues()
+	if len(got) != len(wantValues) {
+		t.Errorf("windowed registry: %d policy and queue keys, whole %d", len(got), len(wantValues))
+	}
+	for k, v := range wantValues {
+		if got[k] != v {
+			t.Errorf("%s: windowed %q, whole %q", k, got[k], v)
+		}
+	}
+	// the records agree but for what a run's own identity and cost are
+	if diff := recordDiff(t, windowed.lastRun(), whole.lastRun()); diff != "" {
+		t.Errorf("lastRun differs from a whole first sync's: %s", diff)
+	}
+	checkWrittenOnce(t, windowed.bulk.landings(), n, 1)
+	checkAnnouncedFirst(t, windowed.bulk.landings())
+	// and the next run is incremental, reading only what it touches
+	windowed.repo.Write("규정/새 정책.md", "# 새 정책\n")
+	windowed.head = windowed.repo.Commit("add one")
+	windowed.cf.ResetCounts()
+	res, err = windowed.run(t.Context(), syncer.Options{BatchSize: 20, FirstSyncWindow: 40})
+	if err != nil || res.Summary.Mode != "incremental" || res.Summary.Added != 1 || windowed.cf.Requests(cloudflaretest.List) != 0 {
+		t.Errorf("next run: %v, %s mode, %d added, %d listings; want incremental, 1 added, no listing", err, res.Summary.Mode, res.Summary.Added, windowed.cf.Requests(cloudflaretest.List))
+	}
+}
+
+// recordDiff says how two recorded run summaries differ, leaving out what
+// two runs never share: their ids, timings and requests.
+func recordDiff(t *testing.T, a, b policy.RunSummary) string {
+	t.Helper()
+	strip := func(sum policy.RunSummary) map[string]any {
+		raw, err := json.Marshal(sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"runId", "leaseOwner", "timestamp", "durationMs", "phasesMs", "requests", "billableWrites", "billableDeletes", "lastSuccess", "lastFullRun"} {
+			delete(m, k)
+		}
+		return m
+	}
+	ma, mb := strip(a), strip(b)
+	var out []string
+	for k := range mb {
+		if ja, jb := fmt.Sprint(ma[k]), fmt.Sprint(mb[k]); ja != jb {
+			out = append(out, fmt.Sprintf("%s: %.200s, want %.200s", k, ja, jb))
+		}
+	}
+	for k := range ma {
+		if _, ok := mb[k]; !ok {
+			out = append(out, k+": only in the first")
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// TestWindows_NotTaken_RegistryNotEmptyOrDryRun: a first sync whose
+// registry holds a policy already, and a dry run, plan the whole tree:
+// one listing, every item in the plan.
+func TestWindows_NotTaken_RegistryNotEmptyOrDryRun(t *testing.T) {
+	t.Parallel()
+	const n = 60
+	t.Run("dry run", func(t *testing.T) {
+		t.Parallel()
+		r := newCFRig(t, n, nil)
+		res, err := r.run(t.Context(), syncer.Options{DryRun: true, FirstSyncWindow: 10})
+		if err != nil || len(res.Plan.Items) != n || res.Plan.Omitted != nil {
+			t.Fatalf("dry run: %d items (omitted %v), %v; want all %d", len(res.Plan.Items), res.Plan.Omitted, err, n)
+		}
+		if trees := r.gh.Requests()[githubtest.KindTree]; trees != 2 {
+			t.Errorf("%d tree listings, want 2 (the first window's, then the whole tree)", trees)
+		}
+	})
+	t.Run("a policy written before", func(t *testing.T) {
+		t.Parallel()
+		r := newCFRig(t, n, nil)
+		pair := registry.PolicyPair(policy.Entry{PolicyName: "정책 0001", Title: "old", Status: policy.StatusActive, LastUpdated: "2026-11-01T00:00:00Z", SHA: strings.Repeat("0", 40), Path: "규정/01/정책 0001.md"})
+		r.cf.Set(pair.Key, pair.Value, pair.Metadata, 0)
+		res, err := r.run(t.Context(), syncer.Options{FirstSyncWindow: 10, BatchSize: 20, ConsistencyWindow: time.Millisecond})
+		if err != nil || res.Summary.Added != n-1 || res.Summary.Updated != 1 || len(res.Plan.Items) != n || res.Plan.Omitted != nil {
+			t.Fatalf("%d added, %d updated, %d items (omitted %v), %v; want the whole plan", res.Summary.Added, res.Summary.Updated, len(res.Plan.Items), res.Plan.Omitted, err)
+		}
+	})
+}
+
+// TestWindows_Deadline_NextRunWritesTheRestOnce: a first sync in windows
+// whose deadline comes near stops: partial, stopped early, counting
+// waiting both the writes it had no time for and the policy files of the
+// windows it did not reach; the next run (full, whole) writes only those,
+// each policy once over both runs. Between windows, once the first
+// window's writes landed, nothing is named (those windows were never
+// listed); within the second window, its unsent writes are.
+func TestWindows_Deadline_NextRunWritesTheRestOnce(t *testing.T) {
+	t.Parallel()
+	for _, between := range []bool{true, false} {
+		name := map[bool]string{true: "between windows", false: "within a window"}[between]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const n = 120
+			r := newCFRig(t, n, nil)
+			ctx := newNearingDeadline()
+			opt := syncer.Options{BatchSize: 50, FirstSyncWindow: 40, Concurrency: 1}
+			near := func(int) {
+				if len(r.policyNames()) > 0 {
+					ctx.near(time.Second) // the first window's writes landed
+				}
+			}
+			if between {
+				r.bulk.after = near
+			} else {
+				r.bulk.before = near
+			}
+			res, err := r.run(ctx, opt)
+			sum := res.Summary
+			if !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || !sum.StoppedEarly {
+				t.Fatalf("err = %v, status %s, stopped early %v; want partial, stopped early", err, sum.Status, sum.StoppedEarly)
+			}
+			written := len(r.policyNames())
+			if written == 0 || written == n || sum.Added != written || sum.Waiting != n-written || len(sum.Failures) != 0 {
+				t.Errorf("%d written, %d added, %d waiting, %d failed: want some written, the rest of %d waiting, none failed", written, sum.Added, sum.Waiting, len(sum.Failures), n)
+			}
+			trees := r.gh.Requests()[githubtest.KindTree]
+			if between && (trees != 1 || len(sum.WaitingNames) != 0) {
+				t.Errorf("%d tree listings, waiting names %q: want the first window's only, none named", trees, sum.WaitingNames)
+			}
+			if !between && (trees != 2 || len(sum.WaitingNames) == 0) {
+				t.Errorf("%d tree listings, waiting names %q: want two windows listed, the second's unsent writes named", trees, sum.WaitingNames)
+			}
+			res, err = r.run(t.Context(), opt)
+			if err != nil || res.Summary.Mode != "full" || res.Summary.Added != n-written {
+				t.Fatalf("next run: %v, %s mode, %d added; want full, adding the %d waiting", err, res.Summary.Mode, res.Summary.Added, n-written)
+			}
+			checkWrittenOnce(t, r.bulk.landings(), n, 2)
+			checkAnnouncedFirst(t, r.bulk.landings())
+		})
+	}
+}
+
+// TestWindows_Budget_EachWindowCountsWhatTheOnesBeforeWrote: under a daily
+// write budget that pays for the first window and part of the second, a
+// first sync in windows spends no more than the budget (each window's fit
+// counts what the windows before it wrote), ends partial with the rest
+// waiting for the budget, and the next day's run writes the rest once.
+func TestWindows_Budget_EachWindowCountsWhatTheOnesBeforeWrote(t *testing.T) {
+	t.Parallel()
+	const n, budget = 120, 140
+	r := newCFRig(t, n, nil)
+	opt := syncer.Options{BatchSize: 50, FirstSyncWindow: 40, DailyWriteBudget: budget}
+	res, err := r.run(t.Context(), opt)
+	sum := res.Summary
+	if !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || sum.StoppedEarly {
+		t.Fatalf("err = %v, status %s, stopped early %v; want partial, waiting for the budget", err, sum.Status, sum.StoppedEarly)
+	}
+	written := len(r.policyNames())
+	if billed := r.s.Registry.Usage().Writes; billed > budget || written == 0 || sum.Added != written || sum.Waiting != n-written {
+		t.Errorf("billed %d writes (budget %d), %d written, %d added, %d waiting: want within the budget, the rest of %d waiting", billed, budget, written, sum.Added, sum.Waiting, n)
+	}
+	if trees := r.gh.Requests()[githubtest.KindTree]; trees < 2 {
+		t.Errorf("%d tree listings: want the budget to cut a later window, not the first", trees)
+	}
+	r.clock.Advance(24 * time.Hour)
+	res, err = r.run(t.Context(), syncer.Options{BatchSize: 50})
+	if err != nil || res.Summary.Added != n-written {
+		t.Fatalf("next day: %v, %d added; want the %d waiting", err, res.Summary.Added, n-written)
+	}
+	checkWrittenOnce(t, r.bulk.landings(), n, 2)
+}
