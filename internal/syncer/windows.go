@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/fnv"
 	"io"
+	"maps"
 	"sync"
 
 	"github.com/knue/syncjob/internal/logkey"
@@ -48,9 +49,9 @@ type windowing struct {
 	size     int // most policy files a window holds as the listing counts them
 	mu       sync.Mutex
 	n        int
-	kept     int // the policy files window 0 holds at n, as far as the listing knows
-	policies int // policy files in the tree
-	first    int // policy files in window 0
+	kept     map[uint64]uint32 // the policy files window 0 holds at n: path hash → name hash
+	policies int               // policy files in the tree
+	first    int               // policy files in window 0
 }
 
 // nameHash is the hash that places a policy file's name in its window.
@@ -61,33 +62,29 @@ func nameHash(path string) uint32 {
 }
 
 // keepFirst is the first listing's filter: window 0 of n, doubling n while
-// window 0 holds more than size policy files (halving the count: a
-// window's share of names, give or take; firstWindow counts it exactly).
-// Names are hashed only once n is 2 or more: a tree of no more than a
-// window pays nothing for it. A file that is not a policy stays in window
-// 0, as it does in the whole tree. A listing that a retry starts over
-// counts its files again: n is then larger than it must be, never smaller.
+// window 0 holds more than size policy files. Files are counted by path,
+// once: a walked tree lists the entries of a listing GitHub cut again,
+// and a retry starts a listing over (counted twice, 50,000 policies took
+// two windows). A file that is not a policy stays in window 0, as it does
+// in the whole tree.
 func (w *windowing) keepFirst(path string) bool {
 	if !policy.IsPolicyPath(path) {
 		return true
 	}
-	w.mu.Lock()
-	n := w.n
-	w.mu.Unlock()
-	if n > 1 && nameHash(path)%uint32(n) != 0 {
-		return false
-	}
+	name := nameHash(path)
+	p := fnv.New64a()
+	_, _ = io.WriteString(p, path)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.n != n && nameHash(path)%uint32(w.n) != 0 { // doubled meanwhile
+	if name%uint32(w.n) != 0 {
 		return false
 	}
-	w.kept++
-	if w.kept > w.size && w.n < maxWindows {
-		w.n, w.kept = 2*w.n, w.kept/2
-		return nameHash(path)%uint32(w.n) == 0
+	w.kept[p.Sum64()] = name
+	for len(w.kept) > w.size && w.n < maxWindows {
+		w.n *= 2
+		maps.DeleteFunc(w.kept, func(_ uint64, h uint32) bool { return h%uint32(w.n) != 0 })
 	}
-	return true
+	return name%uint32(w.n) == 0
 }
 
 // keep is the filter of window k's listing: its policy files.
@@ -102,7 +99,7 @@ func (w *windowing) keep(k int) func(string) bool {
 // The files window 0 dropped as n grew are let go: the kept ones' strings
 // are copied out of the listing's chunks.
 func (r *run) firstWindow(ctx context.Context, head string) (headFiles, error) {
-	w := &windowing{size: r.opt.FirstSyncWindow, n: 1}
+	w := &windowing{size: r.opt.FirstSyncWindow, n: 1, kept: map[uint64]uint32{}}
 	files, policies, err := r.treeKeeping(ctx, head, w.keepFirst)
 	if err != nil || w.n == 1 {
 		return headFiles{files: files}, err
@@ -110,7 +107,8 @@ func (r *run) firstWindow(ctx context.Context, head string) (headFiles, error) {
 	w.policies = policies
 	var c strs.Chunks
 	first := w.keep(0)
-	kept := make([]policy.File, 0, w.kept)
+	kept := make([]policy.File, 0, len(w.kept))
+	w.kept = nil
 	for _, f := range files {
 		in := first(f.Path)
 		if in {

@@ -248,3 +248,24 @@ func TestWindows_Budget_EachWindowCountsWhatTheOnesBeforeWrote(t *testing.T) {
 	}
 	checkWrittenOnce(t, r.bulk.landings(), n, 2)
 }
+
+// TestWindows_WalkedTree_CountedOnce: a tree whose listings GitHub cuts is
+// walked, listing again what the cut listings showed; the first listing
+// counts each file once, so a tree of exactly a window's policies is one
+// window (counted twice, the bench's 50,000 took two).
+func TestWindows_WalkedTree_CountedOnce(t *testing.T) {
+	t.Parallel()
+	const n = 60
+	r := newCFRig(t, n, nil)
+	r.gh.TruncateTreesOver = 20
+	res, err := r.run(t.Context(), syncer.Options{BatchSize: 50, FirstSyncWindow: n})
+	if err != nil || res.Summary.Added != n {
+		t.Fatalf("%v, %d added; want %d", err, res.Summary.Added, n)
+	}
+	if res.Plan.Omitted != nil || len(res.Plan.Items) != n {
+		t.Errorf("plan of %d items (omitted %+v): want the whole plan, one window", len(res.Plan.Items), res.Plan.Omitted)
+	}
+	if links := r.gh.Requests()[githubtest.KindArchiveLink]; links > 1 {
+		t.Errorf("%d archive reads: want one window's", links)
+	}
+}
