@@ -25,10 +25,13 @@ type scaleResult struct {
 	// the GitHub requests but the tree's listings, and those listings, each
 	// the median of the repetitions' own (median only)
 	ghBesidesTree, ghTrees int
-	ghKinds, cfKinds       map[string]int // by endpoint
-	s3                     int            // requests at the S3 proxy (-scale.mirror)
-	s3Kinds                map[string]int // by operation
-	ghConns, cfConns       int            // connections the client opened
+	// windows is how many windows a first sync took (internal/syncer,
+	// windows.go): each reads the archive once (median only)
+	windows          int
+	ghKinds, cfKinds map[string]int // by endpoint
+	s3               int            // requests at the S3 proxy (-scale.mirror)
+	s3Kinds          map[string]int // by operation
+	ghConns, cfConns int            // connections the client opened
 	// leaseExpired is how long the stored lease had expired while the run
 	// still held it (see leaseWatch); leaseLongest its longest stretch
 	leaseExpired, leaseLongest time.Duration

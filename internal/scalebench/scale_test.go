@@ -275,6 +275,7 @@ func (s *scaleSet) median(run string) (m scaleResult, ok bool) {
 	m.github = int(mid(func(r scaleResult) float64 { return float64(r.github) }))
 	m.ghBesidesTree = int(mid(func(r scaleResult) float64 { return float64(r.github - r.ghKinds["tree"]) }))
 	m.ghTrees = int(mid(func(r scaleResult) float64 { return float64(r.ghKinds["tree"]) }))
+	m.windows = max(1, int(mid(func(r scaleResult) float64 { return float64(r.ghKinds["archive-link"]) })))
 	m.cloudflare = int(mid(func(r scaleResult) float64 { return float64(r.cloudflare) }))
 	m.s3 = int(mid(func(r scaleResult) float64 { return float64(r.s3) }))
 	m.ops = int(mid(func(r scaleResult) float64 { return float64(r.ops) }))
