@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -508,7 +509,9 @@ type RunSummary struct {
 	Waiting int `json:"waiting,omitempty"`
 	// StoppedEarly says the run stopped applying before its deadline (the
 	// Lambda's, or a rate window that would have waited past it), and
-	// WaitingNames are the first 20 names it left for the next run.
+	// WaitingNames are the first 20 names it left for the next run (a
+	// first sync in windows counts the windows it did not reach in
+	// Waiting, unnamed: never listed).
 	StoppedEarly bool     `json:"stoppedEarly,omitempty"`
 	WaitingNames []string `json:"waitingNames,omitempty"`
 	// Unverified says why the run trusted registry reads it should have
@@ -530,6 +533,15 @@ type RunSummary struct {
 	// whether it was): the next run plans from the head tree, not from a
 	// compare.
 	Dirty bool `json:"dirty,omitempty"`
+}
+
+// WaitingShown is " (names, …)" of the names the run left waiting, or ""
+// when it named none.
+func (s RunSummary) WaitingShown() string {
+	if len(s.WaitingNames) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(s.WaitingNames, ", ") + ")"
 }
 
 // MirrorSummary is what one run did to the content mirror (or, on a dry

@@ -165,7 +165,7 @@ func printRunSummary(line func(label, format string, args ...any), label string,
 		line("planned", "%d to add, %d to change, %d to move, %d to delete (not all applied)", p.Added, p.Updated, p.Moved, p.Deleted)
 	}
 	if lr.Waiting > 0 && lr.StoppedEarly {
-		line("waiting", "%d changes wait: the run stopped before its deadline; %d policies written so far; the next run continues (%s)", lr.Waiting, lr.Policies, strings.Join(lr.WaitingNames, ", "))
+		line("waiting", "%d changes wait: the run stopped before its deadline; %d policies written so far; the next run continues%s", lr.Waiting, lr.Policies, lr.WaitingShown())
 	} else if lr.Waiting > 0 {
 		line("waiting", "%d changes wait for the daily write budget (DAILY_WRITE_BUDGET); %d policies written so far; the next run continues", lr.Waiting, lr.Policies)
 	}

@@ -203,8 +203,8 @@ func TestWindows_Deadline_NextRunWritesTheRestOnce(t *testing.T) {
 				t.Errorf("%d written, %d added, %d waiting, %d failed: want some written, the rest of %d waiting, none failed", written, sum.Added, sum.Waiting, len(sum.Failures), n)
 			}
 			trees := r.gh.Requests()[githubtest.KindTree]
-			if between && (trees != 1 || len(sum.WaitingNames) != 0) {
-				t.Errorf("%d tree listings, waiting names %q: want the first window's only, none named", trees, sum.WaitingNames)
+			if between && (trees != 1 || len(sum.WaitingNames) != 0 || !strings.HasSuffix(err.Error(), "the next run continues")) {
+				t.Errorf("%d tree listings, waiting names %q, error %q: want the first window's only, none named", trees, sum.WaitingNames, err)
 			}
 			if !between && (trees != 2 || len(sum.WaitingNames) == 0) {
 				t.Errorf("%d tree listings, waiting names %q: want two windows listed, the second's unsent writes named", trees, sum.WaitingNames)
