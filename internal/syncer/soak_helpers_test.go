@@ -237,7 +237,7 @@ func newSoakRig(t testing.TB, backend string, seed uint64, repo *githubtest.Repo
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.opt = syncer.Options{MaxFileSize: soakMaxFileSize, Concurrency: *soakConcurrency, ReconcileInterval: 24 * time.Hour}
+	r.opt = syncer.Options{MaxFileSize: soakMaxFileSize, Concurrency: *soakConcurrency, ReconcileInterval: 24 * time.Hour, FirstSyncWindow: *soakWindow}
 	var store registry.Store
 	switch backend {
 	case backendMemory:

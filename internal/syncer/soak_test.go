@@ -70,6 +70,7 @@ var (
 	soakConcurrency = flag.Int("soak.concurrency", 1, "soak: batches in flight (more than 1 is not reproducible by seed)")
 	soakReplaySteps = flag.Int("soak.replay", 0, "soak: commits of the replayed history (0: 2, or 150 with -soak.long)")
 	soakTrace       = flag.Bool("soak.trace", false, "soak: log every run")
+	soakWindow      = flag.Int("soak.window", 0, "soak: Options.FirstSyncWindow (0: the default, 60,000); a few policies make every first sync one in windows")
 )
 
 func TestSoak_RandomHistoriesUnderFaults_InvariantsHoldAndCleanRunConverges(t *testing.T) {
