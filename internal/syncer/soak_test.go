@@ -254,6 +254,9 @@ func (rp *reporter) check(st histStep, run string, f runFaults, opt syncer.Optio
 	if mode == "" {
 		mode = "aborted before planning"
 	}
+	if res.Plan.Omitted != nil {
+		mode += " in windows" // a first sync in windows (-soak.window)
+	}
 	rp.stats.add(func(s *soakStats) {
 		s.runs++
 		s.exits[exitCode(err)]++
