@@ -22,6 +22,7 @@ import (
 // plan needs (read.go; on a registry whose reads lag, stale.go), plan (plan.go, through internal/differ), read titles
 // (titles.go), guard (differ.Guard), fit the daily write budget
 // (budget.go), apply (apply.go), record failures for retry (failures.go)
+// — from the plan on once a window, for a large first sync (windows.go) —
 // and record the run (record.go). Every step takes and returns values; what
 // the record step needs of them is gathered here, in rep. The returned
 // error is nil for a success (including "nothing to do"), wraps ErrPartial
