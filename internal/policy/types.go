@@ -514,6 +514,10 @@ type RunSummary struct {
 	// Waiting, unnamed: never listed).
 	StoppedEarly bool     `json:"stoppedEarly,omitempty"`
 	WaitingNames []string `json:"waitingNames,omitempty"`
+	// Unreached counts, of Waiting, the policy files of a first sync's
+	// windows the run did not reach (the deadline, the budget): not
+	// planned yet, so files, not policies.
+	Unreached int `json:"unreached,omitempty"`
 	// Unverified says why the run trusted registry reads it should have
 	// waited for (its deadline left no time to wait out an eventually
 	// consistent registry's window): partial, lastCommit kept, the next
@@ -535,13 +539,20 @@ type RunSummary struct {
 	Dirty bool `json:"dirty,omitempty"`
 }
 
-// WaitingShown is " (names, …)" of the names the run left waiting, or ""
-// when it named none.
+// WaitingShown is " (names, …)" of the names the run left waiting and the
+// files of windows it did not reach, or "" when it named none.
 func (s RunSummary) WaitingShown() string {
-	if len(s.WaitingNames) == 0 {
+	var parts []string
+	if len(s.WaitingNames) > 0 {
+		parts = append(parts, strings.Join(s.WaitingNames, ", "))
+	}
+	if s.Unreached > 0 {
+		parts = append(parts, fmt.Sprintf("%d of them policy files of windows not reached, not planned yet", s.Unreached))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	return " (" + strings.Join(s.WaitingNames, ", ") + ")"
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // MirrorSummary is what one run did to the content mirror (or, on a dry

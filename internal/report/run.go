@@ -146,15 +146,28 @@ func (r Run) headline(pal Palette) string {
 	}
 	switch {
 	case s.Waiting > 0 && s.StoppedEarly:
-		failed += fmt.Sprintf(", %d waiting for the next run (stopped before the deadline)", s.Waiting)
+		failed += fmt.Sprintf(", %d waiting for the next run (stopped before the deadline%s)", s.Waiting, unreached(s, "; "))
 	case s.Waiting > 0:
 		failed += fmt.Sprintf(", %d waiting for the daily write budget", s.Waiting)
+		if s.Unreached > 0 {
+			failed += " (" + unreached(s, "") + ")"
+		}
 	}
 	if s.Unverified != "" {
 		failed += ", reads not verified (no time to wait out the registry's consistency window)"
 	}
 	return fmt.Sprintf("%s %s: %s mode, %d added, %d updated, %d moved, %d deleted, %d unchanged, %d skipped, %s (%s)",
 		word, Short(s.CommitSHA), OrDash(s.Mode), s.Added, s.Updated, s.Moved, s.Deleted, s.Unchanged, len(s.Skipped), failed, requestCounts(s))
+}
+
+// unreached says how many of what waits are policy files of the windows a
+// first sync did not reach (not planned, so files, not policies), after
+// sep; "" when none.
+func unreached(s policy.RunSummary, sep string) string {
+	if s.Unreached == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s%d of them policy files of windows not reached", sep, s.Unreached)
 }
 
 // refusal is the guard's reason, without the words of the sentinel.

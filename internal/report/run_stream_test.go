@@ -67,3 +67,22 @@ func TestRunWrite_PlanThatCountsMoreThanItHolds_SaysSo(t *testing.T) {
 		}
 	}
 }
+
+// A first sync in windows that stopped counts the files of the windows it
+// did not reach as waiting: the headline says how many of them they are
+// (files, not planned yet), for the deadline and for the budget.
+func TestRunHeadline_WindowsNotReached_Said(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		early bool
+		want  string
+	}{
+		{true, ", 95 waiting for the next run (stopped before the deadline; 90 of them policy files of windows not reached)"},
+		{false, ", 95 waiting for the daily write budget (90 of them policy files of windows not reached)"},
+	} {
+		r := Run{outcome: outcomePartial, sum: policy.RunSummary{CommitSHA: "abc", Mode: "full", Waiting: 95, StoppedEarly: c.early, Unreached: 90}}
+		if got := r.headline(Palette{}); !strings.Contains(got, c.want) {
+			t.Errorf("headline %q lacks %q", got, c.want)
+		}
+	}
+}

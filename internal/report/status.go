@@ -167,7 +167,7 @@ func printRunSummary(line func(label, format string, args ...any), label string,
 	if lr.Waiting > 0 && lr.StoppedEarly {
 		line("waiting", "%d changes wait: the run stopped before its deadline; %d policies written so far; the next run continues%s", lr.Waiting, lr.Policies, lr.WaitingShown())
 	} else if lr.Waiting > 0 {
-		line("waiting", "%d changes wait for the daily write budget (DAILY_WRITE_BUDGET); %d policies written so far; the next run continues", lr.Waiting, lr.Policies)
+		line("waiting", "%d changes wait for the daily write budget (DAILY_WRITE_BUDGET); %d policies written so far; the next run continues%s", lr.Waiting, lr.Policies, lr.WaitingShown())
 	}
 	for _, sk := range lr.HeldBack {
 		line("held back", "%s (%s)", sk.PolicyName, sk.Path)

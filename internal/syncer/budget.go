@@ -72,6 +72,9 @@ func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.
 		return plan, 0, fmt.Errorf("write budget: %w", err)
 	}
 	left := r.opt.DailyWriteBudget - spent - fixed - own
+	if left < 0 && own > 0 { // a later window of a first sync: what earlier ones wrote spent it
+		left = 0
+	}
 	if left < 0 {
 		return plan, 0, fmt.Errorf("%w: %d of the %d writes for %s are spent and this run needs %d to record itself; run again tomorrow (UTC) or raise DAILY_WRITE_BUDGET",
 			ErrBudget, spent, r.opt.DailyWriteBudget, r.start.Format("2006-01-02"), fixed)
@@ -85,6 +88,22 @@ func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.
 		return plan, waiting, fmt.Errorf("write budget: reserve writes: %w", failed[res.Key()])
 	}
 	return plan, waiting, nil
+}
+
+// budgetSpent says whether a first sync's next window could write no
+// policy within the daily write budget, the windows before it having
+// written own (windows.go): then it is not listed nor read.
+func (r *run) budgetSpent(ctx context.Context, own int64) (bool, error) {
+	if !r.budgeted() {
+		return false, nil
+	}
+	spent, err := r.spentToday(ctx)
+	if err != nil {
+		return false, fmt.Errorf("write budget: %w", err)
+	}
+	leased := r.opt.LeaseTTL > 0
+	left := r.opt.DailyWriteBudget - spent - own - differ.FixedWrites(differ.QueueWork{}, leased) - differ.ReserveWrites(leased)
+	return left < differ.Writes(policy.Plan{Items: []policy.Item{{Action: policy.ActAdd}}}), nil
 }
 
 // unfinished is what a reservation says of its run until the run's record

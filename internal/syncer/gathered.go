@@ -46,6 +46,12 @@ func (g *gathered) fold(rep *report) {
 		g.retried.newlyDead = append(g.retried.newlyDead, detachSkips(rt.newlyDead)...)
 		g.retried.err = cmp.Or(g.retried.err, rt.err)
 	}
+	g.drop(rep)
+}
+
+// drop lets go of what rep holds of a window the run did not apply (the
+// deadline cut its reads): its files are counted as not reached.
+func (g *gathered) drop(rep *report) {
 	rep.plan, rep.titled, rep.applied, rep.failures, rep.late, rep.waiting, rep.retried = policy.Plan{}, nil, nil, nil, nil, 0, nil
 }
 
@@ -66,7 +72,10 @@ func (g *gathered) restore(rep *report) {
 	rep.failures = sortFailures(g.failures)
 	slices.Sort(g.late)
 	rep.late = g.late
-	rep.waiting = g.waiting + g.unreached
+	rep.waiting, rep.unreached = g.waiting+g.unreached, g.unreached
+	if g.retried != nil {
+		slices.Sort(g.retried.owed) // as a whole run's
+	}
 	rep.retried = g.retried
 	rep.cutShort = g.cutShort
 }

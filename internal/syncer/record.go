@@ -163,7 +163,7 @@ func (r *run) summarize(rep report, err error) policy.RunSummary {
 	}
 	sum.ErrorCount = len(sum.Failures)
 	sum.Waiting = rep.waiting
-	sum.StoppedEarly, sum.WaitingNames = len(rep.late) > 0 || rep.cutShort, firstNames(rep.late)
+	sum.StoppedEarly, sum.WaitingNames, sum.Unreached = len(rep.late) > 0 || rep.cutShort, firstNames(rep.late), rep.unreached
 	sum.Unverified = rep.unverified
 	sum.QueueOrphans = queueOrphans(rep)
 	sum.Pending = rep.mirror.withoutForeign(owed(rep, err))

@@ -152,9 +152,11 @@ type report struct {
 	// late names the items the run had no time for (deadline.go), sorted
 	late []string
 	// cutShort says the deadline stopped a first sync in windows before
-	// its last (windows.go): waiting counts the files of those not reached
-	cutShort bool
-	wrote    bool // the run began writing policies and queue entries
+	// its last (windows.go); unreached counts the policy files of the
+	// windows it did not reach, in waiting too
+	cutShort  bool
+	unreached int
+	wrote     bool // the run began writing policies and queue entries
 	// failures are the items that failed (on a dry run, those unread);
 	// applied is the plan less them: nil when the run applied nothing.
 	failures []policy.Failure

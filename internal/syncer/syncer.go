@@ -277,7 +277,7 @@ func runError(sum policy.RunSummary, err error) error {
 		case sum.Waiting > 0 && sum.StoppedEarly:
 			return fmt.Errorf("%w: %d changes wait: the run stopped before its deadline; the next run continues%s%s", ErrPartial, sum.Waiting, sum.WaitingShown(), unverified)
 		case sum.Waiting > 0:
-			return fmt.Errorf("%w: %d changes wait for tomorrow's write budget (DAILY_WRITE_BUDGET); the next run continues%s", ErrPartial, sum.Waiting, unverified)
+			return fmt.Errorf("%w: %d changes wait for tomorrow's write budget (DAILY_WRITE_BUDGET); the next run continues%s%s", ErrPartial, sum.Waiting, sum.WaitingShown(), unverified)
 		case len(sum.HeldBack) > 0:
 			names := make([]string, len(sum.HeldBack))
 			for i, h := range sum.HeldBack {

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"io"
 	"maps"
@@ -65,11 +66,14 @@ func nameHash(path string) uint32 {
 // window 0 holds more than size policy files. Files are counted by path,
 // once: a walked tree lists the entries of a listing GitHub cut again,
 // and a retry starts a listing over (counted twice, 50,000 policies took
-// two windows). A file that is not a policy stays in window 0, as it does
-// in the whole tree.
+// two windows). A file that is not a policy is kept while n is 1, as the
+// whole tree has it; in windows the plan reads policy files only, and
+// firstWindow lets go of those kept before n grew.
 func (w *windowing) keepFirst(path string) bool {
 	if !policy.IsPolicyPath(path) {
-		return true
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.n == 1 // the whole tree so far; in windows the plan reads policy files only
 	}
 	name := nameHash(path)
 	p := fnv.New64a()
@@ -95,9 +99,9 @@ func (w *windowing) keep(k int) func(string) bool {
 }
 
 // firstWindow lists the head tree for a first sync: the whole tree when it
-// holds no more than a window, else window 0 (windows nil: the whole tree).
-// The files window 0 dropped as n grew are let go: the kept ones' strings
-// are copied out of the listing's chunks.
+// holds no more than a window, else window 0's policy files (windows nil:
+// the whole tree). The files window 0 dropped as n grew are let go: the
+// kept ones' strings are copied out of the listing's chunks.
 func (r *run) firstWindow(ctx context.Context, head string) (headFiles, error) {
 	w := &windowing{size: r.opt.FirstSyncWindow, n: 1, kept: map[uint64]uint32{}}
 	files, policies, err := r.treeKeeping(ctx, head, w.keepFirst)
@@ -114,7 +118,7 @@ func (r *run) firstWindow(ctx context.Context, head string) (headFiles, error) {
 		if in {
 			w.first++
 		}
-		if in || !policy.IsPolicyPath(f.Path) {
+		if in {
 			kept = append(kept, policy.File{Path: c.Copy(f.Path), SHA: c.Copy(f.SHA), Size: f.Size})
 		}
 	}
@@ -185,31 +189,51 @@ func (r *run) windowsOrWhole(ctx context.Context, st state, in readForPlan) (rea
 // laterWindows plans and applies windows 1 to n-1, after window 0's pass,
 // gathering into rep what the record needs of them all. A window that
 // left writes waiting (the budget, the deadline) or failures it could not
-// record ends the run's windows, and so does the deadline: the policy
-// files of the windows not reached wait for the next run. base is the
-// registry's write count before window 0's pass: each window's budget
-// counts what the windows before it wrote.
+// record ends the run's windows, and so do the deadline and a spent
+// budget: the policy files of the windows not reached wait for the next
+// run. A window the deadline cut before it applied anything (its listing,
+// its archive) is one not reached. base is the registry's write count
+// before window 0's pass: each window's budget counts what the windows
+// before it wrote.
 func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, w *windowing, base int64) error {
 	var g gathered
 	g.fold(rep)
 	defer g.restore(rep)
 	reached := w.first
+	stop := func(k int, why string) error {
+		g.unreached = max(w.policies-reached, 0)
+		g.cutShort = len(g.late) > 0 || r.outOfTime(ctx)
+		r.log.Warn("first sync stopped before its last window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n, logkey.Waiting, g.unreached, logkey.Reason, why)
+		return nil
+	}
 	for k := 1; k < w.n; k++ {
-		if g.waiting > 0 || g.recordFailed() || r.outOfTime(ctx) {
-			g.unreached = max(w.policies-reached, 0)
-			g.cutShort = len(g.late) > 0 || r.outOfTime(ctx)
-			r.log.Warn("first sync stopped before its last window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n, logkey.Waiting, g.unreached)
-			return nil
+		switch spent, err := r.budgetSpent(ctx, r.Registry.Usage().Writes-base); {
+		case g.recordFailed():
+			return stop(k, "failures could not be recorded for retry")
+		case r.outOfTime(ctx):
+			return stop(k, "out of time")
+		case g.waiting > 0:
+			return stop(k, "writes wait")
+		case err != nil:
+			return err
+		case spent:
+			return stop(k, "the daily write budget is spent")
 		}
 		r.phases.enter("plan")
 		r.log.Info("first sync window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n)
 		tree, _, err := r.treeKeeping(ctx, rep.state.head, w.keep(k))
-		if err != nil {
-			return err
+		rep.wrote = false // this window's: set again below
+		if err == nil {
+			in := readForPlan{mode: rep.mode, reason: rep.reason, tree: tree, reg: reg}
+			err = r.pass(ctx, rep, &in, r.Registry.Usage().Writes-base)
+		}
+		applied := rep.wrote
+		rep.wrote = true // the windows before it wrote
+		if err != nil && !applied && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			g.drop(rep)
+			return stop(k, "out of time")
 		}
 		reached += len(tree)
-		in := readForPlan{mode: rep.mode, reason: rep.reason, tree: tree, reg: reg}
-		err = r.pass(ctx, rep, &in, r.Registry.Usage().Writes-base)
 		g.fold(rep)
 		if err != nil {
 			return err

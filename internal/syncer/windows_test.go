@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
@@ -104,8 +107,9 @@ func TestWindows_FirstSync_SameRegistryAndSummaryAsWhole(t *testing.T) {
 }
 
 // recordDiff says how two recorded run summaries differ, leaving out what
-// two runs never share: their ids, timings and requests.
-func recordDiff(t *testing.T, a, b policy.RunSummary) string {
+// two runs never share: their ids, timings and requests, and the fields
+// named in ignore.
+func recordDiff(t *testing.T, a, b policy.RunSummary, ignore ...string) string {
 	t.Helper()
 	strip := func(sum policy.RunSummary) map[string]any {
 		raw, err := json.Marshal(sum)
@@ -116,7 +120,7 @@ func recordDiff(t *testing.T, a, b policy.RunSummary) string {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{"runId", "leaseOwner", "timestamp", "durationMs", "phasesMs", "requests", "billableWrites", "billableDeletes", "lastSuccess", "lastFullRun"} {
+		for _, k := range append([]string{"runId", "leaseOwner", "timestamp", "durationMs", "phasesMs", "requests", "billableWrites", "billableDeletes", "lastSuccess", "lastFullRun"}, ignore...) {
 			delete(m, k)
 		}
 		return m
@@ -203,7 +207,7 @@ func TestWindows_Deadline_NextRunWritesTheRestOnce(t *testing.T) {
 				t.Errorf("%d written, %d added, %d waiting, %d failed: want some written, the rest of %d waiting, none failed", written, sum.Added, sum.Waiting, len(sum.Failures), n)
 			}
 			trees := r.gh.Requests()[githubtest.KindTree]
-			if between && (trees != 1 || len(sum.WaitingNames) != 0 || !strings.HasSuffix(err.Error(), "the next run continues")) {
+			if between && (trees != 1 || len(sum.WaitingNames) != 0 || sum.Unreached != n-written || strings.Contains(err.Error(), "()") || !strings.Contains(err.Error(), "policy files of windows not reached")) {
 				t.Errorf("%d tree listings, waiting names %q, error %q: want the first window's only, none named", trees, sum.WaitingNames, err)
 			}
 			if !between && (trees != 2 || len(sum.WaitingNames) == 0) {
@@ -267,5 +271,126 @@ func TestWindows_WalkedTree_CountedOnce(t *testing.T) {
 	}
 	if links := r.gh.Requests()[githubtest.KindArchiveLink]; links > 1 {
 		t.Errorf("%d archive reads: want one window's", links)
+	}
+}
+
+// windowsOf is how many windows a first sync of the cfRig's n policies
+// takes at size, and how many of them window 0 holds.
+func windowsOf(t *testing.T, n, size int) (windows, first int) {
+	t.Helper()
+	r := newCFRig(t, n, nil)
+	if _, err := r.run(t.Context(), syncer.Options{BatchSize: 50, FirstSyncWindow: size}); err != nil {
+		t.Fatal(err)
+	}
+	windows = r.gh.Requests()[githubtest.KindTree]
+	for i := range n {
+		h := fnv.New32a()
+		_, _ = io.WriteString(h, policy.NameOf(fmt.Sprintf("규정/%02d/정책 %04d.md", i%7, i)))
+		if h.Sum32()%uint32(windows) == 0 {
+			first++
+		}
+	}
+	return windows, first
+}
+
+// TestWindows_BudgetSpentByEarlierWindows_PartialNotRefused: a daily
+// write budget that window 0 fills to the write leaves the later windows
+// waiting — partial, the rest counted — not a refusal ("no policy
+// written") after window 0's writes (a reviewer: budget 67 of 120
+// policies in 4 windows was refused, 90 policies never counted).
+func TestWindows_BudgetSpentByEarlierWindows_PartialNotRefused(t *testing.T) {
+	t.Parallel()
+	const n, size = 120, 40
+	windows, first := windowsOf(t, n, size)
+	if windows < 3 {
+		t.Fatalf("%d windows: the test needs three or more", windows)
+	}
+	fixed := int64(differ.MetadataWrites + 2 + 2)
+	for _, budget := range []int64{fixed + 2*int64(first) - 1, fixed + 2*int64(first), fixed + 2*int64(first) + 1} {
+		t.Run(fmt.Sprint("budget ", budget), func(t *testing.T) {
+			t.Parallel()
+			r := newCFRig(t, n, nil)
+			res, err := r.run(t.Context(), syncer.Options{BatchSize: 50, FirstSyncWindow: size, DailyWriteBudget: budget})
+			sum, written := res.Summary, len(r.policyNames())
+			if !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || written == 0 || sum.Added != written || sum.Waiting != n-written {
+				t.Errorf("%v, %s, %d written, %d added, %d waiting: want partial, the rest of %d waiting", err, sum.Status, written, sum.Added, sum.Waiting, n)
+			}
+			if billed := r.s.Registry.Usage().Writes; billed > budget {
+				t.Errorf("billed %d writes, budget %d", billed, budget)
+			}
+			r.clock.Advance(24 * time.Hour)
+			if res, err = r.run(t.Context(), syncer.Options{BatchSize: 50}); err != nil || res.Summary.Added != n-written {
+				t.Fatalf("next day: %v, %d added; want the %d waiting", err, res.Summary.Added, n-written)
+			}
+			checkWrittenOnce(t, r.bulk.landings(), n, 2)
+		})
+	}
+}
+
+// TestWindows_DeadlineDuringALaterWindowsListing_PartialNotFailed: the
+// deadline passes while a later window lists the tree (GitHub slow): that
+// window applied nothing, so it is one not reached — the run is partial,
+// stopped early, the rest counted — not failed (a reviewer: "failed",
+// dirty, 90 policies counted nowhere).
+func TestWindows_DeadlineDuringALaterWindowsListing_PartialNotFailed(t *testing.T) {
+	t.Parallel()
+	const n = 120
+	r := newCFRig(t, n, nil)
+	ctx := newNearingDeadline()
+	opt := syncer.Options{BatchSize: 50, FirstSyncWindow: 40, Concurrency: 1, StopBefore: 100 * time.Millisecond}
+	armed := false
+	r.bulk.after = func(int) {
+		if !armed && len(r.policyNames()) > 0 {
+			armed = true
+			r.gh.FailNext(githubtest.KindTree, 1, githubtest.Hang())
+			ctx.near(2 * time.Second)
+			time.AfterFunc(500*time.Millisecond, ctx.pass)
+		}
+	}
+	res, err := r.run(ctx, opt)
+	sum, written := res.Summary, len(r.policyNames())
+	if !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || !sum.StoppedEarly || written == 0 || sum.Waiting != n-written || sum.Unreached != n-written {
+		t.Fatalf("%v, %s, stopped early %v, %d written, %d waiting (%d not reached): want partial, stopped early, the rest of %d waiting", err, sum.Status, sum.StoppedEarly, written, sum.Waiting, sum.Unreached, n)
+	}
+	r.bulk.after = nil
+	if res, err = r.run(t.Context(), opt); err != nil || res.Summary.Added != n-written {
+		t.Fatalf("next run: %v, %d added; want the %d waiting", err, res.Summary.Added, n-written)
+	}
+	checkWrittenOnce(t, r.bulk.landings(), n, 2)
+}
+
+// TestWindows_UnsuccessfulKeysInSeveralWindows_SameRecordAsWhole: keys
+// Cloudflare refuses in several windows leave the record a whole first
+// sync leaves: the same failures and the same pending names, sorted (a
+// reviewer: in window order).
+func TestWindows_UnsuccessfulKeysInSeveralWindows_SameRecordAsWhole(t *testing.T) {
+	t.Parallel()
+	const n = 150
+	whole, windowed := windowedRig(t, n), windowedRig(t, n)
+	keys := []string{registry.PolicyKey("정책 0007"), registry.PolicyKey("정책 0100"), registry.PolicyKey("정책 0042"), registry.PolicyKey("정책 0143")}
+	whole.cf.FailKeys(keys...)
+	windowed.cf.FailKeys(keys...)
+	if _, err := whole.run(t.Context(), syncer.Options{BatchSize: 20}); !errors.Is(err, syncer.ErrItemsFailed) && !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("whole: %v", err)
+	}
+	if _, err := windowed.run(t.Context(), syncer.Options{BatchSize: 20, FirstSyncWindow: 40}); !errors.Is(err, syncer.ErrItemsFailed) && !errors.Is(err, syncer.ErrPartial) {
+		t.Fatalf("windowed: %v", err)
+	}
+	if trees := windowed.gh.Requests()[githubtest.KindTree]; trees < 2 {
+		t.Fatalf("%d tree listings: not in windows", trees)
+	}
+	// the failures' errors name the size of the batch they were in, which windows change
+	got, want := windowed.lastRun(), whole.lastRun()
+	if diff := recordDiff(t, got, want, "failures"); diff != "" {
+		t.Errorf("lastRun differs from a whole first sync's: %s", diff)
+	}
+	names := func(fs []policy.Failure) (out []string) {
+		for _, f := range fs {
+			out = append(out, f.PolicyName)
+		}
+		return out
+	}
+	if !slices.Equal(names(got.Failures), names(want.Failures)) || len(got.Failures) != len(keys) {
+		t.Errorf("failures %v, whole %v", names(got.Failures), names(want.Failures))
 	}
 }
