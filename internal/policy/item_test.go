@@ -82,3 +82,23 @@ func TestPlan_Omitted_CountedEverywhere(t *testing.T) {
 		t.Errorf("JSON %s (%v): want the omitted counts", raw, err)
 	}
 }
+
+// WaitingShown names what waits: the names kept (and how many more there
+// are), and the policy files of the windows a first sync did not reach,
+// apart (a reviewer: "20 names; 60 of them" read as 80 of 90).
+func TestRunSummary_WaitingShown(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sum  policy.RunSummary
+		want string
+	}{
+		{policy.RunSummary{Waiting: 3, WaitingNames: []string{"a", "b", "c"}}, " (a, b, c)"},
+		{policy.RunSummary{Waiting: 12, WaitingNames: []string{"a", "b"}, Unreached: 5}, " (a, b and 5 more; 5 policy files of windows not reached, not planned yet)"},
+		{policy.RunSummary{Waiting: 60, Unreached: 60}, " (60 policy files of windows not reached, not planned yet)"},
+		{policy.RunSummary{Waiting: 7}, ""},
+	} {
+		if got := c.sum.WaitingShown(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.sum, got, c.want)
+		}
+	}
+}

@@ -544,10 +544,14 @@ type RunSummary struct {
 func (s RunSummary) WaitingShown() string {
 	var parts []string
 	if len(s.WaitingNames) > 0 {
-		parts = append(parts, strings.Join(s.WaitingNames, ", "))
+		names := strings.Join(s.WaitingNames, ", ")
+		if more := s.Waiting - s.Unreached - len(s.WaitingNames); more > 0 {
+			names += fmt.Sprintf(" and %d more", more)
+		}
+		parts = append(parts, names)
 	}
 	if s.Unreached > 0 {
-		parts = append(parts, fmt.Sprintf("%d of them policy files of windows not reached, not planned yet", s.Unreached))
+		parts = append(parts, fmt.Sprintf("%d policy files of windows not reached, not planned yet", s.Unreached))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -55,13 +55,10 @@ func (g *gathered) drop(rep *report) {
 	rep.plan, rep.titled, rep.applied, rep.failures, rep.late, rep.waiting, rep.retried = policy.Plan{}, nil, nil, nil, nil, 0, nil
 }
 
-// recordFailed says whether a window could not record its failures for
-// retry: the run fails, and writes no more.
-func (g *gathered) recordFailed() bool { return g.retried != nil && g.retried.err != nil }
-
 // restore puts into rep what the windows did, for the record.
 func (g *gathered) restore(rep *report) {
 	if g.planned != nil {
+		sortKnown(g.planned)
 		rep.titled = &titled{plan: *g.planned}
 		rep.plan = *g.planned
 	}
@@ -78,6 +75,17 @@ func (g *gathered) restore(rep *report) {
 	}
 	rep.retried = g.retried
 	rep.cutShort = g.cutShort
+}
+
+// sortKnown sorts a plan's skips, versions held back and conflicts by
+// name, as a whole plan's are (differ.FromTree), not window by window.
+func sortKnown(p *policy.Plan) {
+	bySkip := func(a, b policy.Skip) int {
+		return cmp.Or(strings.Compare(a.PolicyName, b.PolicyName), strings.Compare(a.Path, b.Path))
+	}
+	slices.SortStableFunc(p.Skipped, bySkip)
+	slices.SortStableFunc(p.HeldBack, bySkip)
+	slices.SortStableFunc(p.Conflicts, func(a, b policy.Conflict) int { return strings.Compare(a.PolicyName, b.PolicyName) })
 }
 
 // compactInto adds plan p to acc (nil: an empty plan): its skips,

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"hash/fnv"
@@ -188,11 +189,12 @@ func (r *run) windowsOrWhole(ctx context.Context, st state, in readForPlan) (rea
 
 // laterWindows plans and applies windows 1 to n-1, after window 0's pass,
 // gathering into rep what the record needs of them all. A window that
-// left writes waiting (the budget, the deadline) or failures it could not
-// record ends the run's windows, and so do the deadline and a spent
-// budget: the policy files of the windows not reached wait for the next
-// run. A window the deadline cut before it applied anything (its listing,
-// its archive) is one not reached. base is the registry's write count
+// left writes waiting (the budget, the deadline) ends the run's windows,
+// and so do the deadline and a spent budget: the policy files of the
+// windows not reached wait for the next run. A window the deadline cut
+// before it applied anything (its listing, its archive, a retry that
+// would end past it) is one not reached. Failures that could not be
+// recorded for retry fail the run, after every window, as a whole run's do. base is the registry's write count
 // before window 0's pass: each window's budget counts what the windows
 // before it wrote.
 func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, w *windowing, base int64) error {
@@ -207,17 +209,14 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 		return nil
 	}
 	for k := 1; k < w.n; k++ {
-		switch spent, err := r.budgetSpent(ctx, r.Registry.Usage().Writes-base); {
-		case g.recordFailed():
-			return stop(k, "failures could not be recorded for retry")
+		switch {
 		case r.outOfTime(ctx):
 			return stop(k, "out of time")
 		case g.waiting > 0:
 			return stop(k, "writes wait")
-		case err != nil:
-			return err
-		case spent:
-			return stop(k, "the daily write budget is spent")
+		}
+		if spent, err := r.budgetSpent(ctx, r.Registry.Usage().Writes-base); err != nil || spent {
+			return cmp.Or(err, stop(k, "the daily write budget is spent"))
 		}
 		r.phases.enter("plan")
 		r.log.Info("first sync window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n)
@@ -229,7 +228,7 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 		}
 		applied := rep.wrote
 		rep.wrote = true // the windows before it wrote
-		if err != nil && !applied && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if err != nil && !applied && (errors.Is(ctx.Err(), context.DeadlineExceeded) || timeUp(err, deadlineOf(ctx))) {
 			g.drop(rep)
 			return stop(k, "out of time")
 		}

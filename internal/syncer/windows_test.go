@@ -394,3 +394,83 @@ func TestWindows_UnsuccessfulKeysInSeveralWindows_SameRecordAsWhole(t *testing.T
 		t.Errorf("failures %v, whole %v", names(got.Failures), names(want.Failures))
 	}
 }
+
+// TestWindows_RetryOfALaterWindowsListingPastTheDeadline_NotReached: a
+// later window's listing answered 502 when the retry would end past the
+// deadline applied nothing: that window is one not reached, the run
+// partial — not failed and dirty (a reviewer: the drop waited for the
+// deadline itself to pass, not for a retry owed past it).
+func TestWindows_RetryOfALaterWindowsListingPastTheDeadline_NotReached(t *testing.T) {
+	t.Parallel()
+	const n = 120
+	r := newCFRig(t, n, nil)
+	ctx := newNearingDeadline()
+	opt := syncer.Options{BatchSize: 50, FirstSyncWindow: 40, Concurrency: 1, StopBefore: 100 * time.Millisecond}
+	armed := false
+	r.bulk.after = func(int) {
+		if !armed && len(r.policyNames()) > 0 {
+			armed = true
+			r.gh.FailNext(githubtest.KindTree, 1, githubtest.ServerError(502))
+			ctx.near(400 * time.Millisecond)
+		}
+	}
+	res, err := r.run(ctx, opt)
+	sum, written := res.Summary, len(r.policyNames())
+	if !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || sum.Dirty || written == 0 || sum.Waiting != n-written || sum.Unreached != n-written {
+		t.Fatalf("%v, %s, dirty %v, %d written, %d waiting (%d not reached): want partial, the rest of %d not reached", err, sum.Status, sum.Dirty, written, sum.Waiting, sum.Unreached, n)
+	}
+}
+
+// TestWindows_FailuresNotRecorded_EveryWindowApplied_Failed: a failure
+// whose record fails (its queue key refused) fails the run after every
+// window, as a whole run applies all and then fails; nothing waits, so
+// nothing is said to wait for the budget (a reviewer: the windows stopped,
+// and status blamed DAILY_WRITE_BUDGET, which was not set).
+func TestWindows_FailuresNotRecorded_EveryWindowApplied_Failed(t *testing.T) {
+	t.Parallel()
+	const n = 120
+	whole, windowed := newCFRig(t, n, nil), newCFRig(t, n, nil)
+	for _, r := range []*cfRig{whole, windowed} {
+		r.cf.FailKeys(registry.QueueKey("정책 0002")) // its announcement and its failure record both fail
+	}
+	_, werr := whole.run(t.Context(), syncer.Options{BatchSize: 50})
+	res, err := windowed.run(t.Context(), syncer.Options{BatchSize: 50, FirstSyncWindow: 40})
+	sum := res.Summary
+	if werr == nil || err == nil || sum.Status != policy.RunFailed || sum.Waiting != 0 || sum.Unreached != 0 {
+		t.Fatalf("whole %v; windowed %v, %s, %d waiting (%d not reached): want both failed, nothing waiting", werr, err, sum.Status, sum.Waiting, sum.Unreached)
+	}
+	if got, want := len(windowed.policyNames()), len(whole.policyNames()); got != want || got != n-1 {
+		t.Errorf("%d policies written in windows, %d whole: want %d, every window applied", got, want, n-1)
+	}
+}
+
+// TestWindows_SkipsAndConflictsInSeveralWindows_ByNameAsWhole: skips and
+// conflicts spread over several windows are recorded by name, as a whole
+// first sync records them, not window by window (a reviewer).
+func TestWindows_SkipsAndConflictsInSeveralWindows_ByNameAsWhole(t *testing.T) {
+	t.Parallel()
+	const n = 150
+	mk := func() *cfRig {
+		r := newCFRig(t, n, nil)
+		for i := 0; i < n; i += 11 {
+			r.repo.Write(fmt.Sprintf("규정/빈/정책 %04d.md", i), "")      // a conflict's loser
+			r.repo.Write(fmt.Sprintf("규정/비어있음/빈 정책 %04d.md", i), "") // a skip
+		}
+		r.head = r.repo.Commit("skips and conflicts everywhere")
+		return r
+	}
+	whole, windowed := mk(), mk()
+	if _, err := whole.run(t.Context(), syncer.Options{BatchSize: 20}); err != nil {
+		t.Fatalf("whole: %v", err)
+	}
+	if _, err := windowed.run(t.Context(), syncer.Options{BatchSize: 20, FirstSyncWindow: 40}); err != nil {
+		t.Fatalf("windowed: %v", err)
+	}
+	if trees := windowed.gh.Requests()[githubtest.KindTree]; trees < 2 {
+		t.Fatalf("%d tree listings: not in windows", trees)
+	}
+	got, want := windowed.lastRun(), whole.lastRun()
+	if diff := recordDiff(t, got, want); diff != "" || len(got.Skipped) != 14 || len(got.Conflicts) != 14 {
+		t.Errorf("%d skipped, %d conflicts; lastRun differs from a whole first sync's: %s", len(got.Skipped), len(got.Conflicts), diff)
+	}
+}
