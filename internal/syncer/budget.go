@@ -73,8 +73,11 @@ func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.
 	}
 	left := r.opt.DailyWriteBudget - spent - fixed - own
 	if left <= 0 && own > 0 { // a later window of a first sync: what earlier ones wrote spent it
-		fitted, waiting := differ.FitBudget(plan, 0)
-		return fitted, waiting, nil
+		if unread == 0 && len(work.Requeue) == 0 { // it writes nothing: no reservation
+			fitted, waiting := differ.FitBudget(plan, 0)
+			return fitted, waiting, nil
+		}
+		left = 0 // its failure records are reserved
 	}
 	if left < 0 {
 		return plan, 0, fmt.Errorf("%w: %d of the %d writes for %s are spent and this run needs %d to record itself; run again tomorrow (UTC) or raise DAILY_WRITE_BUDGET",

@@ -1,7 +1,6 @@
 package syncer
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"hash/fnv"
@@ -202,21 +201,23 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 	g.fold(rep)
 	defer g.restore(rep)
 	reached := w.first
-	stop := func(k int, why string) error {
+	stop := func(k int, why string, deadline bool) error {
 		g.unreached = max(w.policies-reached, 0)
-		g.cutShort = len(g.late) > 0 || r.outOfTime(ctx)
+		g.cutShort = deadline || len(g.late) > 0 || r.outOfTime(ctx)
 		r.log.Warn("first sync stopped before its last window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n, logkey.Waiting, g.unreached, logkey.Reason, why)
 		return nil
 	}
 	for k := 1; k < w.n; k++ {
 		switch {
 		case r.outOfTime(ctx):
-			return stop(k, "out of time")
+			return stop(k, "out of time", true)
 		case g.waiting > 0:
-			return stop(k, "writes wait")
+			return stop(k, "writes wait", false)
 		}
-		if spent, err := r.budgetSpent(ctx, r.Registry.Usage().Writes-base); err != nil || spent {
-			return cmp.Or(err, stop(k, "the daily write budget is spent"))
+		if spent, err := r.budgetSpent(ctx, r.Registry.Usage().Writes-base); err != nil {
+			return err
+		} else if spent {
+			return stop(k, "the daily write budget is spent", false)
 		}
 		r.phases.enter("plan")
 		r.log.Info("first sync window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n)
@@ -228,9 +229,9 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 		}
 		applied := rep.wrote
 		rep.wrote = true // the windows before it wrote
-		if err != nil && !applied && (errors.Is(ctx.Err(), context.DeadlineExceeded) || timeUp(err, deadlineOf(ctx))) {
+		if err != nil && !applied && (errors.Is(ctx.Err(), context.DeadlineExceeded) || (timeUp(err, deadlineOf(ctx)) && !errors.Is(err, policy.ErrRateLimited))) {
 			g.drop(rep)
-			return stop(k, "out of time")
+			return stop(k, "out of time", true) // however much time is left: a retry would end past it
 		}
 		reached += len(tree)
 		g.fold(rep)
