@@ -19,7 +19,7 @@ import (
 type scaleRepo struct {
 	repo       *githubtest.Repo
 	n          int
-	fileSize   int // 0: 2–12 KiB each; else every file is this size
+	fileSize   int // 0: 2–12 KiB each (-scale.mib of them 1 MiB); else every file is this size
 	base, next string
 	edited     []string // paths next edits
 	added      string   // the path next adds
@@ -145,14 +145,20 @@ func newScaleRepo(tb testing.TB, n, fileSize int) *scaleRepo {
 		}
 	}
 	commit(1, 0, "policies", 1704067200)
+	size := func(i int) int { // -scale.mib of the files, spread evenly, are 1 MiB
+		if k := *scaleMiB; fileSize == 0 && k > 0 && i%max(n/k, 1) == 0 && i/max(n/k, 1) < k {
+			return 1 << 20
+		}
+		return fileSize
+	}
 	for i := range n {
-		file(scalePath(i), scaleContent(i, 0, fileSize))
+		file(scalePath(i), scaleContent(i, 0, size(i)))
 	}
 	commit(2, 1, "five edits, an add, a delete", 1704067260)
 	for k, p := range sr.edited {
-		file(p, scaleContent(n/7*k+1, 1, fileSize))
+		file(p, scaleContent(n/7*k+1, 1, size(n/7*k+1)))
 	}
-	file(sr.added, scaleContent(n, 0, fileSize))
+	file(sr.added, scaleContent(n, 0, size(n)))
 	fmt.Fprintf(w, "D %s\n", sr.deleted)
 	w.WriteString("done\n")
 	if err := w.Flush(); err != nil {

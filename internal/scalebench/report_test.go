@@ -81,8 +81,11 @@ func printScale(w io.Writer, sets []*scaleSet, head scaleHead) {
 }
 
 func (s *scaleSet) files() string {
-	if s.fileSize > 0 {
+	switch {
+	case s.fileSize > 0:
 		return "1 MiB"
+	case *scaleMiB > 0:
+		return fmt.Sprintf("2–12 KiB, %d of 1 MiB", min(*scaleMiB, s.n))
 	}
 	return "2–12 KiB"
 }

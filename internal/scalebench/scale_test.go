@@ -23,6 +23,7 @@ var (
 	scalePolicies = flag.String("scale.policies", "1000,10000", "scale bench: policy counts, comma-separated (50000 takes about 25 minutes: Cloudflare's rate window)")
 	scaleLatency  = flag.Duration("scale.latency", 50*time.Millisecond, "scale bench: latency added to every request of both APIs")
 	scaleLarge    = flag.String("scale.large", "", "scale bench: policy counts at which to run again with 1 MiB files (e.g. 10000)")
+	scaleMiB      = flag.Int("scale.mib", 0, "scale bench: how many of each -scale.policies repository's files are 1 MiB, spread evenly (the rest 2–12 KiB)")
 	scaleBatch    = flag.Int("scale.batch", 50, "scale bench: BATCH_SIZE of the program and pairs per bulk request of the minimal client (1-10000)")
 	scaleMinimal  = flag.Bool("scale.minimal", true, "scale bench: time the minimal client's first sync beside the program's")
 	scaleEnv      = flag.String("scale.env", "", "scale bench: settings for the program, comma-separated KEY=VALUE (e.g. CONCURRENCY=16,GODEBUG=gctrace=1)")
@@ -133,8 +134,11 @@ type scaleSet struct {
 type scaleRep map[string]scaleResult
 
 func (s *scaleSet) name() string {
-	if s.fileSize > 0 {
+	switch {
+	case s.fileSize > 0:
 		return fmt.Sprintf("policies=%d/files=1MiB", s.n)
+	case *scaleMiB > 0:
+		return fmt.Sprintf("policies=%d/mib=%d", s.n, *scaleMiB)
 	}
 	return fmt.Sprintf("policies=%d", s.n)
 }
