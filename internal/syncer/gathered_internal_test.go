@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"testing"
 	"unsafe"
@@ -59,6 +60,20 @@ func TestCompactInto_FirstChangesOfAllWindows_RestCounted_StringsOwn(t *testing.
 			if unsafe.StringData(src.PolicyName) == unsafe.StringData(it.PolicyName) || unsafe.StringData(src.Path) == unsafe.StringData(it.Path) {
 				t.Fatalf("item %s holds a window's own string", it.PolicyName)
 			}
+		}
+	}
+}
+
+// nameHash and pathHash are hash/fnv's FNV-1a, without its allocations:
+// the tests place names in windows with hash/fnv.
+func TestHashes_AreFNV1a(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"", "a.md", "규정/학사/교원 인사 규정 19.md", "x/README.md", "\xff.md"} {
+		h32, h64 := fnv.New32a(), fnv.New64a()
+		_, _ = h32.Write([]byte(policy.NameOf(path)))
+		_, _ = h64.Write([]byte(path))
+		if nameHash(path) != h32.Sum32() || pathHash(path) != h64.Sum64() {
+			t.Errorf("%q: %d, %d; want %d, %d", path, nameHash(path), pathHash(path), h32.Sum32(), h64.Sum64())
 		}
 	}
 }
