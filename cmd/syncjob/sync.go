@@ -216,9 +216,9 @@ func leaseHint(err error) error {
 }
 
 // tokenHint adds to GitHub's rate limit, when no token is set, the
-// setting that raises it.
+// setting that raises it (not to Cloudflare's: a reviewer).
 func tokenHint(err error, token string) error {
-	if token != "" || !errors.Is(err, policy.ErrRateLimited) {
+	if rl := (*policy.RateLimitError)(nil); token != "" || !errors.As(err, &rl) || rl.API != "github" {
 		return err
 	}
 	return fmt.Errorf("%w; set GITHUB_TOKEN to raise GitHub's limit from 60 to 5,000 requests an hour", err)

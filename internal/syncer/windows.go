@@ -225,6 +225,9 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 			return stop(k, "writes wait", false)
 		}
 		if spent, err := r.budgetSpent(ctx, r.Registry.Usage().Writes-base); err != nil {
+			if onlyTime(ctx, err) {
+				return stop(k, "out of time", true)
+			}
 			return err
 		} else if spent {
 			return stop(k, "the daily write budget is spent", false)
@@ -239,7 +242,7 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 		}
 		applied := rep.wrote
 		rep.wrote = true // the windows before it wrote
-		if err != nil && !applied && (errors.Is(ctx.Err(), context.DeadlineExceeded) || (timeUp(err, deadlineOf(ctx)) && !errors.Is(err, policy.ErrRateLimited))) {
+		if err != nil && !applied && onlyTime(ctx, err) {
 			g.drop(rep)
 			return stop(k, "out of time", true) // however much time is left: a retry would end past it
 		}
@@ -250,4 +253,18 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 		}
 	}
 	return nil
+}
+
+// onlyTime says whether a later window that applied nothing stopped for
+// the run's time alone: the deadline passed, or a retry (or the
+// registry's rate window, or a Cloudflare 429's block) would end past it,
+// as the apply step's writes wait for the same. GitHub's rate limit is
+// not: a whole run fails naming it (DESIGN: "a primary limit ... aborts
+// the run with the time to retry"); nor is a configuration error.
+func onlyTime(ctx context.Context, err error) bool {
+	var rl *policy.RateLimitError
+	if errors.As(err, &rl) && rl.API == "github" || errors.Is(err, policy.ErrConfig) {
+		return false
+	}
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || timeUp(err, deadlineOf(ctx))
 }
