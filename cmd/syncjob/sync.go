@@ -216,7 +216,7 @@ func leaseHint(err error) error {
 }
 
 // tokenHint adds to GitHub's rate limit, when no token is set, the
-// setting that raises it (not to Cloudflare's: a reviewer).
+// setting that raises it (not to Cloudflare's: no GitHub token raises it).
 func tokenHint(err error, token string) error {
 	if rl := (*policy.RateLimitError)(nil); token != "" || !errors.As(err, &rl) || rl.API != "github" {
 		return err

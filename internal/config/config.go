@@ -105,7 +105,7 @@ func Settings() []Setting {
 		{Env: "DAILY_WRITE_BUDGET", Flag: "daily-write-budget", Kind: "int", Group: Run, Def: "0", Help: "billable Cloudflare writes a UTC day may spend; a run applies what fits, in a stable order, and the next runs continue (0: no budget; the free plan has 1000)", set: func(c *Config, v string) error {
 			return parseInt(v, &c.DailyWriteBudget)
 		}},
-		{Env: "MAX_DURATION", Flag: "max-duration", Kind: "duration", Group: Run, Def: "0", Help: "a run's deadline, as a Lambda invocation's: the run stops reading and writing in time to record itself partial, naming what waits, and the next run continues (0: none; a first sync larger than one run, docs/bench.md)", set: func(c *Config, v string) error {
+		{Env: "MAX_DURATION", Flag: "max-duration", Kind: "duration", Group: Run, Def: "0", Help: "a run's deadline, as a Lambda invocation's: the run stops reading and writing in time to record itself partial, counting what waits (naming the first 20), and the next run continues (0: none; a first sync larger than one run, docs/bench.md)", set: func(c *Config, v string) error {
 			return parseDuration(v, &c.MaxDuration)
 		}},
 		{Env: "MAX_DELETE", Flag: "max-delete", Kind: "count", Group: Run, Def: strconv.Itoa(differ.DefaultLimit.Count), Help: "the mass-delete guard refuses a plan that loses more than this many policies and more than MAX_DELETE_PERCENT of the registry (content kept under another name is not lost)", set: func(c *Config, v string) error {

@@ -131,6 +131,9 @@ func resetAt(h http.Header) time.Time {
 // wrapped "github: {op}: ...".
 func (s *Source) translate(op string, err error) error {
 	if rl := rateLimitOf(err, s.now()); rl != nil {
+		if cut := (*retry.PastDeadline)(nil); errors.As(err, &cut) { // a wait the run would take, cut by its deadline
+			return s.masked(fmt.Errorf("github: %s: %w", op, &retry.PastDeadline{Err: rl, Wait: cut.Wait}))
+		}
 		return s.masked(fmt.Errorf("github: %s: %w", op, rl))
 	}
 	switch statusOf(err) {

@@ -38,6 +38,7 @@ const (
 	// A first sync in windows (internal/syncer): which, of how many
 	FirstSyncWindow  = "firstSyncWindow"
 	FirstSyncWindows = "firstSyncWindows"
+	Unreached        = "unreached" // policy files of the windows a first sync did not reach
 )
 
 // Counts of a run's summary line.

@@ -106,7 +106,7 @@ func (r Run) Write(w io.Writer, quiet bool, pal Palette) {
 		fmt.Fprintf(w, "  … and %d more (syncjob sync --dry-run lists them all)\n", n-limit)
 	}
 	if o := r.plan.Omitted; o != nil && o.Changes() > 0 {
-		fmt.Fprintf(w, "  … and %d more changes not listed: a first sync in windows lists its first %d (syncjob sync --dry-run lists them all)\n", o.Changes(), policy.MaxRunChanges)
+		fmt.Fprintf(w, "  … and %d more changes not listed: a first sync in windows lists its first %d (syncjob list lists the policies)\n", o.Changes(), policy.MaxRunChanges)
 	}
 	fmt.Fprintln(w, planLine(r.plan))
 }

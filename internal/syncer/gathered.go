@@ -46,12 +46,12 @@ func (g *gathered) fold(rep *report) {
 		g.retried.newlyDead = append(g.retried.newlyDead, detachSkips(rt.newlyDead)...)
 		g.retried.err = cmp.Or(g.retried.err, rt.err)
 	}
-	g.drop(rep)
+	dropWindow(rep)
 }
 
-// drop lets go of what rep holds of a window the run did not apply (the
-// deadline cut its reads): its files are counted as not reached.
-func (g *gathered) drop(rep *report) {
+// dropWindow lets go of what rep holds of one window: folded, or not
+// applied (the deadline cut its reads, its files counted as not reached).
+func dropWindow(rep *report) {
 	rep.plan, rep.titled, rep.applied, rep.failures, rep.late, rep.waiting, rep.retried = policy.Plan{}, nil, nil, nil, nil, 0, nil
 }
 

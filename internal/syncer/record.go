@@ -435,6 +435,9 @@ func (r *run) logSummary(ctx context.Context, sum policy.RunSummary) {
 	if sum.Waiting > 0 {
 		attrs = append(attrs, logkey.Waiting, sum.Waiting)
 	}
+	if sum.Unreached > 0 {
+		attrs = append(attrs, logkey.Unreached, sum.Unreached)
+	}
 	attrs = appendNames(attrs, logkey.WaitingPolicies, sum.WaitingNames)
 	if sum.Error != "" {
 		attrs = append(attrs, logkey.Error, sum.Error)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/knue/syncjob/internal/logkey"
 	"github.com/knue/syncjob/internal/policy"
+	"github.com/knue/syncjob/internal/retry"
 	"github.com/knue/syncjob/internal/strs"
 )
 
@@ -55,7 +56,7 @@ type windowing struct {
 
 // nameHash is the hash that places a policy file's name in its window:
 // FNV-1a (hash/fnv's New32a), over the string itself, allocating nothing
-// (a hasher and a copy a file were 30 MB of garbage at 120,000, a reviewer).
+// (a hasher and a copy a file were 30 MB of garbage at 120,000 files).
 func nameHash(path string) uint32 {
 	name := policy.NameOf(path)
 	h := uint32(2166136261)
@@ -124,14 +125,11 @@ func (r *run) firstWindow(ctx context.Context, head string) (headFiles, error) {
 	kept := make([]policy.File, 0, len(w.kept))
 	w.kept = nil
 	for _, f := range files {
-		in := first(f.Path)
-		if in {
-			w.first++
-		}
-		if in {
+		if first(f.Path) {
 			kept = append(kept, policy.File{Path: c.Copy(f.Path), SHA: c.Copy(f.SHA), Size: f.Size})
 		}
 	}
+	w.first = len(kept)
 	return headFiles{files: kept, windows: w}, nil
 }
 
@@ -214,7 +212,7 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 	stop := func(k int, why string, deadline bool) error {
 		g.unreached = max(w.policies-reached, 0)
 		g.cutShort = deadline || len(g.late) > 0 || r.outOfTime(ctx)
-		r.log.Warn("first sync stopped before its last window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n, logkey.Waiting, g.unreached, logkey.Reason, why)
+		r.log.Warn("first sync stopped before its last window", logkey.FirstSyncWindow, k+1, logkey.FirstSyncWindows, w.n, logkey.Unreached, g.unreached, logkey.Reason, why)
 		return nil
 	}
 	for k := 1; k < w.n; k++ {
@@ -243,7 +241,7 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 		applied := rep.wrote
 		rep.wrote = true // the windows before it wrote
 		if err != nil && !applied && onlyTime(ctx, err) {
-			g.drop(rep)
+			dropWindow(rep)
 			return stop(k, "out of time", true) // however much time is left: a retry would end past it
 		}
 		reached += len(tree)
@@ -262,8 +260,11 @@ func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, 
 // not: a whole run fails naming it (DESIGN: "a primary limit ... aborts
 // the run with the time to retry"); nor is a configuration error.
 func onlyTime(ctx context.Context, err error) bool {
+	if cut := (*retry.PastDeadline)(nil); errors.As(err, &cut) {
+		return true // a retry the run would make (a short secondary limit's too), past its deadline
+	}
 	var rl *policy.RateLimitError
-	if errors.As(err, &rl) && rl.API == "github" || errors.Is(err, policy.ErrConfig) {
+	if (errors.As(err, &rl) && rl.API == "github") || errors.Is(err, policy.ErrConfig) {
 		return false
 	}
 	return errors.Is(ctx.Err(), context.DeadlineExceeded) || timeUp(err, deadlineOf(ctx))
