@@ -201,9 +201,9 @@ func (r *run) windowsOrWhole(ctx context.Context, st state, in readForPlan) (rea
 // windows not reached wait for the next run. A window the deadline cut
 // before it applied anything (its listing, its archive, a retry that
 // would end past it) is one not reached. Failures that could not be
-// recorded for retry fail the run, after every window, as a whole run's do. base is the registry's write count
-// before window 0's pass: each window's budget counts what the windows
-// before it wrote.
+// recorded for retry fail the run after every window, as a whole run's
+// do. base is the registry's write count before window 0's pass: each
+// window's budget counts what the windows before it wrote.
 func (r *run) laterWindows(ctx context.Context, rep *report, reg registryState, w *windowing, base int64) error {
 	var g gathered
 	g.fold(rep)
