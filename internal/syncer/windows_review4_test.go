@@ -31,15 +31,7 @@ func shortLimitPastDeadline(t *testing.T, kind string) {
 	const n = 120
 	r := newCFRig(t, n, nil)
 	ctx := newNearingDeadline()
-	opt := syncer.Options{BatchSize: 50, FirstSyncWindow: 40, Concurrency: 1, StopBefore: 100 * time.Millisecond}
-	armed := false
-	r.bulk.after = func(int) {
-		if !armed && len(r.policyNames()) > 0 {
-			armed = true
-			r.gh.FailNext(kind, 1, githubtest.SecondaryRateLimit(403, 5*time.Second))
-			ctx.near(400 * time.Millisecond)
-		}
-	}
+	opt := faultAfterFirstWindow(r, ctx, kind, githubtest.SecondaryRateLimit(403, 5*time.Second), 400*time.Millisecond, nil)
 	res, err := r.run(ctx, opt)
 	sum, written := res.Summary, len(r.policyNames())
 	if !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || sum.Dirty || written == 0 || sum.Unreached != n-written {

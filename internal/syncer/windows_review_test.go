@@ -72,34 +72,6 @@ func TestWindows_PrimaryRateLimitInALaterWindow_FailsNamingIt(t *testing.T) {
 	}
 }
 
-// TestWindows_RetryPastTheDeadline_StoppedEarly_BudgetNotNamed: a later
-// window dropped because its listing's retry would end past the deadline
-// is a stop for the deadline (stoppedEarly), however much time is left;
-// the error named DAILY_WRITE_BUDGET, which is not set.
-func TestWindows_RetryPastTheDeadline_StoppedEarly_BudgetNotNamed(t *testing.T) {
-	t.Parallel()
-	const n = 120
-	r := newCFRig(t, n, nil)
-	ctx := newNearingDeadline()
-	opt := syncer.Options{BatchSize: 50, FirstSyncWindow: 40, Concurrency: 1, StopBefore: 100 * time.Millisecond}
-	armed := false
-	r.bulk.after = func(int) {
-		if !armed && len(r.policyNames()) > 0 {
-			armed = true
-			r.gh.FailNext(githubtest.KindTree, 1, githubtest.ServerError(502))
-			ctx.near(400 * time.Millisecond)
-		}
-	}
-	res, err := r.run(ctx, opt)
-	sum := res.Summary
-	if !errors.Is(err, syncer.ErrPartial) {
-		t.Fatalf("%v", err)
-	}
-	if !sum.StoppedEarly || strings.Contains(err.Error(), "DAILY_WRITE_BUDGET") {
-		t.Errorf("stopped early %v; %v: want stopped early (the deadline), no budget named", sum.StoppedEarly, err)
-	}
-}
-
 // TestWindows_HistoryUnreadable_FailsNotCalledSpent: the run history,
 // unreadable when a later window asks whether the budget is spent, fails
 // the run; it was logged as "the daily write budget is spent" and the rest

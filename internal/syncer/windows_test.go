@@ -337,16 +337,7 @@ func TestWindows_DeadlineDuringALaterWindowsListing_PartialNotFailed(t *testing.
 	const n = 120
 	r := newCFRig(t, n, nil)
 	ctx := newNearingDeadline()
-	opt := syncer.Options{BatchSize: 50, FirstSyncWindow: 40, Concurrency: 1, StopBefore: 100 * time.Millisecond}
-	armed := false
-	r.bulk.after = func(int) {
-		if !armed && len(r.policyNames()) > 0 {
-			armed = true
-			r.gh.FailNext(githubtest.KindTree, 1, githubtest.Hang())
-			ctx.near(2 * time.Second)
-			time.AfterFunc(500*time.Millisecond, ctx.pass)
-		}
-	}
+	opt := faultAfterFirstWindow(r, ctx, githubtest.KindTree, githubtest.Hang(), 2*time.Second, func() { time.AfterFunc(500*time.Millisecond, ctx.pass) })
 	res, err := r.run(ctx, opt)
 	sum, written := res.Summary, len(r.policyNames())
 	if !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || !sum.StoppedEarly || written == 0 || sum.Waiting != n-written || sum.Unreached != n-written {
@@ -398,26 +389,24 @@ func TestWindows_UnsuccessfulKeysInSeveralWindows_SameRecordAsWhole(t *testing.T
 // TestWindows_RetryOfALaterWindowsListingPastTheDeadline_NotReached: a
 // later window's listing answered 502 when the retry would end past the
 // deadline applied nothing: that window is one not reached, the run
-// partial — not failed and dirty (a reviewer: the drop waited for the
-// deadline itself to pass, not for a retry owed past it).
+// partial and stopped early, the budget not named — not failed and dirty
+// (reviewers: the drop waited for the deadline itself to pass, not for a
+// retry owed past it; then it did not say the deadline stopped the run).
 func TestWindows_RetryOfALaterWindowsListingPastTheDeadline_NotReached(t *testing.T) {
 	t.Parallel()
 	const n = 120
 	r := newCFRig(t, n, nil)
 	ctx := newNearingDeadline()
-	opt := syncer.Options{BatchSize: 50, FirstSyncWindow: 40, Concurrency: 1, StopBefore: 100 * time.Millisecond}
-	armed := false
-	r.bulk.after = func(int) {
-		if !armed && len(r.policyNames()) > 0 {
-			armed = true
-			r.gh.FailNext(githubtest.KindTree, 1, githubtest.ServerError(502))
-			ctx.near(400 * time.Millisecond)
-		}
-	}
+	opt := faultAfterFirstWindow(r, ctx, githubtest.KindTree, githubtest.ServerError(502), 400*time.Millisecond, nil)
 	res, err := r.run(ctx, opt)
 	sum, written := res.Summary, len(r.policyNames())
 	if !errors.Is(err, syncer.ErrPartial) || sum.Status != policy.RunPartial || sum.Dirty || written == 0 || sum.Waiting != n-written || sum.Unreached != n-written {
 		t.Fatalf("%v, %s, dirty %v, %d written, %d waiting (%d not reached): want partial, the rest of %d not reached", err, sum.Status, sum.Dirty, written, sum.Waiting, sum.Unreached, n)
+	}
+	// a stop for the deadline, however much time is left: the error named
+	// DAILY_WRITE_BUDGET, which is not set (a later review)
+	if !sum.StoppedEarly || strings.Contains(err.Error(), "DAILY_WRITE_BUDGET") {
+		t.Errorf("stopped early %v; %v: want stopped early (the deadline), no budget named", sum.StoppedEarly, err)
 	}
 }
 
@@ -473,4 +462,24 @@ func TestWindows_SkipsAndConflictsInSeveralWindows_ByNameAsWhole(t *testing.T) {
 	if diff := recordDiff(t, got, want); diff != "" || len(got.Skipped) != 14 || len(got.Conflicts) != 14 {
 		t.Errorf("%d skipped, %d conflicts; lastRun differs from a whole first sync's: %s", len(got.Skipped), len(got.Conflicts), diff)
 	}
+}
+
+// faultAfterFirstWindow arms, once the first window's writes have landed,
+// a GitHub fault on the next request of kind and brings ctx's deadline
+// near (then calls then, when not nil): a later window meets both. It
+// returns the options the tests run with (windows of 40, one batch in
+// flight, 100 ms kept for the record).
+func faultAfterFirstWindow(r *cfRig, ctx *nearingDeadline, kind string, fault githubtest.Fault, near time.Duration, then func()) syncer.Options {
+	armed := false
+	r.bulk.after = func(int) {
+		if !armed && len(r.policyNames()) > 0 {
+			armed = true
+			r.gh.FailNext(kind, 1, fault)
+			ctx.near(near)
+			if then != nil {
+				then()
+			}
+		}
+	}
+	return syncer.Options{BatchSize: 50, FirstSyncWindow: 40, Concurrency: 1, StopBefore: 100 * time.Millisecond}
 }
