@@ -65,13 +65,10 @@ func (r *run) fitBudget(ctx context.Context, st state, mode string, plan policy.
 	if !r.budgeted() {
 		return plan, 0, nil
 	}
-	leased := r.opt.LeaseTTL > 0
-	fixed := differ.FixedWrites(work, leased) + differ.ReserveWrites(leased)
-	spent, err := r.spentToday(ctx)
+	left, spent, fixed, err := r.budgetLeft(ctx, work, own)
 	if err != nil {
-		return plan, 0, fmt.Errorf("write budget: %w", err)
+		return plan, 0, err
 	}
-	left := r.opt.DailyWriteBudget - spent - fixed - own
 	if left <= 0 && own > 0 { // a later window of a first sync: what earlier ones wrote spent it
 		if unread == 0 && len(work.Requeue) == 0 { // it writes nothing: no reservation
 			fitted, waiting := differ.FitBudget(plan, 0)
@@ -101,13 +98,21 @@ func (r *run) budgetSpent(ctx context.Context, own int64) (bool, error) {
 	if !r.budgeted() {
 		return false, nil
 	}
-	spent, err := r.spentToday(ctx)
-	if err != nil {
-		return false, fmt.Errorf("write budget: %w", err)
-	}
+	left, _, _, err := r.budgetLeft(ctx, differ.QueueWork{}, own)
+	return err == nil && left < differ.Writes(policy.Plan{Items: []policy.Item{{Action: policy.ActAdd}}}), err
+}
+
+// budgetLeft is what the daily write budget leaves for a plan's items:
+// the budget less the day's earlier runs (spent), the run's own fixed
+// writes for work (fixed: its lease, reservations, record and release)
+// and what it wrote in a first sync's earlier windows (own).
+func (r *run) budgetLeft(ctx context.Context, work differ.QueueWork, own int64) (left, spent, fixed int64, err error) {
 	leased := r.opt.LeaseTTL > 0
-	left := r.opt.DailyWriteBudget - spent - own - differ.FixedWrites(differ.QueueWork{}, leased) - differ.ReserveWrites(leased)
-	return left < differ.Writes(policy.Plan{Items: []policy.Item{{Action: policy.ActAdd}}}), nil
+	fixed = differ.FixedWrites(work, leased) + differ.ReserveWrites(leased)
+	if spent, err = r.spentToday(ctx); err != nil {
+		return 0, 0, fixed, fmt.Errorf("write budget: %w", err)
+	}
+	return r.opt.DailyWriteBudget - spent - fixed - own, spent, fixed, nil
 }
 
 // unfinished is what a reservation says of its run until the run's record
