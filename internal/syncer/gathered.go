@@ -52,6 +52,7 @@ func (g *gathered) fold(rep *report) {
 // dropWindow lets go of what rep holds of one window: folded, or not
 // applied (the deadline cut its reads, its files counted as not reached).
 func dropWindow(rep *report) {
+	rep.mirror.endWindow(rep.applied)
 	rep.plan, rep.titled, rep.applied, rep.failures, rep.late, rep.waiting, rep.retried = policy.Plan{}, nil, nil, nil, nil, 0, nil
 }
 

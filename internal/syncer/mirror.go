@@ -55,6 +55,39 @@ type mirrorRun struct {
 	// counted: keys is that recount's listing
 	hadAliases, counted bool
 	want                map[string]mirror.Want // what a full run compared its listing with (Drift)
+	// listing is the prefix as windowsOrWhole listed it, for mirrorPlan
+	// to take (prelisted) instead of listing again
+	listing   []mirror.Listed
+	prelisted bool
+	// done is what the windows before this one did, in a first sync in
+	// windows (windows.go), counted: nil in a whole run
+	done *mirrorDone
+}
+
+// mirrorDone is what a first sync's windows did to the mirror, counted as
+// the record needs it: objects uploaded, the keys known under the prefix
+// (listed before window 0, then uploaded), and whether an object was sent
+// that its window did not publish (strayUploads).
+type mirrorDone struct {
+	uploaded, objects int
+	stray             bool
+}
+
+// endWindow counts into m.done what one window of a first sync did to the
+// mirror, applied being what it published (nil: nothing), and lets go of
+// its maps by key: the next window starts empty, as its prefix had no
+// object of its names.
+func (m *mirrorRun) endWindow(applied *policy.Plan) {
+	if m == nil || m.done == nil {
+		return
+	}
+	m.done.uploaded += len(m.up.etags)
+	m.done.stray = m.done.stray || m.strayUploads(applied)
+	for name := range m.up.etags {
+		m.keys[mirror.Key(m.prefix, name)] = true
+	}
+	m.done.objects += len(m.keys)
+	m.up, m.keys = newUploads(), map[string]bool{}
 }
 
 // uploads is what a run stored in the mirror, by policy name: the ETag,
@@ -255,10 +288,10 @@ func (r *run) readContents(ctx context.Context, head string, files []policy.File
 // delete pass the mass-delete guard's limit, as the registry's deletes do.
 // The repairs are narrowed once the titles are read (keepRepairs).
 func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg registryState, desired differ.Desired) error {
-	if m == nil || mode != differ.ModeFull {
+	if m == nil || mode != differ.ModeFull || m.done != nil { // in windows: listed before window 0 (mirrorWindows)
 		return nil
 	}
-	listed, err := m.target.List(ctx)
+	listed, err := m.list(ctx)
 	if err != nil {
 		return fmt.Errorf("list content mirror: %w", err)
 	}
@@ -280,6 +313,43 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg reg
 		return fmt.Errorf("%w: a repair would delete %d of the %d objects under %s (more than MAX_DELETE and MAX_DELETE_PERCENT); run with --allow-mass-delete if that is meant", ErrMirrorGuard, n, len(listed), m.prefix)
 	}
 	return nil
+}
+
+// list lists the prefix, or takes the listing windowsOrWhole made.
+func (m *mirrorRun) list(ctx context.Context) ([]mirror.Listed, error) {
+	if m.prelisted {
+		listed := m.listing
+		m.listing, m.prelisted = nil, false
+		return listed, nil
+	}
+	return m.target.List(ctx)
+}
+
+// mirrorWindows says why a first sync with a content mirror may not take
+// windows, "" when it may: only a prefix that holds no object the run
+// would judge (foreign, unsafe, an alias; a folder marker is none) lets
+// each window's plan be its own uploads, with no repair, delete or guard
+// spanning windows (a whole plan on that empty listing has none either:
+// its wants are all uploads, and keepRepairs drops those of an empty
+// registry). It lists the prefix once: the listing is the windows' (its
+// keys counted as objects) or the whole run's.
+func (r *run) mirrorWindows(ctx context.Context, m *mirrorRun) (string, error) {
+	if m == nil {
+		return "", nil
+	}
+	listed, err := m.target.List(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list content mirror: %w", err)
+	}
+	if d := mirror.Drift(m.prefix, nil, listed); len(d.Delete)+len(d.Unsafe)+len(d.Aliases) > 0 {
+		m.listing, m.prelisted = listed, true
+		return "the content mirror holds objects", nil
+	}
+	m.listed, m.keys, m.done = len(listed), make(map[string]bool, len(listed)), &mirrorDone{}
+	for _, l := range listed {
+		m.keys[l.Key] = true
+	}
+	return "", nil
 }
 
 // mirrorWants is what the mirror should hold after the run: every policy
@@ -423,7 +493,7 @@ func (e fileError) Unwrap() error { return e.err }
 // the deadline cut waits, and counts neither way; a canceled run is no
 // store's fault.
 func (m *mirrorRun) storeDown(deadline time.Time) error {
-	if len(m.up.etags) > 0 {
+	if len(m.up.etags) > 0 || m.done != nil && m.done.uploaded > 0 { // some landed, in this window or one before
 		return nil
 	}
 	names := slices.Sorted(maps.Keys(m.up.failed))
@@ -784,9 +854,13 @@ func (r *run) mirrorSummary(m *mirrorRun, rep report, prev *policy.RunSummary) *
 		return nil
 	}
 	st := m.target.Stats()
+	done := m.done
+	if done == nil {
+		done = &mirrorDone{}
+	}
 	s := &policy.MirrorSummary{
 		Target:        m.target.Name(),
-		Uploaded:      len(m.up.etags),
+		Uploaded:      done.uploaded + len(m.up.etags),
 		Deleted:       m.deleted,
 		BytesUploaded: st.BytesUploaded - m.base.BytesUploaded,
 		Repaired:      m.repaired,
@@ -813,10 +887,10 @@ func (r *run) mirrorSummary(m *mirrorRun, rep report, prev *policy.RunSummary) *
 				m.keys[mirror.Key(m.prefix, name)] = true
 			}
 		}
-		s.Objects = len(m.keys)
+		s.Objects = done.objects + len(m.keys)
 	}
 	switch {
-	case m.unrepaired, m.strayUploads(rep.applied):
+	case m.unrepaired, done.stray, m.strayUploads(rep.applied):
 		s.Converged = ""
 	case m.listed >= 0 && rep.applied != nil:
 		s.Converged = at

@@ -82,7 +82,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 		return
 	}
 	rep.mode, rep.reason, rep.size, rep.unverified = in.mode, in.reason, in.reg.size, in.unverified // an untrusted compare makes the run full
-	if in, err = r.windowsOrWhole(ctx, rep.state, in); err != nil {
+	if in, err = r.windowsOrWhole(ctx, rep.state, in, rep.mirror); err != nil {
 		return
 	}
 	windows, base := in.windows, r.Registry.Usage().Writes

@@ -27,10 +27,11 @@ import (
 // once, after the last window or when one stops it.
 //
 // Only a run whose registry holds nothing of the job's — no policy, no
-// dead letter, no write waiting for retry — windows, and not a dry run
-// (which lists its whole plan) nor one with a content mirror (which plans
-// from the whole tree): with nothing to delete, move or repair, no concern
-// spans windows. A run that finds a window it may not take lists the tree
+// dead letter, no write waiting for retry — and whose content mirror, if
+// any, holds no object under its prefix windows, and not a dry run (which
+// lists its whole plan): with nothing to delete, move or repair, no
+// concern spans windows. With a mirror a window is a quarter of the size
+// (mirrorShare), and what crosses windows of it is counted (mirrorDone). A run that finds a window it may not take lists the tree
 // again, whole. A first sync cut short (its deadline, the write budget)
 // leaves the windows it did not reach waiting; the next run is full and
 // whole, as the daily full run is.
@@ -39,6 +40,11 @@ import (
 // when Options leave it 0: a 50,000-policy first sync is one window (the
 // bench's 50,000 row), 200,000 are four.
 const DefaultFirstSyncWindow = 60_000
+
+// mirrorShare is how much smaller a window is with a content mirror: its
+// maps by key and its uploads' buffers more than double what a policy
+// holds while its window runs (docs/bench.md).
+const mirrorShare = 4
 
 // maxWindows bounds how many windows a first sync takes.
 const maxWindows = 1 << 10
@@ -114,7 +120,11 @@ func (w *windowing) keep(k int) func(string) bool {
 // the whole tree). The files window 0 dropped as n grew are let go: the
 // kept ones' strings are copied out of the listing's chunks.
 func (r *run) firstWindow(ctx context.Context, head string) (headFiles, error) {
-	w := &windowing{size: r.opt.FirstSyncWindow, n: 1, kept: map[uint64]uint32{}}
+	size := r.opt.FirstSyncWindow
+	if r.Mirror != nil {
+		size = max(size/mirrorShare, 1)
+	}
+	w := &windowing{size: size, n: 1, kept: map[uint64]uint32{}}
 	files, policies, err := r.treeKeeping(ctx, head, w.keepFirst)
 	if err != nil || w.n == 1 {
 		return headFiles{files: files}, err
@@ -165,7 +175,7 @@ func (r *run) treeKeeping(ctx context.Context, head string, keep func(string) bo
 
 // windowsOrWhole keeps the windows of a first sync that may take them, and
 // otherwise lists the tree again, whole (see above).
-func (r *run) windowsOrWhole(ctx context.Context, st state, in readForPlan) (readForPlan, error) {
+func (r *run) windowsOrWhole(ctx context.Context, st state, in readForPlan, m *mirrorRun) (readForPlan, error) {
 	w := in.windows
 	if w == nil {
 		return in, nil
@@ -174,14 +184,18 @@ func (r *run) windowsOrWhole(ctx context.Context, st state, in readForPlan) (rea
 	switch {
 	case r.opt.DryRun:
 		why = "a dry run lists its whole plan"
-	case r.Mirror != nil:
-		why = "the content mirror plans from the whole tree"
 	case in.cs != nil || in.touched != nil:
 		why = "not a first sync"
 	case len(in.reg.entries)+len(in.reg.v1)+len(in.reg.unreadable) > 0:
 		why = "the registry holds policies"
 	case len(in.reg.dead)+len(st.pending)+len(st.revisit) > 0:
 		why = "writes wait for retry"
+	}
+	if why == "" {
+		var err error
+		if why, err = r.mirrorWindows(ctx, m); err != nil {
+			return in, err
+		}
 	}
 	if why == "" {
 		r.log.Info("first sync in windows", logkey.FirstSyncWindows, w.n, logkey.Files, w.policies)
