@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/knue/syncjob/internal/mirror"
@@ -49,13 +48,11 @@ func mirrorEnv(s3URL string) []string {
 }
 
 // newS3Proxy starts a gofakes3 server over plain HTTP with the bench's
-// bucket, behind a latency proxy that counts its requests.
+// bucket (kept as digests: s3Sums), behind a latency proxy that counts its
+// requests.
 func newS3Proxy(tb testing.TB, delay time.Duration) *scaleProxy {
 	tb.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket(s3Bucket); err != nil {
-		tb.Fatal(err)
-	}
+	backend := newS3Sums(s3Bucket)
 	srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
 	tb.Cleanup(srv.Close)
 	return newScaleProxy(tb, srv.URL, delay, s3Kind, nil, nil)
