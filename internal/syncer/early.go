@@ -171,10 +171,11 @@ type headFiles struct {
 }
 
 // readTreeEarly starts reading the head tree: a first sync's, in windows
-// when it is large (windows.go).
+// when it is large (windows.go), but a dry run's whole (it lists its whole
+// plan: a window's listing would be listed again).
 func (r *run) readTreeEarly(ctx context.Context, head string, first bool) *treeRead {
 	return startRead(ctx, func(ctx context.Context) (headFiles, error) {
-		if first {
+		if first && !r.opt.DryRun {
 			return r.firstWindow(ctx, head)
 		}
 		files, err := r.Source.Tree(ctx, head)

@@ -29,7 +29,7 @@ import (
 // Only a run whose registry holds nothing of the job's — no policy, no
 // dead letter, no write waiting for retry — and whose content mirror, if
 // any, holds no object under its prefix windows, and not a dry run (which
-// lists its whole plan): with nothing to delete, move or repair, no
+// lists its whole plan, and its tree whole): with nothing to delete, move or repair, no
 // concern spans windows. With a mirror a window is a quarter of the size
 // (mirrorShare), and what crosses windows of it is counted (mirrorDone). A run that finds a window it may not take lists the tree
 // again, whole. A first sync cut short (its deadline, the write budget)
@@ -181,9 +181,7 @@ func (r *run) windowsOrWhole(ctx context.Context, st state, in readForPlan, m *m
 		return in, nil
 	}
 	var why string
-	switch {
-	case r.opt.DryRun:
-		why = "a dry run lists its whole plan"
+	switch { // a dry run lists its tree whole (readTreeEarly)
 	case in.cs != nil || in.touched != nil:
 		why = "not a first sync"
 	case len(in.reg.entries)+len(in.reg.v1)+len(in.reg.unreadable) > 0:
