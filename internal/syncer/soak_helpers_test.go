@@ -15,6 +15,7 @@ import (
 
 	"github.com/knue/syncjob/internal/github"
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/mirror/mirrortest"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/registry/cloudflare"
 	"github.com/knue/syncjob/internal/registry/cloudflare/cloudflaretest"
@@ -220,6 +221,7 @@ type soakRig struct {
 	faulty  *registrytest.Faulty  // memory backend
 	cf      *cloudflaretest.Fake  // cloudflare backend
 	cfHTTP  *killTransport        // cloudflare backend: under the store's HTTP client
+	mirror  *mirrortest.Memory    // -soak.mirror: the content mirror
 	opt     syncer.Options        // every run's options, before the run's own
 	cache   blobs
 	// a key refused run after run (see runFaults.stuck)
@@ -268,6 +270,10 @@ func newSoakRig(t testing.TB, backend string, seed uint64, repo *githubtest.Repo
 	r.s = &syncer.Syncer{Source: src, Registry: r.reg, Repo: "knue/policies", Branch: "main", Now: r.clock.Now,
 		Sleep:    sleep, // waiting out the consistency window moves the clock, not the test
 		NewRunID: func() string { n++; return fmt.Sprintf("%s-%04d", backend, n) }}
+	if *soakMirror {
+		r.mirror = mirrortest.NewMemory(prefix)
+		r.s.Mirror, r.s.MirrorPrefix = r.mirror, prefix
+	}
 	return r
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/knue/syncjob/internal/differ"
 	"github.com/knue/syncjob/internal/github/githubtest"
+	"github.com/knue/syncjob/internal/mirror"
 	"github.com/knue/syncjob/internal/policy"
 	"github.com/knue/syncjob/internal/registry"
 	"github.com/knue/syncjob/internal/syncer"
@@ -135,7 +136,43 @@ const (
 	vDryRun     = "dry run wrote"
 	vUndecoded  = "value does not decode"
 	vConverge   = "5 clean run did not converge"
+	vNoText     = "M1 policy published without its object in the mirror"
+	vMirror     = "M2 exit 0 but the mirror != the registry"
 )
+
+// checkMirror is the content mirror's invariants (-soak.mirror), over the
+// registry after a run and the mirror's objects by key: whatever the run
+// did, every policy the registry publishes has an object under its key
+// (uploads come before the registry's writes, an object goes after its
+// entry); and after a run that exits 0, the mirror is the registry: an
+// object per policy, the one its entry records (contentEtag, sha), and no
+// other under the prefix.
+func checkMirror(after snapshot, objs map[string]mirror.Object, success bool) []violation {
+	var vs []violation
+	for _, name := range slices.Sorted(maps.Keys(after.policies)) {
+		e := after.policies[name]
+		o, ok := objs[mirror.Key(prefix, name)]
+		switch {
+		case !ok && mirror.ValidateKey(prefix, mirror.Key(prefix, name)) == nil:
+			vs = append(vs, violation{vNoText, fmt.Sprintf("policy:%s (sha %s) has no object", name, short(e.SHA))})
+		case !success:
+		case !ok:
+			vs = append(vs, violation{vMirror, fmt.Sprintf("policy:%s: no object (its key cannot be mirrored)", name)})
+		case e.ContentETag != mirror.ETagOf(o.Body) || o.Metadata[mirror.MetaSHA] != e.SHA:
+			vs = append(vs, violation{vMirror, fmt.Sprintf("policy:%s records sha %s, ETag %s; its object holds sha %s, ETag %s", name, short(e.SHA), e.ContentETag, short(o.Metadata[mirror.MetaSHA]), mirror.ETagOf(o.Body))})
+		}
+	}
+	if !success {
+		return vs
+	}
+	for _, key := range slices.Sorted(maps.Keys(objs)) {
+		name, ok := mirror.PolicyNameOf(prefix, key)
+		if _, published := after.policies[name]; !ok || !published {
+			vs = append(vs, violation{vMirror, fmt.Sprintf("object %s: no policy publishes it", key)})
+		}
+	}
+	return vs
+}
 
 type violation struct{ kind, detail string }
 

@@ -71,6 +71,7 @@ var (
 	soakReplaySteps = flag.Int("soak.replay", 0, "soak: commits of the replayed history (0: 2, or 150 with -soak.long)")
 	soakTrace       = flag.Bool("soak.trace", false, "soak: log every run")
 	soakWindow      = flag.Int("soak.window", 0, "soak: Options.FirstSyncWindow (0: the default, 60,000); a few policies make every first sync one in windows")
+	soakMirror      = flag.Bool("soak.mirror", false, "soak: every run also keeps a content mirror (in memory), whose invariants are checked too (checkMirror)")
 )
 
 func TestSoak_RandomHistoriesUnderFaults_InvariantsHoldAndCleanRunConverges(t *testing.T) {
@@ -162,7 +163,11 @@ func soakOneSeed(t *testing.T, seed uint64, stats *soakStats) {
 							s.cancels++
 						}
 					})
-					rep.check(st, fmt.Sprintf("run %d", k+1), f, opt, res, err, checkRun(hv, before, after, res, err, opt.DryRun))
+					vs := checkRun(hv, before, after, res, err, opt.DryRun)
+					if r.mirror != nil && !opt.DryRun {
+						vs = append(vs, checkMirror(after, r.mirror.Objects(), err == nil)...)
+					}
+					rep.check(st, fmt.Sprintf("run %d", k+1), f, opt, res, err, vs)
 					r.clock.Advance(pick(rng, gaps))
 				}
 			}
@@ -187,7 +192,11 @@ func (r *soakRig) converge(rep *reporter, last histStep) {
 			before := r.snapshot()
 			res, _, err := r.run(runFaults{}, opt, 0)
 			after := r.snapshot()
-			rep.check(last, label, runFaults{}, opt, res, err, checkRun(hv, before, after, res, err, false))
+			vs := checkRun(hv, before, after, res, err, false)
+			if r.mirror != nil {
+				vs = append(vs, checkMirror(after, r.mirror.Objects(), err == nil)...)
+			}
+			rep.check(last, label, runFaults{}, opt, res, err, vs)
 			switch {
 			case attempt > 3:
 			case errors.Is(err, registry.ErrLeaseHeld):
