@@ -287,7 +287,7 @@ func (r *run) readContents(ctx context.Context, head string, files []policy.File
 // registry records; nothing is downloaded). The foreign objects it would
 // delete pass the mass-delete guard's limit, as the registry's deletes do.
 // The repairs are narrowed once the titles are read (keepRepairs).
-func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg registryState, desired differ.Desired) error {
+func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg registryState, desired differ.Desired, plan policy.Plan) error {
 	if m == nil || mode != differ.ModeFull || m.done != nil { // in windows: listed before window 0 (mirrorWindows)
 		return nil
 	}
@@ -300,7 +300,7 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg reg
 	for _, l := range listed {
 		m.keys[l.Key] = true
 	}
-	m.want = mirrorWants(reg, desired)
+	m.want = mirrorWants(reg, desired, plan)
 	m.drift = mirror.Drift(m.prefix, m.want, listed)
 	for _, key := range m.drift.Unsafe {
 		r.log.Warn("content mirror key left for an operator", logkey.Key, key)
@@ -353,17 +353,28 @@ func (r *run) mirrorWindows(ctx context.Context, m *mirrorRun) (string, error) {
 }
 
 // mirrorWants is what the mirror should hold after the run: every policy
-// of the head (desired) and of the registry, with what the registry
-// records of its upload. A policy the plan writes is uploaded by the plan,
-// so only its key matters here. One the plan deletes is wanted too: its
+// of the registry, with what the registry records of its upload, and
+// every policy of the head (desired) the plan writes (uploaded by the
+// plan, so only its key matters here). One of the head the registry does
+// not publish and the plan does not write (an add a dead letter holds
+// back, a new file skipped) is not wanted: an object of it, left by an
+// add whose write failed, is a stray (the soak, seed 49391: kept as the
+// head's, the mirror was recorded converged, and once the file left the
+// head an incremental run exited success with that text in the mirror). One the plan deletes is wanted too: its
 // object goes once its registry delete landed (mirrorDelete), not as a
 // foreign object whatever became of that delete (review: a failed delete
 // left the policy published without its text, and the guard counted it
 // twice).
-func mirrorWants(reg registryState, desired differ.Desired) map[string]mirror.Want {
+func mirrorWants(reg registryState, desired differ.Desired, plan policy.Plan) map[string]mirror.Want {
+	written := make(map[string]bool, len(plan.Items))
+	for _, it := range plan.Items {
+		written[it.PolicyName] = true
+	}
 	want := make(map[string]mirror.Want, len(desired))
 	for _, d := range desired {
-		want[d.PolicyName] = mirror.Want{SHA: d.SHA}
+		if _, published := reg.entries[d.PolicyName]; published || written[d.PolicyName] {
+			want[d.PolicyName] = mirror.Want{SHA: d.SHA}
+		}
 	}
 	// The registry's version of every entry the plan keeps (a head version
 	// that is skipped, held back or in the plan is not the mirror's yet).
@@ -601,25 +612,8 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 		return nil
 	}
 	r.resolveAliases(ctx, m, plan, registryFailed)
-	defer m.recount(ctx, r)      // after the deletes, whether any
-	owner := map[string]string{} // key → policy name
-	var keys []string
-	for _, it := range plan.Items {
-		if it.Action == policy.ActDelete && !registryFailed(it.PolicyName) {
-			k := mirror.Key(m.prefix, it.PolicyName)
-			if mirror.ValidateKey(m.prefix, k) != nil {
-				continue // never mirrored (Render refuses it), and one such key would refuse the whole call
-			}
-			owner[k] = it.PolicyName
-			keys = append(keys, k)
-		}
-	}
-	for _, k := range m.drift.Delete {
-		if _, ok := owner[k]; !ok {
-			owner[k] = k
-			keys = append(keys, k)
-		}
-	}
+	defer m.recount(ctx, r) // after the deletes, whether any
+	owner, keys := m.toDelete(plan, registryFailed)
 	if len(keys) == 0 {
 		return nil
 	}
@@ -651,6 +645,39 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 		}
 	}
 	return failed
+}
+
+// toDelete are the keys mirrorDelete deletes, and whose each is (a policy
+// name, or the key of a foreign object): the objects of the deleted
+// policies whose registry deletes landed, then a full run's foreign ones.
+func (m *mirrorRun) toDelete(plan policy.Plan, registryFailed func(string) bool) (owner map[string]string, keys []string) {
+	owner = map[string]string{}
+	for _, it := range plan.Items {
+		switch {
+		case it.Action != policy.ActDelete:
+			continue
+		case registryFailed(it.PolicyName):
+			// its policy: key may be gone though the name failed (its
+			// queue: entry's removal did), and the next run, finding no
+			// entry, would delete nothing: the next full run's listing
+			// tells (the soak, seed 49243)
+			m.unrepaired = true
+			continue
+		}
+		k := mirror.Key(m.prefix, it.PolicyName)
+		if mirror.ValidateKey(m.prefix, k) != nil {
+			continue // never mirrored (Render refuses it), and one such key would refuse the whole call
+		}
+		owner[k] = it.PolicyName
+		keys = append(keys, k)
+	}
+	for _, k := range m.drift.Delete {
+		if _, ok := owner[k]; !ok {
+			owner[k] = k
+			keys = append(keys, k)
+		}
+	}
+	return owner, keys
 }
 
 // recount lists the prefix once more at the end of a run that met
