@@ -55,6 +55,10 @@ type mirrorRun struct {
 	// counted: keys is that recount's listing
 	hadAliases, counted bool
 	want                map[string]mirror.Want // what a full run compared its listing with (Drift)
+	// unjudged are the keys of policy-shaped objects a first sync found
+	// under the prefix while the registry read held no policy: left, as
+	// that read may lag (unjudgedObjects), sorted
+	unjudged []string
 	// listing is the prefix as windowsOrWhole listed it, for mirrorPlan
 	// to take (prelisted) instead of listing again
 	listing   []mirror.Listed
@@ -287,7 +291,7 @@ func (r *run) readContents(ctx context.Context, head string, files []policy.File
 // registry records; nothing is downloaded). The foreign objects it would
 // delete pass the mass-delete guard's limit, as the registry's deletes do.
 // The repairs are narrowed once the titles are read (keepRepairs).
-func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg registryState, desired differ.Desired, plan policy.Plan) error {
+func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, st state, mode string, reg registryState, desired differ.Desired, plan policy.Plan) error {
 	if m == nil || mode != differ.ModeFull || m.done != nil { // in windows: listed before window 0 (mirrorWindows)
 		return nil
 	}
@@ -302,6 +306,9 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg reg
 	}
 	m.want = mirrorWants(reg, desired, plan)
 	m.drift = mirror.Drift(m.prefix, m.want, listed)
+	if st.prev == nil && len(reg.entries)+len(reg.unreadable)+len(reg.v1) == 0 {
+		m.unjudgedObjects()
+	}
 	for _, key := range m.drift.Unsafe {
 		r.log.Warn("content mirror key left for an operator", logkey.Key, key)
 	}
@@ -313,6 +320,25 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, mode string, reg reg
 		return fmt.Errorf("%w: a repair would delete %d of the %d objects under %s (more than MAX_DELETE and MAX_DELETE_PERCENT); run with --allow-mass-delete if that is meant", ErrMirrorGuard, n, len(listed), m.prefix)
 	}
 	return nil
+}
+
+// unjudgedObjects moves out of a first sync's foreign objects those whose
+// key is a policy's: the registry read held no policy and no run record,
+// which a registry whose reads lag shows for a while after another run
+// wrote it (docs/design.md, "Stale reads"), and deleting them could take
+// the text of a policy the registry publishes (the soak, seeds 80009,
+// 80357, 80457). They are left, named (unsafeLeft): the run is partial,
+// the mirror not converged, and the next full run, with a record to trust,
+// judges them.
+func (m *mirrorRun) unjudgedObjects() {
+	m.drift.Delete = slices.DeleteFunc(m.drift.Delete, func(key string) bool {
+		if _, ok := mirror.PolicyNameOf(m.prefix, key); ok {
+			m.unjudged = append(m.unjudged, key)
+			return true
+		}
+		return false
+	})
+	slices.Sort(m.unjudged)
 }
 
 // list lists the prefix, or takes the listing windowsOrWhole made.
@@ -374,6 +400,15 @@ func mirrorWants(reg registryState, desired differ.Desired, plan policy.Plan) ma
 	for _, d := range desired {
 		if _, published := reg.entries[d.PolicyName]; published || written[d.PolicyName] {
 			want[d.PolicyName] = mirror.Want{SHA: d.SHA}
+		}
+	}
+	// a delete's object goes with its registry delete (mirrorDelete), not
+	// as a foreign object, even when the registry read did not show its
+	// entry (a read that lags, the plan distrusting it: the soak, seed
+	// 70525 deleted the object while the registry delete failed)
+	for _, it := range plan.Items {
+		if _, ok := want[it.PolicyName]; !ok && it.Action == policy.ActDelete {
+			want[it.PolicyName] = mirror.Want{Keep: true}
 		}
 	}
 	// The registry's version of every entry the plan keeps (a head version
@@ -805,11 +840,14 @@ func (m *mirrorRun) aliasFate(a string, etags map[string]string, gone map[string
 // again until an operator removes them (review: only a log line said so,
 // and the run recorded success). Nothing outside the prefix is deleted.
 func (m *mirrorRun) unsafeLeft() map[string]string {
-	if m == nil || len(m.drift.Unsafe)+len(m.drift.Aliases) == 0 {
+	if m == nil || len(m.drift.Unsafe)+len(m.drift.Aliases)+len(m.unjudged) == 0 {
 		return nil
 	}
 	m.unrepaired = true
-	left := make(map[string]string, len(m.drift.Unsafe)+len(m.drift.Aliases))
+	left := make(map[string]string, len(m.drift.Unsafe)+len(m.drift.Aliases)+len(m.unjudged))
+	for _, k := range m.unjudged {
+		left[k] = "content mirror: object not deleted: the registry read held no policy and no run record, which a registry whose reads lag may show; the next full run judges it"
+	}
 	for _, k := range m.drift.Unsafe {
 		left[k] = "content mirror: foreign object not deleted: its key could resolve outside " + m.prefix + "; an operator must remove it"
 	}
@@ -833,7 +871,8 @@ func (m *mirrorRun) withoutForeign(names []string) []string {
 		_, del := slices.BinarySearch(m.drift.Delete, name)
 		_, unsafe := slices.BinarySearch(m.drift.Unsafe, name)
 		_, alias := slices.BinarySearch(m.drift.Aliases, name)
-		return del || unsafe || alias
+		_, unjudged := slices.BinarySearch(m.unjudged, name)
+		return del || unsafe || alias || unjudged
 	}
 	if m == nil || !slices.ContainsFunc(names, foreign) {
 		return names

@@ -2,6 +2,7 @@ package syncer_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/knue/syncjob/internal/mirror"
@@ -50,5 +51,42 @@ func TestMirror_HeldBackAddsObject_FullRunDeletesIt_NoFalseSuccess(t *testing.T)
 		if _, published := r.policies()[name]; !published {
 			t.Errorf("exit 0 (mode %s) with %s in the mirror, which no policy publishes", res.Summary.Mode, k)
 		}
+	}
+}
+
+// Found by the soak with -soak.mirror (seeds 80009, 80357, 80457): a run
+// that reads an empty registry and no run record — a first sync, or a
+// run just after one, whose reads lag — took the objects of policies the
+// head no longer has for foreign and deleted them, while the registry
+// (not read yet) still published them. A first sync leaves such
+// policy-shaped objects, named, partial, and the next full run, with a
+// record to trust, removes them.
+func TestMirror_FirstSyncFindsPolicyObjects_LeavesThem_NextRunRemoves(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	old := mirror.Key(prefix, "옛 정책")
+	m.PutRaw(t, old, []byte("---\npolicyName: 옛 정책\n---\n# 옛 정책\n"))
+	m.PutRaw(t, prefix+"notes.txt", []byte("not a policy's")) // no policy's key: deleted as before
+	r.seed()
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrPartial) || res.Summary.Mirror == nil || res.Summary.Mirror.Converged != "" {
+		t.Fatalf("first sync: %v, mirror %+v; want partial, not converged", err, res.Summary.Mirror)
+	}
+	if _, ok := m.Objects()[old]; !ok || !slices.Contains(failedNames(res.Summary.Failures), old) {
+		t.Errorf("first sync: object kept %v, failures %v; want it left and named", ok, failedNames(res.Summary.Failures))
+	}
+	if _, ok := m.Objects()[prefix+"notes.txt"]; ok {
+		t.Errorf("first sync kept %snotes.txt, which no policy's key is", prefix)
+	}
+	res, err = r.run(syncer.Options{})
+	if err != nil || res.Summary.Mode != "full" || res.Summary.Mirror.Converged == "" {
+		t.Fatalf("next run: %v, %s, mirror %+v; want full, success, converged", err, res.Summary.Mode, res.Summary.Mirror)
+	}
+	if _, ok := m.Objects()[old]; ok {
+		t.Errorf("the next run kept %s", old)
+	}
+	if len(res.Summary.Pending) != 0 {
+		t.Errorf("pending %v: a key is no policy owed", res.Summary.Pending)
 	}
 }

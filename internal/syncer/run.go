@@ -103,7 +103,7 @@ func (s *Syncer) runSteps(ctx context.Context, opt Options) (res Result, err err
 func (r *run) pass(ctx context.Context, rep *report, in *readForPlan, own int64) error {
 	p := r.plan(rep.state, in)
 	rep.plan = p.plan
-	if err := r.mirrorPlan(ctx, rep.mirror, rep.mode, in.reg, p.desired, p.plan); err != nil { // before the titles step uploads
+	if err := r.mirrorPlan(ctx, rep.mirror, rep.state, rep.mode, in.reg, p.desired, p.plan); err != nil { // before the titles step uploads
 		return err
 	}
 	t, err := r.titles(ctx, rep.state, *in, p.forTitles(), rep.mirror)
