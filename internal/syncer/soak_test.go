@@ -163,17 +163,22 @@ func soakOneSeed(t *testing.T, seed uint64, stats *soakStats) {
 							s.cancels++
 						}
 					})
-					vs := checkRun(hv, before, after, res, err, opt.DryRun)
-					if r.mirror != nil && !opt.DryRun {
-						vs = append(vs, checkMirror(after, r.mirror.Objects(), err == nil)...)
-					}
-					rep.check(st, fmt.Sprintf("run %d", k+1), f, opt, res, err, vs)
+					rep.check(st, fmt.Sprintf("run %d", k+1), f, opt, res, err, r.checkRun(hv, before, after, res, err, opt.DryRun))
 					r.clock.Advance(pick(rng, gaps))
 				}
 			}
 			r.converge(rep, steps[len(steps)-1])
 		})
 	}
+}
+
+// checkRun is checkRun, and checkMirror with -soak.mirror.
+func (r *soakRig) checkRun(hv headView, before, after snapshot, res syncer.Result, err error, dry bool) []violation {
+	vs := checkRun(hv, before, after, res, err, dry)
+	if r.mirror != nil && !dry {
+		vs = append(vs, checkMirror(after, r.mirror.Objects(), err == nil)...)
+	}
+	return vs
 }
 
 // converge stops the faults and makes one clean run, which must bring the
@@ -192,11 +197,7 @@ func (r *soakRig) converge(rep *reporter, last histStep) {
 			before := r.snapshot()
 			res, _, err := r.run(runFaults{}, opt, 0)
 			after := r.snapshot()
-			vs := checkRun(hv, before, after, res, err, false)
-			if r.mirror != nil {
-				vs = append(vs, checkMirror(after, r.mirror.Objects(), err == nil)...)
-			}
-			rep.check(last, label, runFaults{}, opt, res, err, vs)
+			rep.check(last, label, runFaults{}, opt, res, err, r.checkRun(hv, before, after, res, err, false))
 			switch {
 			case attempt > 3:
 			case errors.Is(err, registry.ErrLeaseHeld):

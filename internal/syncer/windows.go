@@ -26,12 +26,13 @@ import (
 // skips, conflicts, failures and the budget's spend. The run is recorded
 // once, after the last window or when one stops it.
 //
-// Only a run whose registry holds nothing of the job's — no policy, no
-// dead letter, no write waiting for retry — and whose content mirror, if
-// any, holds no object under its prefix windows, and not a dry run (which
-// lists its whole plan, and its tree whole): with nothing to delete, move or repair, no
-// concern spans windows. With a mirror a window is a quarter of the size
-// (mirrorShare), and what crosses windows of it is counted (mirrorDone). A run that finds a window it may not take lists the tree
+// A run takes windows only when its registry holds nothing of the job's
+// (no policy, no dead letter, no write waiting for retry) and its content
+// mirror, if any, no object under its prefix: with nothing to delete,
+// move or repair, no concern spans windows. A dry run lists its whole plan,
+// and its tree whole. With a mirror a window is a quarter of the size
+// (mirrorDivisor), and what the mirror's windows did is counted
+// (mirrorDone). A run that finds a window it may not take lists the tree
 // again, whole. A first sync cut short (its deadline, the write budget)
 // leaves the windows it did not reach waiting; the next run is full and
 // whole, as the daily full run is.
@@ -41,10 +42,10 @@ import (
 // bench's 50,000 row), 200,000 are four.
 const DefaultFirstSyncWindow = 60_000
 
-// mirrorShare is how much smaller a window is with a content mirror: its
-// maps by key and its uploads' buffers more than double what a policy
+// mirrorDivisor is how much smaller a window is with a content mirror:
+// its maps by key and its uploads' buffers more than double what a policy
 // holds while its window runs (docs/bench.md).
-const mirrorShare = 4
+const mirrorDivisor = 4
 
 // maxWindows bounds how many windows a first sync takes.
 const maxWindows = 1 << 10
@@ -122,7 +123,7 @@ func (w *windowing) keep(k int) func(string) bool {
 func (r *run) firstWindow(ctx context.Context, head string) (headFiles, error) {
 	size := r.opt.FirstSyncWindow
 	if r.Mirror != nil {
-		size = max(size/mirrorShare, 1)
+		size = max(size/mirrorDivisor, 1)
 	}
 	w := &windowing{size: size, n: 1, kept: map[uint64]uint32{}}
 	files, policies, err := r.treeKeeping(ctx, head, w.keepFirst)

@@ -20,9 +20,9 @@ import (
 	"github.com/knue/syncjob/internal/syncer"
 )
 
-// Faults in a first sync in windows with a content mirror (a reviewer's
-// attack of cbb3d38, kept): the same faults leave the record a whole run
-// leaves, and seeded random faults are repaired by the runs after.
+// Faults in a first sync in windows with a content mirror: the same
+// faults leave the record a whole run leaves, and seeded random faults are
+// repaired by the runs after.
 
 var (
 	mirrorFaultsFrom  = flag.Uint64("mirrorfaults.from", 1, "TestWindows_Mirror_RandomFaults: the first seed")

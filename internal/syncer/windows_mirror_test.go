@@ -186,6 +186,9 @@ func TestWindows_Mirror_BudgetCutsALaterWindow_StrayUploadsNotConverged(t *testi
 		if len(m.Objects()) <= written {
 			t.Errorf("window %d: mirror holds %d objects, registry %d: want the cut window's uploads beside them", window, len(m.Objects()), written)
 		}
+		if trees, windowed := r.gh.Requests()[githubtest.KindTree], window < n*4; windowed != (trees > 1) {
+			t.Errorf("window %d: %d tree listings; want one a window in windows (%v), else one", window, trees, windowed)
+		}
 		r.clock.Advance(24 * time.Hour)
 		res, err = r.run(t.Context(), syncer.Options{BatchSize: 50})
 		if err != nil || res.Summary.Mode != "full" || res.Summary.Added != n-written || res.Summary.Mirror.Converged == "" || len(m.Objects()) != n {
@@ -229,6 +232,9 @@ func TestWindows_Mirror_StoreDownInALaterWindow_ItemFailuresAsWhole(t *testing.T
 	sum := res.Summary
 	if !errors.Is(err, syncer.ErrPartial) || errors.Is(err, syncer.ErrOutage) || len(sum.Failures) != n-first || sum.Added != first {
 		t.Fatalf("%v: %d failures, %d added; want partial (not an outage), %d failed, %d added", err, len(sum.Failures), sum.Added, n-first, first)
+	}
+	if trees := r.gh.Requests()[githubtest.KindTree]; trees < 2 {
+		t.Errorf("%d tree listings: not in windows", trees)
 	}
 	if len(sum.Pending) != n-first {
 		t.Errorf("%d pending: want every failed upload's policy recorded for retry (%d)", len(sum.Pending), n-first)

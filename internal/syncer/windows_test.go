@@ -155,7 +155,7 @@ func TestWindows_NotTaken_RegistryNotEmptyOrDryRun(t *testing.T) {
 			t.Fatalf("dry run: %d items (omitted %v), %v; want all %d", len(res.Plan.Items), res.Plan.Omitted, err, n)
 		}
 		if trees := r.gh.Requests()[githubtest.KindTree]; trees != 1 {
-			t.Errorf("%d tree listings, want 1: the whole tree at once (a window's first listed it twice)", trees)
+			t.Errorf("%d tree listings, want 1: the whole tree at once", trees)
 		}
 	})
 	t.Run("a policy written before", func(t *testing.T) {
