@@ -326,8 +326,8 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, st state, mode strin
 // key is a policy's: the registry read held no policy and no run record,
 // which a registry whose reads lag shows for a while after another run
 // wrote it (docs/design.md, "Stale reads"), and deleting them could take
-// the text of a policy the registry publishes (the soak, seeds 80009,
-// 80357, 80457). They are left, named (unsafeLeft): the run is partial,
+// the text of a policy the registry publishes (the soak, seeds 80009 and
+// 80457). They are left, named (unsafeLeft): the run is partial,
 // the mirror not converged, and the next full run, with a record to trust,
 // judges them.
 func (m *mirrorRun) unjudgedObjects() {
@@ -386,11 +386,12 @@ func (r *run) mirrorWindows(ctx context.Context, m *mirrorRun) (string, error) {
 // back, a new file skipped) is not wanted: an object of it, left by an
 // add whose write failed, is a stray (the soak, seed 49391: kept as the
 // head's, the mirror was recorded converged, and once the file left the
-// head an incremental run exited success with that text in the mirror). One the plan deletes is wanted too: its
-// object goes once its registry delete landed (mirrorDelete), not as a
-// foreign object whatever became of that delete (review: a failed delete
-// left the policy published without its text, and the guard counted it
-// twice).
+// head an incremental run exited success with that text in the mirror).
+// One the plan deletes is wanted too, even when the registry read did not
+// show its entry (a read that lags, distrusted): its object goes once its
+// registry delete landed (mirrorDelete), not as a foreign object whatever
+// became of that delete (a failed delete left the policy published
+// without its text; the soak, seed 70525, through a lagging read).
 func mirrorWants(reg registryState, desired differ.Desired, plan policy.Plan) map[string]mirror.Want {
 	written := make(map[string]bool, len(plan.Items))
 	for _, it := range plan.Items {
@@ -402,11 +403,8 @@ func mirrorWants(reg registryState, desired differ.Desired, plan policy.Plan) ma
 			want[d.PolicyName] = mirror.Want{SHA: d.SHA}
 		}
 	}
-	// a delete's object goes with its registry delete (mirrorDelete), not
-	// as a foreign object, even when the registry read did not show its
-	// entry (a read that lags, the plan distrusting it: the soak, seed
-	// 70525 deleted the object while the registry delete failed)
-	for _, it := range plan.Items {
+	for _, it := range plan.Items { // deletes the read did not show
+
 		if _, ok := want[it.PolicyName]; !ok && it.Action == policy.ActDelete {
 			want[it.PolicyName] = mirror.Want{Keep: true}
 		}
@@ -682,8 +680,8 @@ func (r *run) mirrorDelete(ctx context.Context, m *mirrorRun, plan policy.Plan, 
 	return failed
 }
 
-// toDelete are the keys mirrorDelete deletes, and whose each is (a policy
-// name, or the key of a foreign object): the objects of the deleted
+// toDelete are the keys mirrorDelete deletes and who owns each (a policy
+// name, or a foreign object's own key): the objects of the deleted
 // policies whose registry deletes landed, then a full run's foreign ones.
 func (m *mirrorRun) toDelete(plan policy.Plan, registryFailed func(string) bool) (owner map[string]string, keys []string) {
 	owner = map[string]string{}
