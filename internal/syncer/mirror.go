@@ -327,7 +327,7 @@ func (r *run) mirrorPlan(ctx context.Context, m *mirrorRun, st state, mode strin
 // which a registry whose reads lag shows for a while after another run
 // wrote it (docs/design.md, "Stale reads"), and deleting them could take
 // the text of a policy the registry publishes (the soak, seeds 80009 and
-// 80457). They are left, named (unsafeLeft): the run is partial,
+// 80457). They are left, their policies named (unsafeLeft): the run is partial,
 // the mirror not converged, and the next full run, with a record to trust,
 // judges them.
 func (m *mirrorRun) unjudgedObjects() {
@@ -844,7 +844,10 @@ func (m *mirrorRun) unsafeLeft() map[string]string {
 	m.unrepaired = true
 	left := make(map[string]string, len(m.drift.Unsafe)+len(m.drift.Aliases)+len(m.unjudged))
 	for _, k := range m.unjudged {
-		left[k] = "content mirror: object not deleted: the registry read held no policy and no run record, which a registry whose reads lag may show; the next full run judges it"
+		// by its policy's name: the registry may publish it (its read may
+		// lag), and the policy, named, is the run's partial result
+		name, _ := mirror.PolicyNameOf(m.prefix, k)
+		left[name] = "content mirror: object " + k + " not deleted: the registry read held no policy and no run record, which a registry whose reads lag may show; the next full run judges it"
 	}
 	for _, k := range m.drift.Unsafe {
 		left[k] = "content mirror: foreign object not deleted: its key could resolve outside " + m.prefix + "; an operator must remove it"
@@ -869,8 +872,7 @@ func (m *mirrorRun) withoutForeign(names []string) []string {
 		_, del := slices.BinarySearch(m.drift.Delete, name)
 		_, unsafe := slices.BinarySearch(m.drift.Unsafe, name)
 		_, alias := slices.BinarySearch(m.drift.Aliases, name)
-		_, unjudged := slices.BinarySearch(m.unjudged, name)
-		return del || unsafe || alias || unjudged
+		return del || unsafe || alias
 	}
 	if m == nil || !slices.ContainsFunc(names, foreign) {
 		return names

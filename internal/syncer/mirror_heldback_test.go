@@ -73,8 +73,8 @@ func TestMirror_FirstSyncFindsPolicyObjects_LeavesThem_NextRunRemoves(t *testing
 	if !errors.Is(err, syncer.ErrPartial) || res.Summary.Mirror == nil || res.Summary.Mirror.Converged != "" {
 		t.Fatalf("first sync: %v, mirror %+v; want partial, not converged", err, res.Summary.Mirror)
 	}
-	if _, ok := m.Objects()[old]; !ok || !slices.Contains(failedNames(res.Summary.Failures), old) {
-		t.Errorf("first sync: object kept %v, failures %v; want it left and named", ok, failedNames(res.Summary.Failures))
+	if _, ok := m.Objects()[old]; !ok || !slices.Contains(failedNames(res.Summary.Failures), "옛 정책") {
+		t.Errorf("first sync: object kept %v, failures %v; want it left, its policy named", ok, failedNames(res.Summary.Failures))
 	}
 	if _, ok := m.Objects()[prefix+"notes.txt"]; ok {
 		t.Errorf("first sync kept %snotes.txt, which no policy's key is", prefix)
@@ -87,6 +87,6 @@ func TestMirror_FirstSyncFindsPolicyObjects_LeavesThem_NextRunRemoves(t *testing
 		t.Errorf("the next run kept %s", old)
 	}
 	if len(res.Summary.Pending) != 0 {
-		t.Errorf("pending %v: a key is no policy owed", res.Summary.Pending)
+		t.Errorf("pending %v: nothing is owed once the object is judged", res.Summary.Pending)
 	}
 }
