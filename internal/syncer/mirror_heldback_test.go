@@ -2,7 +2,9 @@ package syncer_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/knue/syncjob/internal/mirror"
@@ -88,5 +90,70 @@ func TestMirror_FirstSyncFindsPolicyObjects_LeavesThem_NextRunRemoves(t *testing
 	}
 	if len(res.Summary.Pending) != 0 {
 		t.Errorf("pending %v: nothing is owed once the object is judged", res.Summary.Pending)
+	}
+}
+
+// Found by a reviewer of the fix above: eleven adds whose writes failed
+// until dead letters held them back left eleven objects, which the full
+// runs after took for strays under the mirror's mass-delete guard: every
+// run was refused, ordinary edits with it. Those objects are the head's
+// own policies' and publish nothing: the guard does not count them.
+func TestMirror_ManyDeadLetteredAdds_GuardDoesNotRefuse(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	r.seed()
+	r.mustRun()
+	fail := map[string]error{}
+	for i := range 11 {
+		name := fmt.Sprintf("신규 %02d", i)
+		r.repo.Write("c/"+name+".md", "# "+name+"\n")
+		fail["policy:"+name] = errors.New("kv down")
+	}
+	r.repo.Commit("add 11")
+	r.store.FailKeys(fail)
+	for range 3 {
+		_, _ = r.run(syncer.Options{})
+	}
+	r.store.FailKeys(nil)
+	if dead, objs := len(r.deadLetters()), len(m.Objects()); dead != 11 || objs != 14 {
+		t.Fatalf("%d dead letters, %d objects: want 11 held back, their objects beside the 3 published", dead, objs)
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit 가")
+	res, err := r.run(syncer.Options{})
+	if errors.Is(err, syncer.ErrMirrorGuard) || !errors.Is(err, syncer.ErrPartial) || len(res.Summary.HeldBack) != 11 {
+		t.Fatalf("run after the dead letters: %v, held back %d; want partial naming the 11, not refused", err, len(res.Summary.HeldBack))
+	}
+	if got := r.policies()["가"].Title; got != "가 개정" {
+		t.Errorf("the ordinary edit of 가 did not land: title %q", got)
+	}
+	if objs := len(m.Objects()); objs != 3 {
+		t.Errorf("mirror holds %d objects, want the 3 published", objs)
+	}
+}
+
+// Found by the same reviewer: an object a first sync leaves unjudged was
+// named by its policy, and so owed; a name too long for a registry key
+// then failed every later run reading what is owed, for good. Such a
+// name is reported by the object's key, owed by no one.
+func TestMirror_FirstSyncUnjudged_NameNoKey_NotOwed(t *testing.T) {
+	t.Parallel()
+	m := mirrortest.NewMemory(prefix)
+	r := newRig(t).withMirror(m)
+	key := mirror.Key(prefix, strings.Repeat("가", 200)) // a 600-byte name
+	m.PutRaw(t, key, []byte("---\npolicyName: x\n---\n# x\n"))
+	r.seed()
+	res, err := r.run(syncer.Options{})
+	if !errors.Is(err, syncer.ErrPartial) || !slices.Contains(failedNames(res.Summary.Failures), key) || len(res.Summary.Pending) != 0 {
+		t.Fatalf("first sync: %v, failures %v, pending %d; want partial naming the key, nothing owed", err, failedNames(res.Summary.Failures), len(res.Summary.Pending))
+	}
+	r.repo.Write("a/가.md", "# 가 개정\n")
+	r.repo.Commit("edit 가")
+	if _, err := r.run(syncer.Options{}); err != nil {
+		t.Errorf("next run: %v; want success, the object judged", err)
+	}
+	if got := r.policies()["가"].Title; got != "가 개정" {
+		t.Errorf("the edit of 가 did not land: title %q", got)
 	}
 }
