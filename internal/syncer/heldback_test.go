@@ -21,17 +21,23 @@ func (unplannable) Compare(context.Context, string, string) (policy.Changeset, e
 
 func (unplannable) Tree(context.Context, string) ([]policy.File, error) { return nil, errGitHubDown }
 
-// failUntilDeadLetter fails the write of name's entry until a dead letter
-// holds its version back: three runs.
-func failUntilDeadLetter(t *testing.T, r *rig, name string) {
+// failUntilDeadLetter fails the writes of the names' entries until dead
+// letters hold their versions back: three runs.
+func failUntilDeadLetter(t *testing.T, r *rig, names ...string) {
 	t.Helper()
-	r.store.FailKeys(map[string]error{"policy:" + name: errors.New("kv down")})
+	fail := map[string]error{}
+	for _, name := range names {
+		fail["policy:"+name] = errors.New("kv down")
+	}
+	r.store.FailKeys(fail)
 	for range 3 {
 		_, _ = r.run(syncer.Options{})
 	}
 	r.store.FailKeys(nil)
-	if _, ok := r.deadLetters()[name]; !ok {
-		t.Fatalf("no dead letter of %s after three failures", name)
+	for _, name := range names {
+		if _, ok := r.deadLetters()[name]; !ok {
+			t.Fatalf("no dead letter of %s after three failures", name)
+		}
 	}
 }
 
